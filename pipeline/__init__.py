@@ -1,0 +1,17 @@
+"""rmtsweep: Monte Carlo parameter sweeps of attention-style pooling, held against random-matrix theory.
+
+The public API::
+
+    from pipeline import load_sweep, run_sweep, open_store, theory_dataset
+"""
+
+from .errors import RmtsweepError, StoreError, SweepDefinitionError, TaskFailedError
+from .predict import theory_dataset
+from .runner import run_sweep
+from .spec import Sweep, SweepFile, load_sweep, parse_sweep
+from .store import open_dataset as open_store
+
+__all__ = [
+    "RmtsweepError", "StoreError", "Sweep", "SweepDefinitionError", "SweepFile", "TaskFailedError",
+    "load_sweep", "open_store", "parse_sweep", "run_sweep", "theory_dataset",
+]

@@ -1,0 +1,28 @@
+"""The error hierarchy: every user mistake is an :class:`RmtsweepError`.
+
+The CLI maps these to one line on stderr and exit status 2, with no traceback.
+The classes also subclass the matching builtin so ordinary ``except ValueError``
+code keeps working.
+"""
+
+from __future__ import annotations
+
+
+class RmtsweepError(Exception):
+    """Base class of all errors caused by user input or user state."""
+
+
+class SweepDefinitionError(RmtsweepError, ValueError):
+    """A sweep file that cannot be read or does not validate."""
+
+
+class StoreError(RmtsweepError, ValueError):
+    """A store path that is not usable: not an rmtsweep store, wrong sweep, not writable."""
+
+
+class ClusterError(RmtsweepError, ValueError):
+    """A cluster that cannot be built or reached from the given options."""
+
+
+class TaskFailedError(RmtsweepError, RuntimeError):
+    """A grid cell whose computation failed repeatedly."""

@@ -1,0 +1,112 @@
+"""The dask side: tasks go out to workers in waves, results come back, the driver writes them.
+
+Workers compute and return small arrays (top-k eigenvalues and overlaps per replicate and SNR);
+only this process writes the store, so workers never need to see it and two writes never race.
+At most ``in_flight`` tasks are submitted at a time, so a grid of 10^5 cells starts at once and
+the scheduler never holds a graph of every cell.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+from distributed import Client, as_completed
+from threadpoolctl import threadpool_limits
+
+from .errors import TaskFailedError
+from .grid import Task
+from .model import simulate_replicate
+
+
+def compute_task(task: Task) -> dict[str, np.ndarray]:
+    """Run one task (a cell and a block of replicates) with BLAS pinned to one thread.
+
+    Returns
+    -------
+    dict
+        ``eigenvalues`` and ``overlap`` of shape (replicates, snr, k); ``alpha``, ``kappa`` of
+        shape (replicates,).
+    """
+    with threadpool_limits(limits=1):
+        model = task.model()
+        results = [simulate_replicate(model, task.snr, rng) for rng in task.rngs()]
+    return {
+        "eigenvalues": np.stack([r.eigenvalues for r in results]),
+        "overlap": np.stack([r.overlap for r in results]),
+        "alpha": np.array([r.alpha for r in results]),
+        "kappa": np.array([r.kappa for r in results]),
+    }
+
+
+@dataclass
+class RunReport:
+    """What a run did."""
+
+    tasks_computed: int
+    seconds: float
+
+
+def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict], None],
+              in_flight: int | None = None, retries: int = 2,
+              on_done: Callable[[Task], None] | None = None) -> RunReport:
+    """Compute ``tasks`` on ``client`` in waves and hand each result to ``write`` as it arrives.
+
+    Parameters
+    ----------
+    client
+        A connected ``distributed.Client`` (LocalCluster, jobqueue cluster or remote scheduler).
+    tasks
+        The tasks still to do (consumed lazily, ``in_flight`` at a time).
+    write
+        Called in this process with each task and its result (the store writer).
+    in_flight
+        Tasks submitted at once; default four per worker thread (at least 4).
+    retries
+        Times a failing task is retried (worker deaths are rescheduled by dask regardless).
+    on_done
+        Called after each write (progress reporting).
+
+    Raises
+    ------
+    TaskFailedError
+        When a task still fails after its retries; tasks already written stay written.
+    """
+    start = time.perf_counter()
+    if in_flight is None:
+        threads = sum(client.nthreads().values()) or 1
+        in_flight = max(4, 4 * threads)
+    pending = iter(tasks)
+    by_key: dict[str, Task] = {}
+
+    def submit_next(queue: as_completed) -> None:
+        task = next(pending, None)
+        if task is not None:
+            cell = "-".join(map(str, task.index))
+            fut = client.submit(compute_task, task, retries=retries,
+                                key=f"rmtsweep-cell-{cell}-r{task.replicates[0]}-{uuid.uuid4().hex[:8]}")
+            by_key[fut.key] = task
+            queue.add(fut)
+
+    queue = as_completed()
+    for _ in range(in_flight):
+        submit_next(queue)
+    computed = 0
+    for fut in queue:
+        task = by_key.pop(fut.key)
+        if fut.status == "error":
+            exc = fut.exception()
+            for other in list(queue.futures):
+                other.cancel()
+            raise TaskFailedError(f"cell {task.name} failed after {retries} retries: "
+                                  f"{type(exc).__name__}: {exc}")
+        write(task, fut.result())
+        fut.release()
+        computed += 1
+        if on_done is not None:
+            on_done(task)
+        submit_next(queue)
+    return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start)

@@ -1,0 +1,319 @@
+"""Sweep files: YAML in, a validated, frozen :class:`Sweep` out (parse once, at the boundary).
+
+Every error names the file, the field and the bad value, in one line, and is raised as
+:class:`~pipeline.errors.SweepDefinitionError`. A sweep file looks like::
+
+    name: demo
+    d: 300
+    replicates: 8
+    seed: 2026
+    correlation: {model: prefix, L: 4}
+    table_centering: class
+    top_k: 3
+    grid:
+      delta: [0.5, 1.0]
+      gamma: [0.25, 0.5]
+      snr: {start: 0.0, stop: 6.0, num: 13}     # or a list
+      T: [16]
+      weights: [mean, optimal, harmonic]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import SweepDefinitionError
+from .model import Correlation, WeightScheme
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Prefix(BaseModel):
+    model_config = _STRICT
+    model: Literal["prefix"]
+    L: Annotated[int, Field(ge=1)]
+
+
+class _NoParam(BaseModel):
+    model_config = _STRICT
+    model: Literal["iid", "full"]
+
+
+class _Decay(BaseModel):
+    model_config = _STRICT
+    model: Literal["decay"]
+    r: Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Label(BaseModel):
+    model_config = _STRICT
+    model: Literal["label"]
+    q: tuple[Annotated[float, Field(ge=0.0, le=1.0)], ...]   # one value: the same for every position
+
+    @field_validator("q", mode="before")
+    @classmethod
+    def _scalar(cls, v: Any) -> Any:
+        return [v] if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+
+class _Markov(BaseModel):
+    model_config = _STRICT
+    model: Literal["markov"]
+    r: Annotated[float, Field(ge=-1.0, le=1.0)]
+
+
+CorrelationSpec = Annotated[Union[_Prefix, _NoParam, _Decay, _Label, _Markov], Field(discriminator="model")]
+
+
+class _Plain(BaseModel):
+    model_config = _STRICT
+    scheme: Literal["mean", "optimal", "harmonic", "harmonic_paper"]
+    name: str | None = None
+
+
+class _Causal(BaseModel):
+    model_config = _STRICT
+    scheme: Literal["causal"]
+    tau: float
+    name: str | None = None
+
+    @field_validator("tau")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("tau must be finite")
+        return v
+
+
+class _Custom(BaseModel):
+    model_config = _STRICT
+    scheme: Literal["custom"]
+    values: tuple[float, ...]
+    name: str | None = None
+
+    @field_validator("values")
+    @classmethod
+    def _usable(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not all(math.isfinite(x) for x in v):
+            raise ValueError("custom weights must be finite")
+        if not any(v):
+            raise ValueError("custom weights are all zero")
+        return v
+
+
+WeightsSpec = Annotated[Union[_Plain, _Causal, _Custom], Field(discriminator="scheme")]
+
+PositiveAxis = tuple[Annotated[float, Field(gt=0.0, allow_inf_nan=False)], ...]
+
+
+def _axis(value: Any) -> Any:
+    """A scalar, a list, or ``{start, stop, num}`` (inclusive linspace) -> a list."""
+    if isinstance(value, dict):
+        extra = set(value) - {"start", "stop", "num"}
+        missing = {"start", "stop", "num"} - set(value)
+        if extra or missing:
+            raise ValueError(f"a range needs exactly the keys start, stop, num "
+                             f"(unknown: {sorted(extra)}, missing: {sorted(missing)})")
+        num = value["num"]
+        if not isinstance(num, int) or num < 1:
+            raise ValueError(f"range num must be a whole number >= 1, got {num!r}")
+        return [float(x) for x in np.linspace(float(value["start"]), float(value["stop"]), num)]
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return [value]
+    return value
+
+
+def _unique(values: tuple) -> tuple:
+    if len(values) == 0:
+        raise ValueError("needs at least one value")
+    if len(set(values)) != len(values):
+        raise ValueError(f"values must be distinct, got {list(values)}")
+    return values
+
+
+class Grid(BaseModel):
+    """The swept axes. ``snr`` is computed inside each task; the others each make grid cells."""
+
+    model_config = _STRICT
+    delta: PositiveAxis
+    gamma: PositiveAxis
+    snr: tuple[Annotated[float, Field(ge=0.0, allow_inf_nan=False)], ...]
+    T: tuple[Annotated[int, Field(ge=1, strict=False)], ...]
+    weights: tuple[WeightsSpec, ...]
+
+    @field_validator("delta", "gamma", "snr", "T", mode="before")
+    @classmethod
+    def _expand(cls, v: Any) -> Any:
+        return _axis(v)
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _names(cls, v: Any) -> Any:
+        v = [v] if isinstance(v, (str, dict)) else v
+        return [{"scheme": x} if isinstance(x, str) else x for x in v]
+
+    @field_validator("delta", "gamma", "snr", "T")
+    @classmethod
+    def _distinct(cls, v: tuple) -> tuple:
+        return _unique(v)
+
+
+class Sweep(BaseModel):
+    """A validated sweep definition (frozen). Build it with :func:`load_sweep` or :func:`parse_sweep`."""
+
+    model_config = _STRICT
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")]
+    description: str = ""
+    d: Annotated[int, Field(ge=2)]
+    replicates: Annotated[int, Field(ge=1)]
+    replicates_per_task: Annotated[int, Field(ge=1)] | None = None
+    seed: Annotated[int, Field(ge=0)]
+    correlation: CorrelationSpec
+    table_centering: Literal["class", "none"] = "class"
+    top_k: Annotated[int, Field(ge=1)] = 3
+    grid: Grid
+
+    # -- derived, model-side views ---------------------------------------------------------
+    def correlation_model(self) -> Correlation:
+        """The correlation as a :class:`~pipeline.model.Correlation`."""
+        c = self.correlation
+        return Correlation(c.model, L=getattr(c, "L", None), r=getattr(c, "r", None), q=getattr(c, "q", None))
+
+    def weight_schemes(self) -> tuple[WeightScheme, ...]:
+        """The ``weights`` axis as :class:`~pipeline.model.WeightScheme` values."""
+        return tuple(WeightScheme(w.scheme, tau=getattr(w, "tau", None), values=getattr(w, "values", None),
+                                  name=w.name) for w in self.grid.weights)
+
+    @property
+    def replicate_chunk(self) -> int:
+        """Replicates per task (and per store chunk)."""
+        return min(self.replicates_per_task or self.replicates, self.replicates)
+
+    def sizes(self, delta: float, gamma: float) -> tuple[int, int]:
+        """``V = round(d / delta)`` and ``N = round(d / gamma)``."""
+        return round(self.d / delta), round(self.d / gamma)
+
+    def canonical(self) -> dict[str, Any]:
+        """The definition as plain JSON-able data (defaults filled in)."""
+        return self.model_dump(mode="json")
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical definition: two files that mean the same sweep hash the same."""
+        text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SweepFile:
+    """A sweep together with where it came from (for provenance)."""
+
+    sweep: Sweep
+    path: str
+    text: str
+
+
+_UNION_TAGS = {"prefix", "iid", "full", "decay", "label", "markov",
+               "mean", "optimal", "harmonic", "harmonic_paper", "causal", "custom"}
+
+
+def _where(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _UNION_TAGS:
+            continue  # the tags of discriminated unions are not fields
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _format(err: dict) -> str:
+    msg = err["msg"].removeprefix("Value error, ")
+    where = _where(err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"{where}: unknown key"
+    got = err.get("input")
+    return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
+
+
+def _check_consistency(s: Sweep) -> list[str]:
+    """Checks that need more than one field."""
+    problems = []
+    Ts = s.grid.T
+    for field, axis in (("grid.delta", s.grid.delta), ("grid.gamma", s.grid.gamma)):
+        for i, x in enumerate(axis):
+            if round(s.d / x) < 2:
+                what = "V" if field == "grid.delta" else "N"
+                problems.append(f"{field}[{i}]: d/{field[5:]} = {s.d}/{x:g} rounds to {what} = "
+                                f"{round(s.d / x)}; need at least 2")
+    n_min = min(round(s.d / g) for g in s.grid.gamma)
+    v_min = min(round(s.d / x) for x in s.grid.delta)
+    if s.top_k > min(s.d, n_min, v_min):
+        problems.append(f"top_k: {s.top_k} exceeds the rank bound min(d, V, N) = {min(s.d, n_min, v_min)}")
+    c = s.correlation
+    if c.model == "prefix" and c.L > min(Ts):
+        problems.append(f"correlation.L: prefix length {c.L} exceeds T = {min(Ts)} on grid.T")
+    if c.model == "label" and len(c.q) != 1 and any(len(c.q) != T for T in Ts):
+        problems.append(f"correlation.q: {len(c.q)} values but grid.T has {list(Ts)}")
+    labels = [w.label for w in s.weight_schemes()]
+    for i, w in enumerate(s.grid.weights):
+        if w.scheme == "custom" and any(len(w.values) != T for T in Ts):
+            problems.append(f"grid.weights[{i}].values: {len(w.values)} values but grid.T has {list(Ts)}")
+        if w.scheme == "harmonic_paper" and min(Ts) < 2:
+            problems.append(f"grid.weights[{i}]: harmonic_paper needs T >= 2 (its only weight is 0 at T = 1)")
+        if labels.count(labels[i]) > 1 and labels.index(labels[i]) == i:
+            problems.append(f"grid.weights[{i}]: label {labels[i]!r} appears twice; give one a `name`")
+    if s.replicates_per_task is not None and s.replicates_per_task > s.replicates:
+        problems.append(f"replicates_per_task: {s.replicates_per_task} exceeds replicates = {s.replicates}")
+    return problems
+
+
+def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
+    """Validate already-loaded YAML data; errors name ``source``."""
+    if not isinstance(data, dict):
+        raise SweepDefinitionError(f"{source}: expected a mapping of sweep fields, got {type(data).__name__}")
+    try:
+        sweep = Sweep.model_validate(data)
+    except ValidationError as exc:
+        errs = exc.errors()
+        more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+        raise SweepDefinitionError(f"{source}: {_format(errs[0])}{more}") from None
+    problems = _check_consistency(sweep)
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise SweepDefinitionError(f"{source}: {problems[0]}{more}")
+    return sweep
+
+
+def load_sweep(path: str | Path) -> SweepFile:
+    """Read and validate a sweep file.
+
+    Raises
+    ------
+    SweepDefinitionError
+        If the file is missing, is not YAML, or does not validate; the message names the file,
+        the field and the bad value.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SweepDefinitionError(f"{path}: cannot read sweep file ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SweepDefinitionError(f"{path}: YAML syntax error{where}: {problem}") from None
+    return SweepFile(parse_sweep(data, str(path)), str(path), text)

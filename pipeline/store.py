@@ -1,0 +1,176 @@
+"""The zarr store: a template written once, then one chunk per finished task, then its ``done`` flag.
+
+Layout (dims ``delta, gamma, T, weights, replicate, snr, k``):
+
+- per replicate, chunked one task per chunk: ``eigenvalues``, ``overlap`` (``... replicate, snr, k``),
+  ``alpha``, ``kappa``, ``done`` (``... replicate``);
+- the theory arrays of :mod:`pipeline.predict`, written with the template;
+- provenance in the dataset attrs.
+
+Only the driver process writes (workers return arrays), data first and ``done`` last, so a reader
+never sees a ``done`` cell without its data, and the store is readable while a sweep runs. Unwritten
+chunks read back as the fill value (NaN, and ``False`` for ``done``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+import zarr
+
+from .errors import StoreError
+from .grid import cell_shape, replicate_blocks
+from .predict import grid_coords
+from .spec import Sweep, SweepFile, parse_sweep
+
+FORMAT = "rmtsweep-store-1"
+PER_REPLICATE = ("alpha", "kappa", "done")
+PER_SNR = ("eigenvalues", "overlap")
+CELL_DIMS = ("delta", "gamma", "T", "weights")
+
+
+def _attrs() -> dict[str, dict[str, str]]:
+    return {
+        "eigenvalues": {"long_name": "top-k eigenvalues of S = (1/N) sum_n c_n c_n^T, descending",
+                        "units": "same units as the eigenvalues of S (absolute)"},
+        "overlap": {"long_name": "alignment |u_hat_i^T u|^2 of the i-th top eigenvector with the signal",
+                    "units": "1"},
+        "alpha": {"long_name": "realised signal strength (1/N) sum_n (w^T xi_n)^2", "units": "1"},
+        "kappa": {"long_name": "noise level kappa = ||w||^2", "units": "1"},
+        "done": {"long_name": "replicate computed and written (set after its data)", "units": "1"},
+    }
+
+
+def template(sweep_file: SweepFile, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
+    """The full dataset with lazy (unwritten) data variables and computed theory arrays."""
+    sweep = sweep_file.sweep
+    coords = grid_coords(sweep)
+    coords["replicate"] = np.arange(sweep.replicates)
+    coords["k"] = np.arange(1, sweep.top_k + 1)
+    cell = cell_shape(sweep)
+    rc = sweep.replicate_chunk
+    rep_shape, rep_chunks = cell + (sweep.replicates,), (1, 1, 1, 1, rc)
+    snr_shape = rep_shape + (len(coords["snr"]), sweep.top_k)
+    snr_chunks = rep_chunks + snr_shape[-2:]
+    attrs = _attrs()
+    data = {}
+    for name in PER_SNR:
+        data[name] = (CELL_DIMS + ("replicate", "snr", "k"),
+                      da.full(snr_shape, np.nan, chunks=snr_chunks), attrs[name])
+    for name in ("alpha", "kappa"):
+        data[name] = (CELL_DIMS + ("replicate",), da.full(rep_shape, np.nan, chunks=rep_chunks), attrs[name])
+    data["done"] = (CELL_DIMS + ("replicate",), da.zeros(rep_shape, dtype=bool, chunks=rep_chunks), attrs["done"])
+    ds = xr.Dataset(data, coords=coords)
+    ds = ds.merge(theory)
+    ds["replicate"].attrs = {"long_name": "Monte Carlo replicate", "units": "1"}
+    ds["k"].attrs = {"long_name": "rank of the eigenpair (1 = largest)", "units": "1"}
+    ds["delta"].attrs = {"long_name": "delta = d / V", "units": "1"}
+    ds["gamma"].attrs = {"long_name": "gamma = d / N", "units": "1"}
+    ds["snr"].attrs = {"long_name": "signal-to-noise ratio ||mu||^2", "units": "1"}
+    ds["T"].attrs = {"long_name": "sequence length", "units": "tokens"}
+    ds["weights"].attrs = {"long_name": "pooling-weight scheme", "units": "1"}
+    ds.attrs.update(provenance)
+    return ds
+
+
+def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) -> dict:
+    """Dataset attrs recording what produced the store (JSON-able values only)."""
+    s = sweep_file.sweep
+    return {
+        "rmtsweep_format": FORMAT,
+        "title": f"rmtsweep: {s.name}",
+        "sweep_name": s.name,
+        "sweep_hash": s.digest(),
+        "sweep_file": sweep_file.path,
+        "sweep_text": sweep_file.text,
+        "sweep_canonical": json.dumps(s.canonical(), sort_keys=True),
+        "seed": s.seed,
+        "seeding": "SeedSequence(seed, spawn_key=(bits(delta), bits(gamma), T, replicate))",
+        "d": s.d,
+        "correlation": s.correlation_model().label(),
+        "table_centering": s.table_centering,
+        "rmtsweep_version": version,
+        "git_revision": git_revision or "unknown",
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def is_store(path: Path) -> bool:
+    """Whether ``path`` holds an rmtsweep store."""
+    try:
+        return zarr.open_group(str(path), mode="r").attrs.get("rmtsweep_format") == FORMAT
+    except Exception:  # noqa: BLE001 - any failure to open means "not a store"
+        return False
+
+
+def create(path: Path, ds: xr.Dataset) -> None:
+    """Write the template: coords, attrs and theory arrays now, data chunks later."""
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise StoreError(f"{path}: parent directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise StoreError(f"{path}: directory {parent} is not writable")
+    ds.to_zarr(str(path), mode="w-", compute=False, consolidated=False)
+
+
+def open_dataset(path: str | Path) -> xr.Dataset:
+    """Open a store with xarray (lazy; works while a sweep is still writing)."""
+    path = Path(path)
+    if not is_store(path):
+        raise StoreError(f"{path}: not an rmtsweep store (no '{FORMAT}' marker)")
+    return xr.open_zarr(str(path), consolidated=False)
+
+
+@dataclass
+class Writer:
+    """Writes finished tasks into their chunks of an existing store (the driver's only job)."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        group = zarr.open_group(str(self.path), mode="r+")
+        self.arrays = {name: group[name] for name in PER_SNR + PER_REPLICATE}
+        self.chunk = self.arrays["done"].chunks[-1]
+
+    def write(self, index: tuple[int, int, int, int], replicates: tuple[int, int],
+              values: dict[str, np.ndarray]) -> None:
+        """Write one task's block: every data variable first, then ``done``."""
+        r0, r1 = replicates
+        n = self.arrays["done"].shape[-1]
+        if r0 % self.chunk or (r1 % self.chunk and r1 != n):
+            raise ValueError(f"replicates {r0}:{r1} are not aligned to the store's chunk of {self.chunk}")
+        region = tuple(index) + (slice(r0, r1),)
+        for name in PER_SNR + ("alpha", "kappa"):
+            self.arrays[name][region] = values[name]
+        self.arrays["done"][region] = True
+
+    def done_tasks(self, blocks: list[tuple[int, int]]) -> np.ndarray:
+        """Done mask per task (see :func:`task_mask`)."""
+        return task_mask(self.arrays["done"][...], blocks)
+
+
+def task_mask(done: np.ndarray, blocks: list[tuple[int, int]]) -> np.ndarray:
+    """Per-task done mask, shape ``cell_shape + (n_blocks,)``: true where every replicate is done."""
+    return np.stack([done[..., a:b].all(axis=-1) for a, b in blocks], axis=-1)
+
+
+def stored_sweep(path: str | Path, attrs: dict) -> Sweep:
+    """The sweep a store was created from (re-validated from its canonical form)."""
+    return parse_sweep(json.loads(attrs["sweep_canonical"]), f"{path} (stored sweep)")
+
+
+def status(path: str | Path) -> dict:
+    """Counts of done tasks and replicates plus the store's provenance attrs."""
+    ds = open_dataset(path)
+    done = ds["done"].values
+    attrs = dict(ds.attrs)
+    per_task = task_mask(done, replicate_blocks(stored_sweep(path, attrs)))
+    return {"tasks_done": int(per_task.sum()), "tasks_total": int(per_task.size),
+            "replicates_done": int(done.sum()), "replicates_total": int(done.size), "attrs": attrs}
