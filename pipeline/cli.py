@@ -122,3 +122,5 @@ def main(argv: list[str] | None = None) -> None:
     except RmtsweepError as exc:
         click.echo(f"rmtsweep: error: {exc}", err=True)
         sys.exit(2)
+if __name__ == "__main__":
+    main()

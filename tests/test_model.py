@@ -1,0 +1,140 @@
+"""The simulator: correlation models, weights, and one replicate against its literal definition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.model import (CellModel, Correlation, WeightScheme, alpha, correlation_matrix, draw_signs,
+                            effective_length, kappa, pooling_weights, simulate_replicate)
+from pipeline.model.replicate import draw_table_noise, pooled_matrix
+
+CORRELATIONS = [
+    Correlation("prefix", L=3), Correlation("iid"), Correlation("full"), Correlation("decay", r=0.7),
+    Correlation("label", q=(0.9, 0.5, 0.0, 0.3, 1.0, 0.2)), Correlation("label", q=(0.4,)),
+    Correlation("markov", r=0.6), Correlation("markov", r=-0.5),
+]
+
+
+@pytest.mark.parametrize("corr", CORRELATIONS, ids=lambda c: c.label())
+def test_empirical_sign_correlation_matches_R(corr):
+    T, N = 6, 40_000
+    xi, y = draw_signs(corr, T, N, np.random.default_rng(11))
+    R = correlation_matrix(corr, T)
+    emp = xi.T.astype(float) @ xi / N
+    # each entry is a mean of N products in {-1, +1}: standard error <= 1/sqrt(N)
+    assert np.abs(emp - R).max() < 5 / np.sqrt(N)
+    assert np.allclose(np.diag(R), 1.0) and np.allclose(R, R.T)
+    assert set(np.unique(xi)) <= {-1, 1} and y.shape == (N,)
+
+
+def test_prefix_R_structure():
+    R = correlation_matrix(Correlation("prefix", L=2), 4)
+    assert np.array_equal(R, np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1.0]]))
+
+
+def test_label_model_copies_label():
+    xi, y = draw_signs(Correlation("full"), 5, 100, np.random.default_rng(0))
+    assert np.array_equal(xi, np.repeat(y[:, None], 5, axis=1))
+
+
+def test_harmonic_weights():
+    T = 16
+    w = pooling_weights(WeightScheme("harmonic"), np.eye(T))
+    H = np.concatenate([[0], np.cumsum(1 / np.arange(1, T + 1))])
+    assert np.allclose(w, (H[T] - H[:T]) / T)
+    assert w.sum() == pytest.approx(1.0) and np.all(np.diff(w) < 0) and w[-1] == pytest.approx(1 / T**2)
+    # uniform causal attention then mean pooling, computed literally
+    A = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    assert np.allclose(w, A.mean(axis=0))
+
+
+def test_harmonic_paper_variant_drops_last_token():
+    w = pooling_weights(WeightScheme("harmonic_paper"), np.eye(8))
+    assert w[-1] == 0 and w.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.7, 3.0])
+def test_causal_weights_are_mean_pooled_attention(tau):
+    T = 10
+    w = pooling_weights(WeightScheme("causal", tau=tau), np.eye(T))
+    t = np.arange(1, T + 1)
+    A = np.tril(np.ones((T, T))) / (np.exp(tau) + t - 1)[:, None]
+    A[np.diag_indices(T)] = np.exp(tau) / (np.exp(tau) + t - 1)
+    assert np.allclose(A.sum(axis=1), 1.0)
+    assert np.allclose(w, A.mean(axis=0))
+    if tau == 0:
+        assert np.allclose(w, pooling_weights(WeightScheme("harmonic"), np.eye(T)))
+
+
+def test_optimal_weights_maximise_alpha_over_kappa():
+    T = 12
+    R = correlation_matrix(Correlation("prefix", L=4), T)
+    w = pooling_weights(WeightScheme("optimal"), R)
+    assert np.allclose(w[:4], 0.5) and np.allclose(w[4:], 0)          # all mass on the prefix
+    assert alpha(w, R) / kappa(w) == pytest.approx(np.linalg.eigvalsh(R)[-1])
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        v = rng.standard_normal(T)
+        assert alpha(v, R) / kappa(v) <= alpha(w, R) / kappa(w) + 1e-12
+    ranking = [alpha(pooling_weights(WeightScheme(s), R), R) / kappa(pooling_weights(WeightScheme(s), R))
+               for s in ("optimal", "harmonic", "mean")]
+    assert ranking[0] > ranking[1] > ranking[2]
+
+
+def test_optimal_weights_degenerate_R_is_uniform():
+    w = pooling_weights(WeightScheme("optimal"), np.eye(5))
+    assert np.allclose(w, 1 / np.sqrt(5))
+
+
+def test_effective_length():
+    assert effective_length(np.full(16, 1 / 16)) == pytest.approx(16)
+    assert effective_length(np.array([1.0, 0, 0])) == pytest.approx(1)
+
+
+def _model(d=40, V=60, N=50, T=6, centering="class", scheme="harmonic", corr=Correlation("prefix", L=2), k=3):
+    w = pooling_weights(WeightScheme(scheme), correlation_matrix(corr, T))
+    return CellModel(d=d, V=V, N=N, T=T, w=w, correlation=corr, centering=centering, top_k=k)
+
+
+@pytest.mark.parametrize("centering", ["class", "none"])
+@pytest.mark.parametrize("sizes", [(40, 60, 50), (60, 30, 25)], ids=["feature-space", "sample-space"])
+def test_replicate_equals_literal_definition(centering, sizes):
+    """Top-k of the rank-2-updated Gram == full eigh of S built from the literal table, per SNR."""
+    d, V, N = sizes
+    m = _model(d=d, V=V, N=N, centering=centering)
+    snr = np.array([0.0, 0.8, 5.0])
+    res = simulate_replicate(m, snr, np.random.default_rng(42))
+    assert res.eigenvalues.shape == res.overlap.shape == (3, 3)
+    for i, s in enumerate(snr):
+        C, u = pooled_matrix(m, s, np.random.default_rng(42))
+        vals, vecs = np.linalg.eigh(C @ C.T / N)
+        assert np.allclose(res.eigenvalues[i], vals[::-1][:3], rtol=1e-10)
+        assert np.allclose(res.overlap[i], (u @ vecs[:, ::-1][:, :3]) ** 2, atol=1e-10)
+    assert np.all(np.diff(res.eigenvalues, axis=1) <= 0)
+    assert np.all((res.overlap >= 0) & (res.overlap <= 1 + 1e-12))
+
+
+def test_alpha_kappa_against_definitions():
+    m = _model(N=4000, d=10, V=20)
+    res = simulate_replicate(m, np.array([1.0]), np.random.default_rng(1))
+    R = correlation_matrix(m.correlation, m.T)
+    assert res.kappa == pytest.approx(float(m.w @ m.w))
+    # realised alpha = mean of (w^T xi)^2 over N samples; its variance is below (sum|w|)^4 / N
+    se = np.abs(m.w).sum() ** 2 / np.sqrt(m.N)
+    assert abs(res.alpha - float(m.w @ R @ m.w)) < 4 * se
+
+
+def test_class_centering_makes_class_means_zero():
+    m = _model(centering="class")
+    Z = draw_table_noise(m, np.random.default_rng(0))
+    assert np.allclose(Z[:, : m.n_pos].mean(axis=1), 0) and np.allclose(Z[:, m.n_pos:].mean(axis=1), 0)
+    Z = draw_table_noise(_model(centering="none"), np.random.default_rng(0))
+    assert not np.allclose(Z[:, : m.n_pos].mean(axis=1), 0)
+
+
+def test_same_generator_same_result():
+    m = _model()
+    a = simulate_replicate(m, np.array([0.0, 2.0]), np.random.default_rng(5))
+    b = simulate_replicate(m, np.array([0.0, 2.0]), np.random.default_rng(5))
+    assert np.array_equal(a.eigenvalues, b.eigenvalues) and np.array_equal(a.overlap, b.overlap)

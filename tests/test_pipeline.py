@@ -1,0 +1,134 @@
+"""End to end: sweep file -> LocalCluster -> zarr store, through the Python API and the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+from distributed import Client, LocalCluster
+
+from pipeline import load_sweep, open_store, run_sweep
+from pipeline.cli import main
+from pipeline.errors import StoreError
+
+DATA_VARS = ("eigenvalues", "overlap", "alpha", "kappa", "done")
+
+
+def _run(sweep_path, store_path, workers: int):
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+            Client(c) as client:
+        return run_sweep(load_sweep(sweep_path), store_path, client, progress=False)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """The tiny sweep run on 1 worker and on 2 workers."""
+    import yaml
+    from tests.conftest import BASE
+    root = tmp_path_factory.mktemp("e2e")
+    path = root / "tiny.yaml"
+    path.write_text(yaml.safe_dump(BASE))
+    one, two = root / "one.zarr", root / "two.zarr"
+    rep1 = _run(path, one, 1)
+    rep2 = _run(path, two, 2)
+    return path, one, two, rep1, rep2
+
+
+def test_same_store_from_one_and_two_workers(stores):
+    _, one, two, rep1, rep2 = stores
+    assert rep1.tasks_computed == rep2.tasks_computed == 8
+    a, b = open_store(one), open_store(two)
+    for name in DATA_VARS:
+        assert np.array_equal(a[name].values, b[name].values, equal_nan=True), name
+    assert bool(a["done"].all())
+
+
+def test_store_layout(stores):
+    _, one, *_ = stores
+    ds = open_store(one)
+    assert dict(ds.sizes) == {"delta": 2, "gamma": 1, "snr": 2, "T": 1, "weights": 2, "replicate": 4, "k": 2}
+    assert ds["eigenvalues"].dims == ("delta", "gamma", "T", "weights", "replicate", "snr", "k")
+    for name in ("eigenvalues", "overlap", "alpha", "kappa", "done", "theory_rho", "theory_edge",
+                 "theory_outlier", "theory_overlap", "theory_phase"):
+        assert "long_name" in ds[name].attrs and "units" in ds[name].attrs, name
+    assert ds["eigenvalues"].encoding["chunks"] == (1, 1, 1, 1, 2, 2, 2)   # one task = one chunk
+    assert list(ds.weights.values) == ["mean", "optimal"]
+    for key in ("sweep_hash", "sweep_text", "rmtsweep_version", "git_revision", "seed", "created"):
+        assert key in ds.attrs, key
+    ev = ds["eigenvalues"].values
+    assert np.all(np.isfinite(ev)) and np.all(np.diff(ev, axis=-1) <= 0)
+    # kappa is ||w||^2 of the scheme: mean weights 1/T, optimal unit norm
+    assert np.allclose(ds["kappa"].sel(weights="mean"), 1 / 4)
+    assert np.allclose(ds["kappa"].sel(weights="optimal"), 1.0)
+    assert np.allclose(ds["kappa"], ds["theory_kappa"].broadcast_like(ds["kappa"]))
+
+
+def test_rerun_of_complete_store_computes_nothing(stores):
+    path, one, *_ = stores
+    before = open_store(one)["eigenvalues"].values.copy()
+    assert _run(path, one, 1).tasks_computed == 0
+    assert np.array_equal(open_store(one)["eigenvalues"].values, before)
+
+
+def test_partial_store_is_resumed(stores, tmp_path):
+    """A store whose done flags are partly false recomputes exactly those tasks, to the same values."""
+    import zarr
+    path, one, *_ = stores
+    import shutil
+    copy = tmp_path / "partial.zarr"
+    shutil.copytree(one, copy)
+    g = zarr.open_group(str(copy), mode="r+")
+    g["done"][0, 0, 0, 1, 2:4] = False
+    g["eigenvalues"][0, 0, 0, 1, 2:4] = -1.0          # data written, done not: never trusted
+    assert _run(path, copy, 1).tasks_computed == 1
+    assert np.array_equal(open_store(copy)["eigenvalues"].values, open_store(one)["eigenvalues"].values)
+
+
+def test_other_sweep_is_refused(stores, sweep_data, write_sweep):
+    _, one, *_ = stores
+    sweep_data["seed"] = 99
+    with pytest.raises(StoreError, match="holds a different sweep"):
+        _run(write_sweep(sweep_data), one, 1)
+
+
+def test_cli_status(stores, capsys):
+    _, one, *_ = stores
+    main(["status", str(one)])
+    out = capsys.readouterr().out
+    assert "sweep tiny" in out and "tasks done: 8 / 8 (100.0%)" in out and "complete" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "nope.yaml"], r"rmtsweep: error: nope\.yaml: cannot read sweep file"),
+    (["status", "nope.zarr"], r"rmtsweep: error: nope\.zarr: not an rmtsweep store"),
+])
+def test_cli_user_errors_exit_2_with_one_line(argv, message, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and __import__("re").match(message, lines[0]), proc.stderr
+
+
+def test_cli_bad_sweep_writes_nothing(sweep_data, write_sweep, tmp_path):
+    sweep_data["grid"]["delta"] = [-1]
+    store_path = tmp_path / "s.zarr"
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(write_sweep(sweep_data)),
+                           "--store", str(store_path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "grid.delta[0]" in proc.stderr
+    assert not store_path.exists()
+
+
+def test_cli_run_then_read_with_xarray(sweep_data, write_sweep, tmp_path):
+    sweep_data["grid"]["weights"] = ["harmonic"]
+    store_path = tmp_path / "cli.zarr"
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(write_sweep(sweep_data)),
+                           "--store", str(store_path), "--workers", "1"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "4/4 tasks done" in proc.stdout
+    assert "tasks: 100%" in proc.stderr                       # the progress bar ran
+    ds = xr.open_zarr(store_path, consolidated=False)
+    assert bool(ds["done"].all()) and ds["eigenvalues"].notnull().all()

@@ -1,0 +1,102 @@
+"""Sweep files: valid ones load; every bad one fails with the file, the field and the value."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.errors import SweepDefinitionError
+from pipeline.spec import load_sweep, parse_sweep
+
+
+def test_demo_sweep_loads():
+    sf = load_sweep("sweeps/demo.yaml")
+    s = sf.sweep
+    assert s.grid.snr == pytest.approx([0.5 * i for i in range(13)])
+    assert [w.label for w in s.weight_schemes()] == ["mean", "optimal", "harmonic"]
+    assert s.sizes(0.5, 0.25) == (600, 1200)
+    assert len(s.digest()) == 64
+
+
+def test_digest_ignores_formatting(sweep_data):
+    a = parse_sweep(sweep_data)
+    sweep_data["grid"]["snr"] = {"start": 0.0, "stop": 4.0, "num": 2}
+    assert parse_sweep(sweep_data).digest() == a.digest()
+    sweep_data["seed"] = 8
+    assert parse_sweep(sweep_data).digest() != a.digest()
+
+
+def test_parameterised_weights(sweep_data):
+    sweep_data["grid"]["weights"] = ["harmonic_paper", {"scheme": "causal", "tau": 1.5},
+                                     {"scheme": "custom", "values": [1, 0, 0, 0], "name": "first"}]
+    labels = [w.label for w in parse_sweep(sweep_data).weight_schemes()]
+    assert labels == ["harmonic_paper", "causal(tau=1.5)", "first"]
+
+
+def _set(path: str, value):
+    def mutate(data):
+        *parents, last = path.split(".")
+        node = data
+        for p in parents:
+            node = node[p]
+        node[last] = value
+    return mutate
+
+
+BAD = [
+    ("unknown key", _set("colour", "red"), r"colour: unknown key"),
+    ("unknown grid key", _set("grid.eta", [1]), r"grid\.eta: unknown key"),
+    ("delta <= 0", _set("grid.delta", [0.5, -1.0]), r"grid\.delta\[1\]: .*greater than 0 \(got -1\.0\)"),
+    ("gamma <= 0", _set("grid.gamma", 0), r"grid\.gamma\[0\]: .*greater than 0 \(got 0\)"),
+    ("d < 2", _set("d", 1), r"d: .*greater than or equal to 2 \(got 1\)"),
+    ("T < 1", _set("grid.T", [0]), r"grid\.T\[0\]: .*greater than or equal to 1 \(got 0\)"),
+    ("replicates < 1", _set("replicates", 0), r"replicates: .*greater than or equal to 1 \(got 0\)"),
+    ("negative snr", _set("grid.snr", [1.0, -2.0]), r"grid\.snr\[1\]: .*greater than or equal to 0 \(got -2\.0\)"),
+    ("unknown weights", _set("grid.weights", ["mean", "softmax"]), r"grid\.weights\[1\]: .*'softmax'.*'harmonic'"),
+    ("custom wrong length", _set("grid.weights", [{"scheme": "custom", "values": [1, 2]}]),
+     r"grid\.weights\[0\]\.values: 2 values but grid\.T has \[4\]"),
+    ("custom all zero", _set("grid.weights", [{"scheme": "custom", "values": [0, 0, 0, 0]}]),
+     r"grid\.weights\[0\]\.values: custom weights are all zero"),
+    ("causal tau not finite", _set("grid.weights", [{"scheme": "causal", "tau": float("nan")}]),
+     r"grid\.weights\[0\]\.tau: tau must be finite"),
+    ("prefix L > T", _set("correlation", {"model": "prefix", "L": 5}), r"correlation\.L: prefix length 5 exceeds T = 4"),
+    ("prefix L < 1", _set("correlation", {"model": "prefix", "L": 0}), r"correlation\.L: .*greater than or equal to 1"),
+    ("markov r > 1", _set("correlation", {"model": "markov", "r": 1.5}), r"correlation\.r: .*less than or equal to 1 \(got 1\.5\)"),
+    ("markov r < -1", _set("correlation", {"model": "markov", "r": -2}), r"correlation\.r: .*greater than or equal to -1"),
+    ("label q > 1", _set("correlation", {"model": "label", "q": 1.5}), r"correlation\.q\[0\]: .*less than or equal to 1"),
+    ("label q < 0", _set("correlation", {"model": "label", "q": [0.5, -0.1, 0, 0]}), r"correlation\.q\[1\]: .*greater than or equal to 0"),
+    ("label q length", _set("correlation", {"model": "label", "q": [0.5, 0.5]}), r"correlation\.q: 2 values but grid\.T has \[4\]"),
+    ("unknown correlation", _set("correlation", {"model": "banana"}), r"correlation: .*'banana'.*'markov'"),
+    ("V rounds below 2", _set("grid.delta", [30.0]), r"grid\.delta\[0\]: d/delta = 24/30 rounds to V = 1"),
+    ("N rounds below 2", _set("grid.gamma", [50.0]), r"grid\.gamma\[0\]: d/gamma = 24/50 rounds to N = 0"),
+    ("duplicate axis values", _set("grid.T", [4, 4]), r"grid\.T: .*distinct"),
+    ("bad range", _set("grid.snr", {"start": 0, "stop": 1}), r"grid\.snr: a range needs exactly the keys"),
+    ("top_k too large", _set("top_k", 100), r"top_k: 100 exceeds the rank bound"),
+    ("bad centering", _set("table_centering", "row"), r"table_centering: Input should be 'class' or 'none' \(got 'row'\)"),
+    ("harmonic_paper at T=1", lambda d: (_set("grid.T", [1])(d), _set("correlation", {"model": "iid"})(d),
+                                         _set("grid.weights", ["harmonic_paper"])(d)),
+     r"grid\.weights\[0\]: harmonic_paper needs T >= 2"),
+]
+
+
+@pytest.mark.parametrize("case, mutate, message", BAD, ids=[b[0] for b in BAD])
+def test_bad_field_is_named(case, mutate, message, sweep_data, write_sweep):
+    mutate(sweep_data)
+    path = write_sweep(sweep_data)
+    with pytest.raises(SweepDefinitionError, match=rf"^{path}: {message}"):
+        load_sweep(path)
+
+
+def test_yaml_syntax_error_names_line(write_sweep):
+    path = write_sweep("name: x\ngrid: [1, 2\n")
+    with pytest.raises(SweepDefinitionError, match=rf"^{path}: YAML syntax error at line \d+"):
+        load_sweep(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(SweepDefinitionError, match=r"nope\.yaml: cannot read sweep file"):
+        load_sweep(tmp_path / "nope.yaml")
+
+
+def test_not_a_mapping(write_sweep):
+    with pytest.raises(SweepDefinitionError, match=r"expected a mapping of sweep fields, got list"):
+        load_sweep(write_sweep("- 1\n- 2\n"))
