@@ -29,17 +29,16 @@ def compute_task(task: Task) -> dict[str, np.ndarray]:
     -------
     dict
         ``eigenvalues`` and ``overlap`` of shape (replicates, snr, k); ``alpha``, ``kappa`` of
-        shape (replicates,).
+        shape (replicates,); and when the sweep asks for them ``spectrum`` (replicates, snr, bin)
+        and ``accuracy`` (replicates, snr).
     """
     with threadpool_limits(limits=1):
         model = task.model()
         results = [simulate_replicate(model, task.snr, rng) for rng in task.rngs()]
-    return {
-        "eigenvalues": np.stack([r.eigenvalues for r in results]),
-        "overlap": np.stack([r.overlap for r in results]),
-        "alpha": np.array([r.alpha for r in results]),
-        "kappa": np.array([r.kappa for r in results]),
-    }
+    out = {name: np.stack([getattr(r, name) for r in results])
+           for name in ("eigenvalues", "overlap", "alpha", "kappa", "spectrum", "accuracy")
+           if getattr(results[0], name) is not None}
+    return out
 
 
 @dataclass

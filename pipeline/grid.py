@@ -73,8 +73,12 @@ class Task:
         """The :class:`~pipeline.model.CellModel` this task simulates."""
         corr = self.sweep.correlation_model()
         w = pooling_weights(self.scheme, correlation_matrix(corr, self.T))
+        obs = self.sweep.observables
         return CellModel(d=self.sweep.d, V=self.V, N=self.N, T=self.T, w=w, correlation=corr,
-                         centering=self.sweep.table_centering, top_k=self.sweep.top_k)
+                         centering=self.sweep.table_centering, top_k=self.sweep.top_k,
+                         spectrum_edges=obs.spectrum.edges() if obs.spectrum else None,
+                         ridge_penalty=obs.ridge.penalty if obs.ridge else None,
+                         test_samples=obs.ridge.test_samples if obs.ridge else 0)
 
     def rngs(self) -> list[np.random.Generator]:
         """One generator per replicate of the block."""

@@ -16,6 +16,9 @@ Every error names the file, the field and the bad value, in one line, and is rai
       snr: {start: 0.0, stop: 6.0, num: 13}     # or a list
       T: [16]
       weights: [mean, optimal, harmonic]
+    observables:                                  # optional
+      spectrum: {bins: 100, max: 10.0}            # eigenvalue histogram of S/kappa
+      ridge: {penalty: 0.1, test_samples: 2000}   # downstream task accuracy
 """
 
 from __future__ import annotations
@@ -167,6 +170,34 @@ class Grid(BaseModel):
         return _unique(v)
 
 
+class SpectrumSpec(BaseModel):
+    """Histogram of the eigenvalues of ``S / kappa`` on ``bins`` equal bins over ``[0, max]``."""
+
+    model_config = _STRICT
+    bins: Annotated[int, Field(ge=1, le=10_000)] = 100
+    max: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 10.0
+
+    def edges(self):
+        """The bin edges."""
+        return np.linspace(0.0, self.max, self.bins + 1)
+
+
+class RidgeSpec(BaseModel):
+    """The downstream task: ridge regression of the labels on the pooled vectors (THEORY.md §6)."""
+
+    model_config = _STRICT
+    penalty: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 0.1
+    test_samples: Annotated[int, Field(ge=2)] = 2000
+
+
+class Observables(BaseModel):
+    """Optional observables beyond the top-k eigenpairs (each costs a full decomposition per SNR)."""
+
+    model_config = _STRICT
+    spectrum: SpectrumSpec | None = None
+    ridge: RidgeSpec | None = None
+
+
 class Sweep(BaseModel):
     """A validated sweep definition (frozen). Build it with :func:`load_sweep` or :func:`parse_sweep`."""
 
@@ -180,6 +211,7 @@ class Sweep(BaseModel):
     correlation: CorrelationSpec
     table_centering: Literal["class", "none"] = "class"
     top_k: Annotated[int, Field(ge=1)] = 3
+    observables: Observables = Observables()
     grid: Grid
 
     # -- derived, model-side views ---------------------------------------------------------

@@ -3,7 +3,8 @@
 Layout (dims ``delta, gamma, T, weights, replicate, snr, k``):
 
 - per replicate, chunked one task per chunk: ``eigenvalues``, ``overlap`` (``... replicate, snr, k``),
-  ``alpha``, ``kappa``, ``done`` (``... replicate``);
+  ``alpha``, ``kappa``, ``done`` (``... replicate``); optionally ``accuracy`` (``... replicate, snr``)
+  and ``spectrum`` (``... replicate, snr, bin``);
 - the theory arrays of :mod:`pipeline.predict`, written with the template;
 - provenance in the dataset attrs.
 
@@ -31,8 +32,14 @@ from .predict import grid_coords
 from .spec import Sweep, SweepFile, parse_sweep
 
 FORMAT = "rmtsweep-store-1"
+# Zarr format 2 with consolidated metadata: readable by every zarr and xarray version, a plain
+# ``xr.open_zarr(path)`` opens it without warnings, and string coordinates have a specified encoding
+# (zarr format 3 has none yet for fixed-length strings). Metadata only changes when the template is
+# written, so the consolidated copy stays true while chunks are filled in.
+ZARR_FORMAT = 2
 PER_REPLICATE = ("alpha", "kappa", "done")
 PER_SNR = ("eigenvalues", "overlap")
+OPTIONAL = ("spectrum", "accuracy")
 CELL_DIMS = ("delta", "gamma", "T", "weights")
 
 
@@ -45,6 +52,10 @@ def _attrs() -> dict[str, dict[str, str]]:
         "alpha": {"long_name": "realised signal strength (1/N) sum_n (w^T xi_n)^2", "units": "1"},
         "kappa": {"long_name": "noise level kappa = ||w||^2", "units": "1"},
         "done": {"long_name": "replicate computed and written (set after its data)", "units": "1"},
+        "spectrum": {"long_name": "eigenvalue density of S/kappa on fixed bins (all d eigenvalues)",
+                     "units": "1/(kappa units)"},
+        "accuracy": {"long_name": "ridge test accuracy of the sequence label from the pooled vector",
+                     "units": "1"},
     }
 
 
@@ -67,7 +78,19 @@ def template(sweep_file: SweepFile, theory: xr.Dataset, provenance: dict) -> xr.
     for name in ("alpha", "kappa"):
         data[name] = (CELL_DIMS + ("replicate",), da.full(rep_shape, np.nan, chunks=rep_chunks), attrs[name])
     data["done"] = (CELL_DIMS + ("replicate",), da.zeros(rep_shape, dtype=bool, chunks=rep_chunks), attrs["done"])
+    if sweep.observables.ridge:
+        data["accuracy"] = (CELL_DIMS + ("replicate", "snr"), da.full(snr_shape[:-1], np.nan, chunks=snr_chunks[:-1]),
+                            attrs["accuracy"])
+    if sweep.observables.spectrum:
+        edges = sweep.observables.spectrum.edges()
+        coords["bin"] = 0.5 * (edges[1:] + edges[:-1])
+        shape = snr_shape[:-1] + (edges.size - 1,)
+        data["spectrum"] = (CELL_DIMS + ("replicate", "snr", "bin"),
+                            da.full(shape, np.nan, chunks=snr_chunks[:-1] + (edges.size - 1,)), attrs["spectrum"])
     ds = xr.Dataset(data, coords=coords)
+    if "bin" in ds.coords:
+        ds["bin"].attrs = {"long_name": "bin centre of eigenvalue / kappa", "units": "kappa",
+                           "bin_width": float(edges[1] - edges[0])}
     ds = ds.merge(theory)
     ds["replicate"].attrs = {"long_name": "Monte Carlo replicate", "units": "1"}
     ds["k"].attrs = {"long_name": "rank of the eigenpair (1 = largest)", "units": "1"}
@@ -117,7 +140,7 @@ def create(path: Path, ds: xr.Dataset) -> None:
         raise StoreError(f"{path}: parent directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise StoreError(f"{path}: directory {parent} is not writable")
-    ds.to_zarr(str(path), mode="w-", compute=False, consolidated=False)
+    ds.to_zarr(str(path), mode="w-", compute=False, zarr_format=ZARR_FORMAT, consolidated=True)
 
 
 def open_dataset(path: str | Path) -> xr.Dataset:
@@ -125,7 +148,7 @@ def open_dataset(path: str | Path) -> xr.Dataset:
     path = Path(path)
     if not is_store(path):
         raise StoreError(f"{path}: not an rmtsweep store (no '{FORMAT}' marker)")
-    return xr.open_zarr(str(path), consolidated=False)
+    return xr.open_zarr(str(path))
 
 
 @dataclass
@@ -136,7 +159,8 @@ class Writer:
 
     def __post_init__(self) -> None:
         group = zarr.open_group(str(self.path), mode="r+")
-        self.arrays = {name: group[name] for name in PER_SNR + PER_REPLICATE}
+        names = PER_SNR + PER_REPLICATE + tuple(n for n in OPTIONAL if n in group)
+        self.arrays = {name: group[name] for name in names}
         self.chunk = self.arrays["done"].chunks[-1]
 
     def write(self, index: tuple[int, int, int, int], replicates: tuple[int, int],
@@ -147,8 +171,9 @@ class Writer:
         if r0 % self.chunk or (r1 % self.chunk and r1 != n):
             raise ValueError(f"replicates {r0}:{r1} are not aligned to the store's chunk of {self.chunk}")
         region = tuple(index) + (slice(r0, r1),)
-        for name in PER_SNR + ("alpha", "kappa"):
-            self.arrays[name][region] = values[name]
+        for name, array in self.arrays.items():
+            if name != "done":
+                array[region] = values[name]
         self.arrays["done"][region] = True
 
     def done_tasks(self, blocks: list[tuple[int, int]]) -> np.ndarray:

@@ -138,3 +138,20 @@ def test_same_generator_same_result():
     a = simulate_replicate(m, np.array([0.0, 2.0]), np.random.default_rng(5))
     b = simulate_replicate(m, np.array([0.0, 2.0]), np.random.default_rng(5))
     assert np.array_equal(a.eigenvalues, b.eigenvalues) and np.array_equal(a.overlap, b.overlap)
+
+
+def test_optional_observables_leave_the_others_unchanged():
+    base = _model(d=30, V=60, N=90, T=6, corr=Correlation("prefix", L=3), scheme="optimal")
+    snr = np.array([0.0, 20.0])
+    plain = simulate_replicate(base, snr, np.random.default_rng(9))
+    edges = np.linspace(0, 8, 41)
+    full = simulate_replicate(CellModel(**{**base.__dict__, "spectrum_edges": edges, "ridge_penalty": 0.1,
+                                           "test_samples": 4000}), snr, np.random.default_rng(9))
+    assert np.array_equal(plain.eigenvalues, full.eigenvalues) and plain.spectrum is None
+    # the histogram holds every one of the d eigenvalues below the last edge
+    widths = np.diff(edges)
+    assert full.spectrum.shape == (2, 40)
+    assert (full.spectrum[0] * widths).sum() == pytest.approx(1.0)
+    # chance level without signal, near-perfect with a strong one (4000 test samples: SE <= 0.008)
+    assert abs(full.accuracy[0] - 0.5) < 0.04
+    assert full.accuracy[1] > 0.9

@@ -24,6 +24,7 @@ import scipy.linalg
 import scipy.sparse
 
 from .correlation import Correlation, draw_signs
+from .observables import ridge_accuracy, spectrum_density
 
 Centering = Literal["class", "none"]
 
@@ -45,6 +46,11 @@ class CellModel:
         exactly ``±mu``); ``"none"`` is the model as literally stated.
     top_k
         How many top eigenpairs to report.
+    spectrum_edges
+        Bin edges on ``S / kappa`` for the optional spectrum histogram (None: not computed).
+    ridge_penalty, test_samples
+        The optional downstream ridge task (None: not computed); fresh test sequences are drawn
+        after every training draw, so turning it on does not change the other observables.
     """
 
     d: int
@@ -55,6 +61,9 @@ class CellModel:
     correlation: Correlation
     centering: Centering
     top_k: int
+    spectrum_edges: np.ndarray | None = None
+    ridge_penalty: float | None = None
+    test_samples: int = 0
 
     @property
     def n_pos(self) -> int:
@@ -76,12 +85,18 @@ class ReplicateResult:
         Realised ``(1/N) sum_n a_n^2``, the sample version of ``w^T R w``.
     kappa : float
         ``||w||^2``.
+    spectrum : ndarray, shape (n_snr, n_bins), optional
+        Eigenvalue density of ``S / kappa`` on ``CellModel.spectrum_edges``.
+    accuracy : ndarray, shape (n_snr,), optional
+        Ridge test accuracy of the downstream task.
     """
 
     eigenvalues: np.ndarray
     overlap: np.ndarray
     alpha: float
     kappa: float
+    spectrum: np.ndarray | None = None
+    accuracy: np.ndarray | None = None
 
 
 def draw_table_noise(model: CellModel, rng: np.random.Generator) -> np.ndarray:
@@ -188,13 +203,36 @@ def simulate_replicate(model: CellModel, snr: np.ndarray, rng: np.random.Generat
     u = rng.standard_normal(model.d)
     u /= np.linalg.norm(u)
     Z = draw_table_noise(model, rng)
-    xi, _ = draw_signs(model.correlation, model.T, model.N, rng)
+    C0T, a, y = pooled_noise(model, Z, model.N, rng)
+    eigenvalues, overlap = spectrum_top_k(C0T, a, u, snr, model.top_k)
+    kappa = float(model.w @ model.w)
+    spectrum = accuracy = None
+    if model.spectrum_edges is not None:
+        spectrum = spectrum_density(C0T, a, u, snr, kappa, model.spectrum_edges)
+    if model.ridge_penalty is not None:
+        test = pooled_noise(model, Z, model.test_samples, rng)
+        accuracy = ridge_accuracy((C0T, a, y), test, u, snr, model.ridge_penalty)
+    return ReplicateResult(eigenvalues, overlap, alpha=float(a @ a) / model.N, kappa=kappa,
+                           spectrum=spectrum, accuracy=accuracy)
+
+
+def pooled_noise(model: CellModel, Z: np.ndarray, n: int, rng: np.random.Generator
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw ``n`` sequences over the table noise ``Z`` and pool them.
+
+    Returns
+    -------
+    C0T : ndarray, shape (n, d)
+        Pooled noise ``(Z A)^T``.
+    a : ndarray, shape (n,)
+        Pooled signs ``w^T xi_n`` (the signal coefficient of each sample).
+    y : ndarray, shape (n,)
+        Sequence labels.
+    """
+    xi, y = draw_signs(model.correlation, model.T, n, rng)
     tokens = draw_tokens(model, xi, rng)
-    a = xi @ model.w
-    C0T = token_weight_matrix(tokens, model.w, model.V) @ Z.T      # (N, d) = (Z A)^T
-    eigenvalues, overlap = spectrum_top_k(np.asarray(C0T), a, u, snr, model.top_k)
-    return ReplicateResult(eigenvalues, overlap, alpha=float(a @ a) / model.N,
-                           kappa=float(model.w @ model.w))
+    C0T = token_weight_matrix(tokens, model.w, model.V) @ Z.T
+    return np.asarray(C0T), xi @ model.w, y
 
 
 def pooled_matrix(model: CellModel, snr: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
