@@ -1,0 +1,318 @@
+"""Batch-system clusters: SLURM and PBS workers through dask-jobqueue.
+
+The engine stays dask.distributed: the process that runs ``rmtsweep run`` (the *driver*) holds
+the scheduler and writes the store; the batch system only starts workers, each job one
+``dask worker`` with a lifetime shorter than its walltime. Settings come from a commented YAML file
+(``deploy/<kind>/jobqueue.yaml``) with keyword overrides, validated once into a frozen
+:class:`ClusterConfig`.
+
+Example
+-------
+>>> cfg = load_cluster_config("slurm", overrides={"cores": 2, "queue": None})
+>>> "#SBATCH --cpus-per-task=2" in worker_job_script("slurm", cfg)
+True
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+from dask.utils import parse_bytes, parse_timedelta
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from .errors import ClusterError
+
+if TYPE_CHECKING:
+    from dask_jobqueue import JobQueueCluster
+    from distributed.deploy.adaptive import Adaptive
+
+Kind = Literal["slurm", "pbs"]
+DEPLOY_DIR = Path(__file__).resolve().parents[1] / "deploy"
+_SUBMIT = {"slurm": ["sbatch", "--parsable"], "pbs": ["qsub"]}
+# distributed's nanny already sets these for every worker; the exports also cover the job script.
+_ONE_BLAS_THREAD = "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1"
+_WALLTIME = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
+
+
+def _seconds(text: str) -> float:
+    """Seconds in ``HH:MM:SS`` or a dask duration such as ``"50m"`` or ``"3000s"``."""
+    m = _WALLTIME.match(text)
+    if m:
+        return int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3])
+    return float(parse_timedelta(text, default="s"))
+
+
+class ClusterConfig(BaseModel):
+    """Validated, frozen settings of one batch system (see ``deploy/<kind>/jobqueue.yaml``).
+
+    ``lifetime`` and ``lifetime_stagger`` may be left ``None``: the lifetime is then the walltime
+    minus a margin of 10 % or 5 minutes, whichever is larger, but at most half the walltime, and the
+    stagger is at most 1 minute and half that margin, so that ``lifetime + stagger < walltime``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    queue: str | None = None
+    account: str | None = None
+    cores: int = Field(1, ge=1)
+    memory: str = "1GB"
+    processes: int = Field(1, ge=1)
+    walltime: str = "01:00:00"
+    driver_walltime: str | None = None  # of the driver job (`rmtsweep submit`); None = walltime
+    interface: str | None = None
+    job_script_prologue: list[str] = []
+    job_extra_directives: list[str] = []
+    python: str | None = None
+    local_directory: str | None = None
+    log_directory: str | None = None
+    lifetime: str | None = None
+    lifetime_stagger: str | None = None
+    min_jobs: int = Field(0, ge=0)
+    max_jobs: int = Field(10, ge=1)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, v: str) -> str:
+        try:
+            assert parse_bytes(v) > 0
+        except (AssertionError, ValueError, TypeError):
+            raise ValueError("memory must be a positive size such as '4GB' or '500MB'") from None
+        return v
+
+    @field_validator("processes")
+    @classmethod
+    def _processes(cls, v: int, info: ValidationInfo) -> int:
+        cores = info.data.get("cores")
+        if cores is not None and cores % v:
+            raise ValueError(f"processes must divide cores ({cores}) so each worker gets whole threads")
+        return v
+
+    @field_validator("walltime", "driver_walltime")
+    @classmethod
+    def _walltime(cls, v: str | None) -> str | None:
+        if v is not None and (not _WALLTIME.match(v) or _seconds(v) < 60):
+            raise ValueError("must be HH:MM:SS and at least 00:01:00, e.g. '02:00:00'")
+        return v
+
+    @field_validator("lifetime", "lifetime_stagger")
+    @classmethod
+    def _lifetime(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        try:
+            seconds = _seconds(v)
+        except (ValueError, TypeError, KeyError):
+            raise ValueError("must be a duration such as '55m', '3000s' or '00:55:00'") from None
+        walltime = info.data.get("walltime")
+        if walltime is None:  # the walltime itself is invalid, and reported
+            return v
+        limit = _seconds(walltime)
+        if info.field_name == "lifetime" and not 1 <= seconds < limit:
+            raise ValueError(f"lifetime must be at least 1s and shorter than the walltime {walltime}")
+        life = info.data.get("lifetime")
+        if info.field_name == "lifetime_stagger" and (
+            seconds + (_seconds(life) if life else limit - _margin(limit)) >= limit
+        ):
+            raise ValueError(f"lifetime + lifetime_stagger must be shorter than the walltime {walltime}")
+        return v
+
+    @field_validator("max_jobs")
+    @classmethod
+    def _max_jobs(cls, v: int, info: ValidationInfo) -> int:
+        if v < info.data.get("min_jobs", 0):
+            raise ValueError(f"max_jobs must be >= min_jobs ({info.data['min_jobs']})")
+        return v
+
+    @property
+    def lifetime_seconds(self) -> int:
+        """Seconds after which a worker retires (explicit, or derived from the walltime)."""
+        w = _seconds(self.walltime)
+        return int(_seconds(self.lifetime) if self.lifetime else w - _margin(w))
+
+    @property
+    def lifetime_stagger_seconds(self) -> int:
+        """Random spread (+/-) of the lifetime, so jobs do not all retire at once."""
+        if self.lifetime_stagger:
+            return int(_seconds(self.lifetime_stagger))
+        return int(min(60.0, (_seconds(self.walltime) - self.lifetime_seconds) / 2))
+
+
+def _margin(walltime: float) -> float:
+    return min(max(0.1 * walltime, 300.0), 0.5 * walltime)
+
+
+def load_cluster_config(
+    kind: Kind, path: Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> ClusterConfig:
+    """Read a commented YAML cluster config, apply overrides and validate it.
+
+    Parameters
+    ----------
+    kind : {"slurm", "pbs"}
+        Batch system; picks the shipped default ``deploy/<kind>/jobqueue.yaml``.
+    path : Path, optional
+        A config file of the same layout; default the shipped one.
+    overrides : mapping, optional
+        Field values that replace the file's (command-line options); ``None`` values are ignored.
+
+    Raises
+    ------
+    ClusterError
+        One line naming the file, the field and the bad value.
+    """
+    if kind not in _SUBMIT:
+        raise ClusterError(f"unknown cluster kind {kind!r}; choose one of: {', '.join(_SUBMIT)}")
+    path = Path(path) if path is not None else DEPLOY_DIR / kind / "jobqueue.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except OSError as exc:
+        raise ClusterError(f"cannot read cluster config {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ClusterError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(raw, dict):
+        raise ClusterError(f"{path}: expected a mapping of settings, got {type(raw).__name__}")
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    try:
+        return ClusterConfig(**{**raw, **given})
+    except ValidationError as exc:
+        raise ClusterError(_describe(exc, path, given)) from None
+
+
+def _describe(exc: ValidationError, path: Path, given: Mapping[str, Any]) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = err["loc"]
+        field = "".join(f"[{x}]" if isinstance(x, int) else str(x) for x in loc) or "(config)"
+        known = loc and loc[0] in given and loc[0] in ClusterConfig.model_fields
+        origin = f" (option --{loc[0].replace('_', '-')})" if known else ""
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown field; valid fields: {', '.join(ClusterConfig.model_fields)}"
+        parts.append(f"field {field!r}{origin} = {err['input']!r}: {msg}")
+    return f"{path}: " + "; ".join(parts)
+
+
+def _job_kwargs(config: ClusterConfig) -> dict[str, Any]:
+    """Keyword arguments shared by the SLURM/PBS cluster and job classes of dask-jobqueue."""
+    same = ("queue", "account", "cores", "memory", "processes", "walltime", "interface", "python",
+            "local_directory", "log_directory")
+    return dict(
+        {name: getattr(config, name) for name in same},
+        job_name="rmtsweep-worker",
+        job_script_prologue=[*config.job_script_prologue, _ONE_BLAS_THREAD],
+        job_extra_directives=list(config.job_extra_directives),
+        # Retire before the walltime; the job then ends and adaptive scaling submits a new one.
+        # No --lifetime-restart: it would restart the worker inside the same, expiring job.
+        worker_extra_args=[
+            "--lifetime", f"{config.lifetime_seconds}s",
+            "--lifetime-stagger", f"{config.lifetime_stagger_seconds}s",
+            "--no-lifetime-restart",
+        ],
+    )
+
+
+def _jobqueue(kind: Kind) -> tuple[type, type]:
+    try:
+        import dask_jobqueue as djq
+    except ImportError:
+        raise ClusterError("dask-jobqueue is not installed: pip install 'rmtsweep[cluster]'") from None
+    return {"slurm": (djq.SLURMCluster, djq.slurm.SLURMJob), "pbs": (djq.PBSCluster, djq.pbs.PBSJob)}[kind]
+
+
+def make_cluster(kind: Kind, config: ClusterConfig) -> JobQueueCluster:
+    """Start a scheduler here and return a ``SLURMCluster``/``PBSCluster`` with no jobs yet.
+
+    Scale it with :func:`scale_cluster`; close it (or use it as a context manager) to cancel jobs.
+    """
+    cluster_cls, _ = _jobqueue(kind)
+    try:
+        return cluster_cls(**_job_kwargs(config))
+    except (ValueError, RuntimeError, OSError) as exc:  # e.g. an interface this host lacks
+        raise ClusterError(f"cannot start a {kind} cluster: {' '.join(str(exc).split())}") from None
+
+
+def scale_cluster(cluster: JobQueueCluster, config: ClusterConfig, jobs: int | None = None) -> Adaptive:
+    """Scale adaptively: between ``min_jobs`` and ``jobs`` (or ``max_jobs`` when ``jobs`` is None).
+
+    Always adaptive, never a fixed ``scale``: only the adaptive loop re-submits jobs whose workers
+    retired at their lifetime, and it releases idle jobs in the tail of a sweep. For a fixed number
+    of jobs set ``min_jobs`` equal to ``jobs``.
+    """
+    maximum = config.max_jobs if jobs is None else jobs
+    if maximum < 1:
+        raise ClusterError(f"--jobs must be at least 1, got {jobs}")
+    return cluster.adapt(minimum_jobs=min(config.min_jobs, maximum), maximum_jobs=maximum)
+
+
+def worker_job_script(kind: Kind, config: ClusterConfig) -> str:
+    """The job script each worker job runs, as dask-jobqueue writes it (``cluster.job_script()``).
+
+    Built from dask-jobqueue's job class directly: starts no scheduler, submits nothing and needs no
+    ``sbatch``/``qsub``. The scheduler address is a placeholder. (A ``log_directory`` is created.)
+    """
+    _, job_cls = _jobqueue(kind)
+    return job_cls("tcp://<scheduler-address>:8786", name="dummy-name", **_job_kwargs(config)).job_script()
+
+
+def driver_script(
+    kind: Kind,
+    config: ClusterConfig,
+    sweep_path: Path,
+    store_path: Path,
+    cluster_config_path: Path | None,
+    jobs: int | None,
+) -> str:
+    """A batch script for the driver: the process that holds the scheduler and writes the store.
+
+    One core, the workers' ``memory``, ``driver_walltime`` (default the workers' walltime); paths
+    are made absolute. Overridable fields are passed on as options so the driver sees ``config``.
+    """
+    _, job_cls = _jobqueue(kind)
+    header = job_cls(
+        "tcp://unused:8786", name="driver", cores=1, memory=config.memory, processes=1,
+        queue=config.queue, account=config.account, walltime=config.driver_walltime or config.walltime,
+        log_directory=config.log_directory, job_name="rmtsweep-driver",
+        job_extra_directives=list(config.job_extra_directives),
+    ).job_header
+    cfg = Path(cluster_config_path) if cluster_config_path else DEPLOY_DIR / kind / "jobqueue.yaml"
+    cmd = ["rmtsweep", "run", str(Path(sweep_path).resolve()), "--store", str(Path(store_path).resolve()),
+           "--cluster", kind, "--cluster-config", str(cfg.resolve())]
+    if jobs is not None:
+        cmd += ["--jobs", str(jobs)]
+    for field in ("queue", "account", "cores", "memory", "walltime", "interface"):
+        if getattr(config, field) is not None:
+            cmd += [f"--{field}", str(getattr(config, field))]
+    lines = ["#!/usr/bin/env bash", header, "set -eo pipefail", *config.job_script_prologue,
+             _ONE_BLAS_THREAD, "exec " + shlex.join(cmd)]
+    return "\n".join(lines) + "\n"
+
+
+def submit_driver(kind: Kind, script_text: str, directory: Path) -> str:
+    """Write the driver script into ``directory`` and submit it; return the job id.
+
+    Raises
+    ------
+    ClusterError
+        When ``sbatch``/``qsub`` is not on PATH or the submission fails (its stderr is quoted).
+    """
+    command = _SUBMIT[kind]
+    if shutil.which(command[0]) is None:
+        raise ClusterError(f"{command[0]} not found on PATH: submit from a login node of the {kind} "
+                           "cluster, or use --dry-run to print the scripts")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / f"rmtsweep-driver-{time.strftime('%Y%m%d-%H%M%S')}.sh"
+    script.write_text(script_text)
+    proc = subprocess.run([*command, str(script)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        err = " ".join(proc.stderr.split()) or "(no stderr)"
+        raise ClusterError(f"{command[0]} {script} failed with exit {proc.returncode}: {err}")
+    return proc.stdout.strip().split(";")[0]

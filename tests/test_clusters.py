@@ -1,0 +1,271 @@
+"""Cluster configs, job scripts and deployment files, without a batch system (fast)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from pipeline.clusters import (
+    DEPLOY_DIR,
+    ClusterConfig,
+    driver_script,
+    load_cluster_config,
+    make_cluster,
+    scale_cluster,
+    submit_driver,
+    worker_job_script,
+)
+from pipeline.errors import ClusterError
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ["slurm", "pbs"]
+SITE = dict(queue="compute", account="proj42", cores=4, memory="8GB", walltime="02:00:00",
+            interface="lo", processes=2, job_script_prologue=["source /opt/venv/bin/activate"],
+            job_extra_directives=["--qos=normal"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_shipped_config_explains_every_field(kind):
+    path = DEPLOY_DIR / kind / "jobqueue.yaml"
+    raw = yaml.safe_load(path.read_text())
+    assert set(raw) == set(ClusterConfig.model_fields)
+    commented = [line for line in path.read_text().splitlines() if re.match(r"^\w+:", line)]
+    assert all("#" in line for line in commented), "every key carries a comment"
+    cfg = load_cluster_config(kind)
+    assert cfg.interface is None and cfg.cores == 1 and cfg.memory == "1GB" and cfg.processes == 1
+    assert 0 < cfg.lifetime_seconds + cfg.lifetime_stagger_seconds < 30 * 60
+
+
+def test_slurm_defaults_fit_the_local_test_cluster():
+    assert load_cluster_config("slurm").queue == "debug"
+
+
+def test_overrides_replace_fields_and_none_is_ignored():
+    cfg = load_cluster_config("slurm", overrides=dict(cores=2, queue=None, interface="lo"))
+    assert (cfg.cores, cfg.queue, cfg.interface) == (2, "debug", "lo")
+    with pytest.raises(ValidationError, match="frozen"):
+        cfg.cores = 3
+
+
+@pytest.mark.parametrize(
+    ("walltime", "lifetime", "stagger"),
+    [("00:01:00", 30, 15), ("00:10:00", 300, 60), ("01:00:00", 3240, 60), ("24:00:00", 77760, 60)],
+)
+def test_default_lifetime_leaves_a_margin_before_the_walltime(walltime, lifetime, stagger):
+    cfg = ClusterConfig(walltime=walltime)
+    assert (cfg.lifetime_seconds, cfg.lifetime_stagger_seconds) == (lifetime, stagger)
+
+
+def test_explicit_lifetime_and_stagger():
+    cfg = ClusterConfig(walltime="01:00:00", lifetime="50m", lifetime_stagger="00:02:00")
+    assert (cfg.lifetime_seconds, cfg.lifetime_stagger_seconds) == (3000, 120)
+    assert ClusterConfig(walltime="01:00:00", lifetime="3590s").lifetime_stagger_seconds == 5
+
+
+FILE = r".*jobqueue\.yaml: "
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        (dict(cores=0), FILE + r"field 'cores' \(option --cores\) = 0: .*greater than or equal to 1"),
+        (dict(memory="lots"), FILE + r"field 'memory' \(option --memory\) = 'lots': .*such as '4GB'"),
+        (dict(walltime="2h"), FILE + r"field 'walltime' \(option --walltime\) = '2h': must be HH:MM:SS"),
+        (dict(walltime="00:00:30"), r"field 'walltime' .* = '00:00:30': .*at least 00:01:00"),
+        (dict(cores=4, processes=3), r"field 'processes' .* = 3: processes must divide cores \(4\)"),
+        (dict(lifetime="2h"), r"field 'lifetime' .* = '2h': .*shorter than the walltime 00:30:00"),
+        (dict(lifetime="soon"), r"field 'lifetime' .* = 'soon': must be a duration such as '55m'"),
+        (dict(lifetime_stagger="20m"), r"field 'lifetime_stagger' .* = '20m': lifetime \+ lifetime_stagger"),
+        (dict(min_jobs=5, max_jobs=2), r"field 'max_jobs' .* = 2: max_jobs must be >= min_jobs \(5\)"),
+        (dict(min_jobs=-1), r"field 'min_jobs' .* = -1: .*greater than or equal to 0"),
+        (dict(job_script_prologue=[3]), r"field 'job_script_prologue\[0\]' .* = 3: .*valid string"),
+        (dict(interface=5), r"field 'interface' \(option --interface\) = 5: .*valid string"),
+    ],
+)
+def test_bad_field_names_file_field_and_value(overrides, match):
+    with pytest.raises(ClusterError, match=match) as info:
+        load_cluster_config("slurm", overrides=overrides)
+    assert "\n" not in str(info.value)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "site.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_unknown_key_in_a_file_lists_the_valid_ones(tmp_path):
+    path = write(tmp_path, "cores: 2\ncorse: 4\n")
+    match = r"site\.yaml: field 'corse' = 4: unknown field; valid fields: queue, account, cores"
+    with pytest.raises(ClusterError, match=match):
+        load_cluster_config("pbs", path)
+
+
+def test_file_problems(tmp_path):
+    with pytest.raises(ClusterError, match=r"cannot read cluster config .*missing\.yaml: No such file"):
+        load_cluster_config("slurm", tmp_path / "missing.yaml")
+    with pytest.raises(ClusterError, match=r"site\.yaml: not valid YAML: .*line 2"):
+        load_cluster_config("slurm", write(tmp_path, "cores: 1\n  memory: [\n"))
+    with pytest.raises(ClusterError, match=r"site\.yaml: expected a mapping of settings, got list"):
+        load_cluster_config("slurm", write(tmp_path, "- cores\n"))
+    with pytest.raises(ClusterError, match=r"unknown cluster kind 'sge'; choose one of: slurm, pbs"):
+        load_cluster_config("sge")  # type: ignore[arg-type]
+    assert load_cluster_config("slurm", write(tmp_path, "# all defaults\n")) == ClusterConfig()
+
+
+EXPECTED = {
+    "slurm": ["#SBATCH -p compute", "#SBATCH -A proj42", "#SBATCH --cpus-per-task=4",
+              "#SBATCH --mem=8G", "#SBATCH -t 02:00:00", "#SBATCH --qos=normal"],
+    "pbs": ["#PBS -q compute", "#PBS -A proj42", "#PBS -l select=1:ncpus=4:mem=7630MB",
+            "#PBS -l walltime=02:00:00", "#PBS --qos=normal"],
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_worker_job_script(kind, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch/qsub anywhere: nothing is submitted
+    script = worker_job_script(kind, ClusterConfig(**SITE))
+    lines = script.splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    for directive in EXPECTED[kind]:
+        assert directive in lines
+    prologue = lines.index("source /opt/venv/bin/activate")
+    blas = lines.index("export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1")
+    command = next(i for i, line in enumerate(lines) if "distributed.cli.dask_worker" in line)
+    assert prologue < blas < command
+    args = shlex.split(lines[command])
+    assert args[0] == sys.executable
+    for flag, value in [("--lifetime", "6480s"), ("--lifetime-stagger", "60s"), ("--nthreads", "2"),
+                        ("--nworkers", "2"), ("--interface", "lo")]:
+        assert args[args.index(flag) + 1] == value
+    assert "--no-lifetime-restart" in args and "--nanny" in args
+
+
+def test_worker_job_script_is_what_the_cluster_submits():
+    cfg = load_cluster_config("slurm", overrides=dict(cores=2, memory="2GB"))
+    with make_cluster("slurm", cfg) as cluster:
+        submitted = cluster.job_script().replace(cluster.scheduler_address, "tcp://<scheduler-address>:8786")
+        assert not cluster.workers
+    assert submitted == worker_job_script("slurm", cfg)
+
+
+def test_make_cluster_reports_a_bad_interface():
+    cfg = load_cluster_config("slurm", overrides=dict(interface="no-such-nic0"))
+    with pytest.raises(ClusterError, match=r"cannot start a slurm cluster: .*no-such-nic0"):
+        make_cluster("slurm", cfg)
+
+
+class FakeCluster:
+    def adapt(self, **kwargs):
+        self.kwargs = kwargs
+        return "adaptive"
+
+
+@pytest.mark.parametrize(
+    ("min_jobs", "max_jobs", "jobs", "expected"),
+    [(0, 10, None, (0, 10)), (2, 10, 5, (2, 5)), (3, 10, 2, (2, 2)), (0, 10, 20, (0, 20))],
+)
+def test_scale_cluster_is_adaptive_up_to_jobs(min_jobs, max_jobs, jobs, expected):
+    cluster = FakeCluster()
+    cfg = ClusterConfig(min_jobs=min_jobs, max_jobs=max_jobs)
+    assert scale_cluster(cluster, cfg, jobs) == "adaptive"
+    assert (cluster.kwargs["minimum_jobs"], cluster.kwargs["maximum_jobs"]) == expected
+    with pytest.raises(ClusterError, match="--jobs must be at least 1, got 0"):
+        scale_cluster(cluster, cfg, 0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_driver_script_runs_rmtsweep(kind, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = ClusterConfig(**{**SITE, "driver_walltime": "12:00:00"})
+    script = driver_script(kind, cfg, Path("sweeps/big.yaml"), Path("store/big.zarr"), Path("site.yaml"), 20)
+    lines = script.splitlines()
+    prefix = "#SBATCH" if kind == "slurm" else "#PBS"
+    assert lines[0] == "#!/usr/bin/env bash" and "source /opt/venv/bin/activate" in lines
+    assert any(line.startswith(prefix) and "rmtsweep-driver" in line for line in lines)
+    assert any(line.startswith(prefix) and "12:00:00" in line for line in lines)
+    assert lines[-1].startswith("exec rmtsweep run ")
+    args = shlex.split(lines[-1])[1:]
+    assert args[:3] == ["rmtsweep", "run", str(tmp_path / "sweeps/big.yaml")]
+    options = dict(zip(args[3::2], args[4::2], strict=True))
+    assert options == {
+        "--store": str(tmp_path / "store/big.zarr"), "--cluster": kind, "--jobs": "20",
+        "--cluster-config": str(tmp_path / "site.yaml"), "--queue": "compute", "--account": "proj42",
+        "--cores": "4", "--memory": "8GB", "--walltime": "02:00:00", "--interface": "lo",
+    }
+
+
+def test_driver_script_defaults_to_the_shipped_config():
+    script = driver_script("slurm", load_cluster_config("slurm"), Path("s.yaml"), Path("s.zarr"), None, None)
+    assert f"--cluster-config {DEPLOY_DIR / 'slurm' / 'jobqueue.yaml'}" in script
+    assert "--jobs" not in script and "--account" not in script
+
+
+def fake_command(tmp_path: Path, name: str, body: str, monkeypatch) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    (bindir / name).write_text(f"#!/bin/sh\n{body}\n")
+    (bindir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir))
+
+
+def test_submit_driver_returns_the_job_id(tmp_path, monkeypatch):
+    fake_command(tmp_path, "sbatch", 'echo "$@" > "${0%/*}/args"; echo "4242;local"', monkeypatch)
+    assert submit_driver("slurm", "#!/bin/sh\n", tmp_path / "jobs") == "4242"
+    args = (tmp_path / "bin" / "args").read_text().split()
+    assert args[0] == "--parsable" and Path(args[1]).parent == tmp_path / "jobs"
+    assert Path(args[1]).read_text() == "#!/bin/sh\n"
+    fake_command(tmp_path, "qsub", "echo 17.pbs-server", monkeypatch)
+    assert submit_driver("pbs", "#!/bin/sh\n", tmp_path / "jobs") == "17.pbs-server"
+
+
+def test_submit_driver_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ClusterError, match="sbatch not found on PATH: submit from a login node"):
+        submit_driver("slurm", "#!/bin/sh\n", tmp_path)
+    fake_command(tmp_path, "qsub", "echo 'qsub: Unknown queue' >&2; echo 'MSG=x' >&2; exit 3", monkeypatch)
+    with pytest.raises(ClusterError, match=r"qsub .*\.sh failed with exit 3: qsub: Unknown queue MSG=x$"):
+        submit_driver("pbs", "#!/bin/sh\n", tmp_path)
+
+
+def test_kubernetes_manifest_and_image():
+    manifest = yaml.safe_load((DEPLOY_DIR / "kubernetes" / "daskcluster.yaml").read_text())
+    assert manifest["apiVersion"] == "kubernetes.dask.org/v1" and manifest["kind"] == "DaskCluster"
+    spec, name = manifest["spec"], manifest["metadata"]["name"]
+    worker = spec["worker"]["spec"]["containers"][0]
+    scheduler = spec["scheduler"]["spec"]["containers"][0]
+    version = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+    assert worker["image"] == scheduler["image"] == f"rmtsweep:{version}"
+    assert worker["args"][:3] == ["worker", "--name", "$(DASK_WORKER_NAME)"]
+    assert worker["args"][worker["args"].index("--nthreads") + 1] == "1"
+    assert scheduler["args"] == ["scheduler"]
+    assert worker["resources"]["requests"]["cpu"] == worker["resources"]["limits"]["cpu"] == "1"
+    env = {e["name"]: e["value"] for e in worker["env"]}
+    assert env == {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    service = spec["scheduler"]["service"]
+    assert service["selector"]["dask.org/cluster-name"] == name
+    assert {p["port"] for p in service["ports"]} == {8786, 8787}
+    assert {p["containerPort"] for p in scheduler["ports"]} == {8786, 8787}
+
+    dockerfile = (DEPLOY_DIR / "kubernetes" / "Dockerfile").read_text()
+    instructions = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
+    assert instructions[0] == "FROM python:3.11-slim"
+    assert "COPY pipeline ./pipeline" in instructions
+    assert any(line.startswith("RUN pip install .") for line in instructions)
+    assert 'ENTRYPOINT ["dask"]' in instructions
+    assert f"-t rmtsweep:{version}" in dockerfile
+
+
+def test_local_slurm_script_is_valid_bash():
+    script = DEPLOY_DIR / "slurm" / "local-slurm.sh"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    usage = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage:" in usage.stderr
+    assert "apt-get install" not in [line.strip().split(" ")[0] for line in script.read_text().splitlines()]
