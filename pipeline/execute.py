@@ -17,7 +17,7 @@ import numpy as np
 from distributed import Client, as_completed
 from threadpoolctl import threadpool_limits
 
-from .errors import TaskFailedError
+from .errors import RmtsweepError, TaskFailedError
 from .grid import Task
 from .model import simulate_replicate
 
@@ -47,11 +47,13 @@ class RunReport:
 
     tasks_computed: int
     seconds: float
+    in_flight: int = 0
 
 
 def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict], None],
               in_flight: int | None = None, retries: int = 2,
-              on_done: Callable[[Task], None] | None = None) -> RunReport:
+              on_done: Callable[[Task], None] | None = None,
+              on_submit: Callable[[Task], None] | None = None) -> RunReport:
     """Compute ``tasks`` on ``client`` in waves and hand each result to ``write`` as it arrives.
 
     Parameters
@@ -68,6 +70,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict
         Times a failing task is retried (worker deaths are rescheduled by dask regardless).
     on_done
         Called after each write (progress reporting).
+    on_submit
+        Called when a task is handed to the scheduler (the run's journal).
 
     Raises
     ------
@@ -89,6 +93,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict
                                 key=f"rmtsweep-cell-{cell}-r{task.replicates[0]}-{uuid.uuid4().hex[:8]}")
             by_key[fut.key] = task
             queue.add(fut)
+            if on_submit is not None:
+                on_submit(task)
 
     queue = as_completed()
     for _ in range(in_flight):
@@ -108,4 +114,26 @@ def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict
         if on_done is not None:
             on_done(task)
         submit_next(queue)
-    return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start)
+    return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=in_flight)
+
+
+def check_memory(client: Client, need: int, force: bool = False) -> str | None:
+    """Refuse a sweep whose estimated memory per task exceeds what a worker thread has.
+
+    Returns a note when the check could not be made (no workers yet, or no memory limits).
+
+    Raises
+    ------
+    RmtsweepError
+        With the estimate and the limit, unless ``force``.
+    """
+    workers = client.scheduler_info(n_workers=-1).get("workers", {}).values()
+    limits = [w["memory_limit"] / max(w.get("nthreads", 1), 1) for w in workers if w.get("memory_limit")]
+    if not limits:
+        return "memory check skipped: no worker with a memory limit has joined yet"
+    limit = min(limits)
+    if need > limit and not force:
+        raise RmtsweepError(f"estimated memory per task {need / 2**30:.2f} GiB exceeds the "
+                            f"{limit / 2**30:.2f} GiB a worker thread has; lower d or raise the workers' "
+                            f"memory, or pass --force to run anyway")
+    return None

@@ -18,6 +18,8 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +39,7 @@ FORMAT = "rmtsweep-store-1"
 # (zarr format 3 has none yet for fixed-length strings). Metadata only changes when the template is
 # written, so the consolidated copy stays true while chunks are filled in.
 ZARR_FORMAT = 2
-PER_REPLICATE = ("alpha", "kappa", "done")
+PER_REPLICATE = ("alpha", "kappa", "run", "done")
 PER_SNR = ("eigenvalues", "overlap")
 OPTIONAL = ("spectrum", "accuracy")
 CELL_DIMS = ("delta", "gamma", "T", "weights")
@@ -52,6 +54,8 @@ def _attrs() -> dict[str, dict[str, str]]:
         "alpha": {"long_name": "realised signal strength (1/N) sum_n (w^T xi_n)^2", "units": "1"},
         "kappa": {"long_name": "noise level kappa = ||w||^2", "units": "1"},
         "done": {"long_name": "replicate computed and written (set after its data)", "units": "1"},
+        "run": {"long_name": "index in attrs['runs'] of the run that computed this replicate (-1: none)",
+                "units": "1"},
         "spectrum": {"long_name": "eigenvalue density of S/kappa on fixed bins (all d eigenvalues)",
                      "units": "1/(kappa units)"},
         "accuracy": {"long_name": "ridge test accuracy of the sequence label from the pooled vector",
@@ -78,6 +82,7 @@ def template(sweep_file: SweepFile, theory: xr.Dataset, provenance: dict) -> xr.
     for name in ("alpha", "kappa"):
         data[name] = (CELL_DIMS + ("replicate",), da.full(rep_shape, np.nan, chunks=rep_chunks), attrs[name])
     data["done"] = (CELL_DIMS + ("replicate",), da.zeros(rep_shape, dtype=bool, chunks=rep_chunks), attrs["done"])
+    data["run"] = (CELL_DIMS + ("replicate",), da.full(rep_shape, -1, dtype=np.int16, chunks=rep_chunks), attrs["run"])
     if sweep.observables.ridge:
         data["accuracy"] = (CELL_DIMS + ("replicate", "snr"), da.full(snr_shape[:-1], np.nan, chunks=snr_chunks[:-1]),
                             attrs["accuracy"])
@@ -121,8 +126,14 @@ def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) ->
         "table_centering": s.table_centering,
         "rmtsweep_version": version,
         "git_revision": git_revision or "unknown",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": now(),
+        "runs": [],
     }
+
+
+def now() -> str:
+    """UTC time stamp for provenance."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def is_store(path: Path) -> bool:
@@ -134,13 +145,35 @@ def is_store(path: Path) -> bool:
 
 
 def create(path: Path, ds: xr.Dataset) -> None:
-    """Write the template: coords, attrs and theory arrays now, data chunks later."""
-    parent = path.resolve().parent
+    """Write the template (coords, attrs, theory arrays; data chunks come later).
+
+    The template is written into a temporary sibling directory and renamed into place, so a store
+    at ``path`` is never a half-written template.
+    """
+    parent = path.absolute().parent
     if not parent.is_dir():
-        raise StoreError(f"{path}: parent directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise StoreError(f"{path}: directory {parent} is not writable")
-    ds.to_zarr(str(path), mode="w-", compute=False, zarr_format=ZARR_FORMAT, consolidated=True)
+        raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
+    tmp = parent / f".{path.name}.creating-{os.getpid()}"
+    try:
+        ds.to_zarr(str(tmp), mode="w", compute=False, zarr_format=ZARR_FORMAT, consolidated=True)
+        tmp.rename(path)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if path.exists() and is_store(path):
+            return                      # another run created it first; the lock decides who writes
+        raise StoreError(f"{path}: cannot create the store ({exc.strerror or exc})") from None
+
+
+def record_run(path: Path, info: dict) -> int:
+    """Append a run's provenance to ``attrs['runs']`` and return its index."""
+    group = zarr.open_group(str(path), mode="r+")
+    runs = list(group.attrs.get("runs", []))
+    runs.append({"run": len(runs), **info})
+    group.attrs["runs"] = runs
+    with warnings.catch_warnings():   # the run's lock and journal files are not zarr nodes, by design
+        warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
+        zarr.consolidate_metadata(str(path))
+    return len(runs) - 1
 
 
 def open_dataset(path: str | Path) -> xr.Dataset:
@@ -156,6 +189,7 @@ class Writer:
     """Writes finished tasks into their chunks of an existing store (the driver's only job)."""
 
     path: Path
+    run: int = -1
 
     def __post_init__(self) -> None:
         group = zarr.open_group(str(self.path), mode="r+")
@@ -172,7 +206,9 @@ class Writer:
             raise ValueError(f"replicates {r0}:{r1} are not aligned to the store's chunk of {self.chunk}")
         region = tuple(index) + (slice(r0, r1),)
         for name, array in self.arrays.items():
-            if name != "done":
+            if name == "run":
+                array[region] = self.run
+            elif name != "done":
                 array[region] = values[name]
         self.arrays["done"][region] = True
 
@@ -192,10 +228,12 @@ def stored_sweep(path: str | Path, attrs: dict) -> Sweep:
 
 
 def status(path: str | Path) -> dict:
-    """Counts of done tasks and replicates plus the store's provenance attrs."""
+    """Counts of done tasks and replicates, replicates per run, and the store's provenance attrs."""
     ds = open_dataset(path)
     done = ds["done"].values
     attrs = dict(ds.attrs)
     per_task = task_mask(done, replicate_blocks(stored_sweep(path, attrs)))
+    runs, counts = np.unique(ds["run"].values[done], return_counts=True)
     return {"tasks_done": int(per_task.sum()), "tasks_total": int(per_task.size),
-            "replicates_done": int(done.sum()), "replicates_total": int(done.size), "attrs": attrs}
+            "replicates_done": int(done.sum()), "replicates_total": int(done.size),
+            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist())), "attrs": attrs}

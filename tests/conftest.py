@@ -28,6 +28,22 @@ def sweep_data() -> dict:
     return copy.deepcopy(BASE)
 
 
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory) -> tuple[Path, Path]:
+    """The tiny sweep (``BASE``) run once on a 1-worker LocalCluster: (sweep file, store)."""
+    from distributed import Client, LocalCluster
+
+    from pipeline import load_sweep, run_sweep
+
+    root = tmp_path_factory.mktemp("reference")
+    sweep_path, store_path = root / "tiny.yaml", root / "reference.zarr"
+    sweep_path.write_text(yaml.safe_dump(BASE))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
+            Client(c) as client:
+        run_sweep(load_sweep(sweep_path), store_path, client, progress=False)
+    return sweep_path, store_path
+
+
 @pytest.fixture
 def write_sweep(tmp_path: Path):
     """Write a sweep definition (dict or raw text) to a YAML file and return its path."""

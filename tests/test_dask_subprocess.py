@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from distributed import Client
 
+from pipeline.testing import assert_stores_equal
+
 pytestmark = pytest.mark.slow
 
 
@@ -73,3 +75,21 @@ def test_scheduler_and_two_workers_on_loopback(dask_cli, tmp_path):
         assert client.gather(futures) == list(range(1, 11))
         assert len(client.run(os.getpid)) == 2
     assert all(proc.poll() is None for proc in [scheduler, *workers])
+
+
+def test_sweep_through_a_plain_scheduler_equals_local_cluster(dask_cli, reference, tmp_path):
+    """`rmtsweep run --scheduler ADDRESS` against `dask scheduler` + two `dask worker` processes."""
+    sched_file = tmp_path / "scheduler.json"
+    scheduler = dask_cli("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                         "--scheduler-file", str(sched_file))
+    address = wait_for_file(sched_file, scheduler, tmp_path / "scheduler-0.log")["address"]
+    for _ in range(2):
+        dask_cli("worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard")
+    with Client(address, timeout=30) as client:
+        client.wait_for_workers(2, timeout=60)
+    sweep_path, local_store = reference
+    store_path = tmp_path / "remote.zarr"
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(sweep_path), "--store", str(store_path),
+                           "--scheduler", address, "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_stores_equal(store_path, local_store)

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from distributed import Client
 
+from pipeline.testing import assert_stores_equal
+
 from pipeline.clusters import load_cluster_config, make_cluster, scale_cluster
 
 pytestmark = pytest.mark.slurm
@@ -89,10 +91,17 @@ def test_retired_jobs_are_replaced(slurm, tmp_path):
         assert client.submit(sum, [1, 2, 3]).result() == 6
 
 
-def _run_tiny_sweep(client: Client, store_path: Path) -> None:
-    """Placeholder, not called yet: run the tiny sweep of ``tests/conftest.py`` on ``client``.
-
-    Once the run API exists, a test here runs it on SLURM workers (as in
-    ``test_workers_run_as_slurm_jobs``) and on a LocalCluster, and asserts identical stores.
-    """
-    raise NotImplementedError
+def test_sweep_on_slurm_equals_local_cluster(slurm, reference, tmp_path):
+    """`rmtsweep run --cluster slurm`: workers are SLURM jobs, the store equals the LocalCluster one."""
+    sweep_path, local_store = reference
+    store_path = tmp_path / "slurm.zarr"
+    before = queued_jobs()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "run", str(sweep_path), "--store", str(store_path),
+         "--cluster", "slurm", "--jobs", "2", "--queue", "debug", "--cores", "1", "--memory", "1GB",
+         "--walltime", "00:10:00", "--interface", "lo", "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "dask-jobqueue slurm cluster" in proc.stderr
+    assert_stores_equal(store_path, local_store)
+    wait_until(lambda: not (queued_jobs() - before), 60, "the sweep's worker jobs to leave squeue")

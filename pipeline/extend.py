@@ -1,0 +1,100 @@
+"""Rerunning a store with a changed sweep file: extend what can be extended, refuse the rest.
+
+Adding replicates or adding values on the ``delta``, ``gamma``, ``T`` or ``weights`` axes extends the
+store: a new template is written beside it, every finished replicate is copied over by coordinate
+*value*, and the two directories are swapped; only the new work is then computed. Because each
+replicate's random stream is keyed by its coordinate values, the copied results are exactly what a
+fresh run of the larger sweep would compute.
+
+Changing the SNR values also extends, but every cell is recomputed: a task computes all SNR values
+of a cell from the same draws. Changing a field that fixes what the stored numbers mean (``d``,
+``seed``, the correlation model, the table centering, ``top_k``, the optional observables) or
+dropping axis values is refused with the field, both values and the way out.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from .errors import StoreError
+from .spec import Sweep
+
+FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
+AXES = ("delta", "gamma", "T", "weights", "snr")
+OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
+
+
+def _labels(sweep: Sweep, axis: str) -> list:
+    if axis == "weights":
+        return [w.label for w in sweep.weight_schemes()]
+    return list(getattr(sweep.grid, axis))
+
+
+def plan(stored: Sweep, new: Sweep, path: Path) -> str:
+    """``"same"``, ``"extend"`` or a :class:`StoreError` saying which field differs and what to do."""
+    if stored.digest() == new.digest():
+        return "same"
+    way_out = "start a new store with --store NEW_PATH"
+    for field in FIXED:
+        a, b = stored.canonical()[field], new.canonical()[field]
+        if a != b:
+            raise StoreError(f"{path}: this sweep changes `{field}` ({a!r} in the store, {b!r} in the file), "
+                             f"which changes what the stored results mean; {way_out}")
+    if new.replicates < stored.replicates:
+        raise StoreError(f"{path}: this sweep has replicates = {new.replicates} but the store holds "
+                         f"{stored.replicates}; a store only grows; {way_out}")
+    old_w = {w.label: w for w in stored.weight_schemes()}
+    for w in new.weight_schemes():
+        if w.label in old_w and old_w[w.label] != w:
+            raise StoreError(f"{path}: weights {w.label!r} are defined differently from the store's; "
+                             f"give them another `name` or {way_out}")
+    for axis in AXES:
+        dropped = [v for v in _labels(stored, axis) if v not in _labels(new, axis)]
+        if dropped:
+            raise StoreError(f"{path}: grid.{axis} drops {dropped} held in the store; a store only grows "
+                             f"(select what you need with xarray instead); {way_out}")
+    return "extend"
+
+
+def recover(path: Path) -> None:
+    """Finish or undo an extension that was killed half way (called before touching a store)."""
+    old, new = path.with_name(path.name + OLD_SUFFIX), path.with_name(path.name + NEW_SUFFIX)
+    if old.exists():
+        if path.exists():
+            shutil.rmtree(old)          # the swap completed; only the clean-up was lost
+        else:
+            old.rename(path)            # killed between the two renames: put the original back
+    if new.exists():
+        shutil.rmtree(new)
+
+
+def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
+    """Copy every per-replicate array of ``old_path`` into ``new_path``, matching coordinate values.
+
+    Returns the number of replicates carried over as done.
+    """
+    old = xr.open_zarr(old_path)
+    group = zarr.open_group(str(new_path), mode="r+")
+    new = xr.open_zarr(new_path)
+    if recompute_all:
+        return 0
+    done = old["done"].reindex({d: new[d].values for d in old["done"].dims}, fill_value=False)
+    for name in [v for v in old.data_vars if "replicate" in old[v].dims]:
+        target = {d: new[d].values for d in old[name].dims}
+        fill = False if old[name].dtype == bool else (-1 if old[name].dtype.kind == "i" else np.nan)
+        values = old[name].reindex(target, fill_value=fill).transpose(*new[name].dims).values
+        group[name][...] = values
+    return int(done.sum())
+
+
+def swap(path: Path, new_path: Path) -> None:
+    """Replace the store at ``path`` by ``new_path`` (two renames; :func:`recover` handles a kill)."""
+    old = path.with_name(path.name + OLD_SUFFIX)
+    path.rename(old)
+    new_path.rename(path)
+    shutil.rmtree(old)

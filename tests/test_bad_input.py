@@ -1,0 +1,137 @@
+"""Every user mistake: one line naming file, field and value; exit status 2; nothing written."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.cli import main
+from tests.conftest import BASE
+
+
+def _with(path: str, value):
+    data = copy.deepcopy(BASE)
+    *parents, last = path.split(".")
+    node = data
+    for p in parents:
+        node = node[p]
+    node[last] = value
+    return data
+
+
+def _without_key(path: str):
+    data = copy.deepcopy(BASE)
+    *parents, last = path.split(".")
+    node = data
+    for p in parents:
+        node = node[p]
+    del node[last]
+    return data
+
+
+SWEEP_CASES = [
+    ("unknown key", _with("colour", "red"), r"colour: unknown key"),
+    ("missing key", _without_key("seed"), r"seed: Field required"),
+    ("YAML syntax error", "name: x\ngrid: [1, 2\n", r"YAML syntax error at line \d+, column \d+"),
+    ("delta <= 0", _with("grid.delta", [0.0]), r"grid\.delta\[0\]: Input should be greater than 0 \(got 0\.0\)"),
+    ("gamma <= 0", _with("grid.gamma", [-0.5]), r"grid\.gamma\[0\]: Input should be greater than 0 \(got -0\.5\)"),
+    ("d < 2", _with("d", 1), r"d: Input should be greater than or equal to 2 \(got 1\)"),
+    ("T < 1", _with("grid.T", [0]), r"grid\.T\[0\]: Input should be greater than or equal to 1 \(got 0\)"),
+    ("replicates < 1", _with("replicates", 0), r"replicates: .*equal to 1 \(got 0\)"),
+    ("negative snr", _with("grid.snr", [-1.0]), r"grid\.snr\[0\]: .*equal to 0 \(got -1\.0\)"),
+    ("unknown weights", _with("grid.weights", ["median"]), r"grid\.weights\[0\]: Input tag 'median'"),
+    ("custom weights wrong length", _with("grid.weights", [{"scheme": "custom", "values": [1.0]}]),
+     r"grid\.weights\[0\]\.values: 1 values but grid\.T has \[4\]"),
+    ("custom weights all zero", _with("grid.weights", [{"scheme": "custom", "values": [0, 0, 0, 0]}]),
+     r"grid\.weights\[0\]\.values: custom weights are all zero"),
+    ("causal tau not finite", _with("grid.weights", [{"scheme": "causal", "tau": float("inf")}]),
+     r"grid\.weights\[0\]\.tau: tau must be finite \(got inf\)"),
+    ("prefix L > T", _with("correlation", {"model": "prefix", "L": 9}), r"correlation\.L: prefix length 9 exceeds T = 4"),
+    ("prefix L < 1", _with("correlation", {"model": "prefix", "L": 0}), r"correlation\.L: .*equal to 1 \(got 0\)"),
+    ("markov r outside [-1, 1]", _with("correlation", {"model": "markov", "r": -1.2}),
+     r"correlation\.r: .*equal to -1 \(got -1\.2\)"),
+    ("label q outside [0, 1]", _with("correlation", {"model": "label", "q": 2}),
+     r"correlation\.q\[0\]: .*less than or equal to 1 \(got 2\)"),
+    ("V rounds below 2", _with("grid.delta", [20.0]), r"grid\.delta\[0\]: d/delta = 24/20 rounds to V = 1"),
+    ("N rounds below 2", _with("grid.gamma", [20.0]), r"grid\.gamma\[0\]: d/gamma = 24/20 rounds to N = 1"),
+]
+
+
+def _expect_exit_2(argv, capsys, message: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err)
+    assert len([line for line in err if line.startswith("rmtsweep: error:")]) == 1
+    import re
+    assert re.search(message, err[-1]), err[-1]
+
+
+@pytest.mark.parametrize("case, data, message", SWEEP_CASES, ids=[c[0] for c in SWEEP_CASES])
+def test_bad_sweep_file(case, data, message, tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    store = tmp_path / "new.zarr"
+    _expect_exit_2(["run", str(path), "--store", str(store)], capsys, rf"^rmtsweep: error: {path}: {message}")
+    assert not store.exists()
+
+
+@pytest.fixture
+def good(tmp_path) -> Path:
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump(BASE))
+    return path
+
+
+def test_store_path_not_writable(good, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    _expect_exit_2(["run", str(good), "--store", str(blocker / "s.zarr")], capsys,
+                   r"cannot create the store: .*a-file is not a directory")
+
+
+def test_path_that_is_not_a_store(good, tmp_path, capsys):
+    other = tmp_path / "results"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    _expect_exit_2(["run", str(good), "--store", str(other)], capsys, r"exists and is not an rmtsweep store")
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    _expect_exit_2(["status", str(other)], capsys, r"not an rmtsweep store")
+
+
+def test_memory_estimate_over_the_workers_limit(tmp_path, capsys):
+    path = tmp_path / "huge.yaml"
+    path.write_text(yaml.safe_dump({**copy.deepcopy(BASE), "d": 200_000}))
+    store = tmp_path / "huge.zarr"
+    _expect_exit_2(["run", str(path), "--store", str(store), "--workers", "1"], capsys,
+                   r"estimated memory per task \d+\.\d\d GiB exceeds the \d+\.\d\d GiB a worker thread has;"
+                   r".*--force")
+    assert not store.exists()
+
+
+def test_force_overrides_the_memory_check():
+    from distributed import Client, LocalCluster
+
+    from pipeline.execute import check_memory
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit="1GiB",
+                      dashboard_address=":0") as c, Client(c) as client:
+        assert check_memory(client, 2 * 2**30, force=True) is None
+        with pytest.raises(Exception, match=r"2\.00 GiB exceeds the 1\.00 GiB"):
+            check_memory(client, 2 * 2**30)
+
+
+def test_real_process_prints_one_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(_with("grid.delta", [-1.0])))
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(path)], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"rmtsweep: error: {path}: grid.delta[0]: Input should be greater than 0 "
+                                        f"(got -1.0)"]
+    assert not (tmp_path / "store").exists()
