@@ -102,12 +102,12 @@ def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict
     computed = 0
     for fut in queue:
         task = by_key.pop(fut.key)
-        if fut.status == "error":
-            exc = fut.exception()
+        if fut.status != "finished":
+            why = fut.exception() if fut.status == "error" else f"the task was {fut.status}"
             for other in list(queue.futures):
                 other.cancel()
-            raise TaskFailedError(f"cell {task.name} failed after {retries} retries: "
-                                  f"{type(exc).__name__}: {exc}")
+            what = f"{type(why).__name__}: {why}" if isinstance(why, BaseException) else why
+            raise TaskFailedError(f"cell {task.name} failed after {retries} retries: {what}")
         write(task, fut.result())
         fut.release()
         computed += 1
