@@ -39,9 +39,9 @@ FORMAT = "rmtsweep-store-1"
 # (zarr format 3 has none yet for fixed-length strings). Metadata only changes when the template is
 # written, so the consolidated copy stays true while chunks are filled in.
 ZARR_FORMAT = 2
-PER_REPLICATE = ("alpha", "kappa", "run", "done")
+PER_REPLICATE = ("alpha", "kappa", "done")
 PER_SNR = ("eigenvalues", "overlap")
-OPTIONAL = ("spectrum", "accuracy")
+OPTIONAL = ("run", "spectrum", "accuracy")   # `run` is absent from stores made before it existed
 CELL_DIMS = ("delta", "gamma", "T", "weights")
 
 
@@ -233,7 +233,7 @@ def status(path: str | Path) -> dict:
     done = ds["done"].values
     attrs = dict(ds.attrs)
     per_task = task_mask(done, replicate_blocks(stored_sweep(path, attrs)))
-    runs, counts = np.unique(ds["run"].values[done], return_counts=True)
+    runs, counts = np.unique(ds["run"].values[done] if "run" in ds else [], return_counts=True)
     return {"tasks_done": int(per_task.sum()), "tasks_total": int(per_task.size),
             "replicates_done": int(done.sum()), "replicates_total": int(done.size),
             "replicates_by_run": dict(zip(runs.tolist(), counts.tolist())), "attrs": attrs}

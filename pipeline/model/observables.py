@@ -29,7 +29,7 @@ def spectrum_density(C0T: np.ndarray, a: np.ndarray, u: np.ndarray, snr: np.ndar
     for i, s in enumerate(np.sqrt(np.asarray(snr, dtype=float))):
         CT = C0T + s * np.outer(a, u)
         small = CT.T @ CT if d <= N else CT @ CT.T
-        vals = np.linalg.eigvalsh(small) / (N * kappa)
+        vals = np.clip(np.linalg.eigvalsh(small) / (N * kappa), 0.0, None)   # exact zeros may round below 0
         counts, _ = np.histogram(np.concatenate([vals, np.zeros(d - vals.size)]), bins=edges)
         out[i] = counts / (d * width)
     return out
