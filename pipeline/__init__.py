@@ -2,16 +2,18 @@
 
 The public API::
 
-    from pipeline import load_sweep, run_sweep, open_store, theory_dataset
+    from pipeline import load_sweep, run_sweep, open_store, theory_dataset, compare
 """
 
-from .errors import RmtsweepError, StoreError, SweepDefinitionError, TaskFailedError
+from .compare import compare, write_comparison
+from .errors import RmtsweepError, SelectionError, StoreError, SweepDefinitionError, TaskFailedError
 from .predict import theory_dataset
 from .runner import run_sweep
 from .spec import Sweep, SweepFile, load_sweep, parse_sweep
 from .store import open_dataset as open_store
 
 __all__ = [
-    "RmtsweepError", "StoreError", "Sweep", "SweepDefinitionError", "SweepFile", "TaskFailedError",
-    "load_sweep", "open_store", "parse_sweep", "run_sweep", "theory_dataset",
+    "RmtsweepError", "SelectionError", "StoreError", "Sweep", "SweepDefinitionError", "SweepFile",
+    "TaskFailedError", "compare", "load_sweep", "open_store", "parse_sweep", "run_sweep", "theory_dataset",
+    "write_comparison",
 ]

@@ -10,49 +10,79 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import click
 
 from . import store
-from .errors import RmtsweepError
-from .runner import run_sweep
+from .errors import ClusterError, RmtsweepError
+from .runner import check_store_path, run_sweep
 from .spec import load_sweep
 
 DEMO = Path(__file__).resolve().parents[1] / "sweeps" / "demo.yaml"
 
 
+@dataclass(frozen=True)
+class Engine:
+    """Where the work runs: an embedded LocalCluster, a batch-system cluster, or an existing scheduler."""
+
+    cluster: str = "local"
+    workers: int | None = None
+    scheduler: str | None = None
+    jobs: int | None = None
+    cluster_config: Path | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    def batch_config(self):
+        """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
+        from .clusters import load_cluster_config
+        return load_cluster_config(self.cluster, self.cluster_config, dict(self.overrides))
+
+
 @contextmanager
-def _client(workers: int | None, scheduler: str | None) -> Iterator:
-    """A dask client: an existing scheduler, or an embedded LocalCluster (one BLAS thread per worker)."""
+def _client(engine: Engine) -> Iterator:
+    """A connected dask client for ``engine`` (workers get one BLAS thread each)."""
     from distributed import Client, LocalCluster
 
-    if scheduler:
+    if engine.scheduler:
         try:
-            client = Client(scheduler, timeout="20s")
+            client = Client(engine.scheduler, timeout="20s")
         except (OSError, TimeoutError) as exc:
-            raise RmtsweepError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+            raise ClusterError(f"--scheduler {engine.scheduler}: cannot connect ({exc})") from None
         with client:
             yield client
-        return
-    n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
-        click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
-        yield client
+    elif engine.cluster in ("slurm", "pbs"):
+        from .clusters import make_cluster, scale_cluster
+        config = engine.batch_config()
+        with make_cluster(engine.cluster, config) as cluster, Client(cluster) as client:
+            scale_cluster(cluster, config, engine.jobs)
+            click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {engine.jobs or config.max_jobs} job(s), "
+                       f"dashboard {client.dashboard_link}", err=True)
+            yield client
+    else:
+        n = engine.workers or os.cpu_count() or 1
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+                Client(cluster) as client:
+            click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
+            yield client
 
 
-def _run(sweep_path: Path, store_path: Path | None, workers: int | None, scheduler: str | None,
-         progress: bool) -> None:
+def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bool, force: bool = False) -> Path:
     sweep_file = load_sweep(sweep_path)
-    path = store_path or Path("store") / f"{sweep_file.sweep.name}.zarr"
+    path = store_path
+    if path is None:                                  # the default lives in ./store/
+        path = Path("store") / f"{sweep_file.sweep.name}.zarr"
+        path.parent.mkdir(exist_ok=True)
+    check_store_path(path)
     start = time.perf_counter()
-    with _client(workers, scheduler) as client:
-        report = run_sweep(sweep_file, path, client, progress=progress)
+    with _client(engine) as client:
+        report = run_sweep(sweep_file, path, client, progress=progress, force=force)
     st = store.status(path)
     click.echo(f"{path}: {st['tasks_done']}/{st['tasks_total']} tasks done "
                f"({report.tasks_computed} computed now) in {time.perf_counter() - start:.1f} s")
+    return path
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,22 +93,77 @@ def cli() -> None:
 
 _workers = click.option("--workers", type=click.IntRange(min=1), default=None,
                         help="LocalCluster worker processes (default: the machine's cores).")
-_scheduler = click.option("--scheduler", default=None, metavar="ADDRESS",
-                          help="Connect to an existing dask scheduler instead, e.g. tcp://host:8786.")
 _progress = click.option("--progress/--no-progress", default=True, show_default=True,
                          help="Show a progress bar (tasks done, rate, ETA).")
+_store = click.option("--store", "store_path", type=click.Path(path_type=Path), default=None,
+                      help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr).")
+
+
+def _batch_options(f):
+    """The dask-jobqueue options shared by `run` and `submit` (each overrides the config file)."""
+    options = [
+        click.option("--jobs", type=click.IntRange(min=1), default=None,
+                     help="Batch jobs of workers at most (adaptive; default: max_jobs of the config)."),
+        click.option("--cluster-config", type=click.Path(path_type=Path), default=None,
+                     help="dask-jobqueue settings (default: deploy/<cluster>/jobqueue.yaml)."),
+        click.option("--queue", default=None, help="Override the config's queue / partition."),
+        click.option("--account", default=None, help="Override the config's account."),
+        click.option("--cores", type=int, default=None, help="Override the cores per job."),
+        click.option("--memory", default=None, help="Override the memory per job, e.g. 4GB."),
+        click.option("--walltime", default=None, help="Override the walltime per job, HH:MM:SS."),
+        click.option("--interface", default=None, help="Override the network interface, e.g. ib0."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, **overrides) -> Engine:
+    if scheduler and cluster != "local":
+        raise ClusterError(f"--scheduler {scheduler} and --cluster {cluster} exclude each other; pick one")
+    if cluster == "local" and (jobs or cluster_config or any(v is not None for v in overrides.values())):
+        raise ClusterError("--jobs, --cluster-config and the batch options need --cluster slurm or pbs")
+    return Engine(cluster, workers, scheduler, jobs, cluster_config,
+                  tuple((k, v) for k, v in overrides.items() if v is not None))
 
 
 @cli.command()
 @click.argument("sweep", type=click.Path(path_type=Path))
-@click.option("--store", "store_path", type=click.Path(path_type=Path), default=None,
-              help="Zarr store to write or resume (default: store/<sweep name>.zarr).")
+@_store
+@click.option("--cluster", type=click.Choice(["local", "slurm", "pbs"]), default="local", show_default=True,
+              help="Where workers run: an embedded LocalCluster, or jobs of a batch system (dask-jobqueue).")
 @_workers
-@_scheduler
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Connect to an existing dask scheduler instead, e.g. tcp://host:8786.")
+@_batch_options
+@click.option("--force", is_flag=True, help="Run even if the memory estimate per task exceeds the workers'.")
 @_progress
-def run(sweep: Path, store_path: Path | None, workers: int | None, scheduler: str | None, progress: bool) -> None:
-    """Run (or resume) the sweep defined in SWEEP."""
-    _run(sweep, store_path, workers, scheduler, progress)
+def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, **engine) -> None:
+    """Run, resume or extend the sweep defined in SWEEP."""
+    _run(sweep, store_path, _engine(**engine), progress, force)
+
+
+@cli.command()
+@click.argument("sweep", type=click.Path(path_type=Path))
+@_store
+@click.option("--cluster", type=click.Choice(["slurm", "pbs"]), required=True,
+              help="The batch system that runs the driver job and its workers.")
+@_batch_options
+@click.option("--dry-run", is_flag=True, help="Print the driver and worker job scripts; submit nothing.")
+def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> None:
+    """Submit a driver job that runs SWEEP on the batch system and prints its job id."""
+    from .clusters import driver_script, submit_driver, worker_job_script
+
+    sweep_file = load_sweep(sweep)
+    path = store_path or Path("store") / f"{sweep_file.sweep.name}.zarr"
+    eng = _engine(**engine)
+    config = eng.batch_config()
+    script = driver_script(eng.cluster, config, sweep, path, eng.cluster_config, eng.jobs)
+    if dry_run:
+        click.echo(f"# driver job script\n{script}\n# worker job script\n{worker_job_script(eng.cluster, config)}")
+        return
+    job = submit_driver(eng.cluster, script, path.absolute().parent)
+    click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
 
 
 @cli.command()
@@ -91,8 +176,18 @@ def demo(store_path: Path, workers: int | None, progress: bool) -> None:
     if not DEMO.exists():
         raise RmtsweepError(f"{DEMO}: the demo sweep is missing (install from a source checkout)")
     store_path.parent.mkdir(parents=True, exist_ok=True)
-    _run(DEMO, store_path, workers, None, progress)
+    _run(DEMO, store_path, Engine(workers=workers), progress)
     click.echo(f"read it with: python -c \"import xarray as xr; print(xr.open_zarr('{store_path}'))\"")
+    from .compare import compare as compare_store, write_comparison
+    from .plots import plot_map
+    cmp = compare_store(store_path)
+    write_comparison(store_path, cmp)
+    click.echo(f"comparison written to {store_path} (group 'comparison'); "
+               f"{int(cmp['phase_agrees'].sum())}/{int(cmp['phase_agrees'].count())} cells in the predicted phase")
+    maps = store_path.parent / "maps"
+    for x, y, var in (("snr", "gamma", "overlap"), ("snr", "weights", "lambda1_z")):
+        html, png = plot_map(store_path, x, y, var, maps)
+        click.echo(f"map of {var} over ({x}, {y}): {html} and {png}")
 
 
 @cli.command()
@@ -107,14 +202,95 @@ def status(store_path: Path) -> None:
                f"rmtsweep {a['rmtsweep_version']}, git {a['git_revision']}, created {a['created']}")
     click.echo(f"tasks done: {done} / {total} ({100 * done / total:.1f}%), replicates "
                f"{st['replicates_done']} / {st['replicates_total']}: {state}")
+    runs = a.get("runs", [])
+    keys = ("sweep_hash", "rmtsweep_version", "git_revision")
+    if len({tuple(r.get(k) for k in keys) for r in runs}) > 1:
+        click.echo("the store was written by runs that differ in sweep, version or revision:")
+        for r in runs:
+            n = st["replicates_by_run"].get(r["run"], 0)
+            click.echo(f"  run {r['run']} started {r['started']}: {n} replicates, sweep {r['sweep_hash'][:12]}, "
+                       f"rmtsweep {r['rmtsweep_version']}, git {r['git_revision']}, {r['sweep_file']}")
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--margin-factor", type=click.FloatRange(min=0.0), default=None,
+              help="Detection margin in units of kappa lambda_+ d^(-2/3) (default 1).")
+@click.option("--write/--no-write", default=True, show_default=True,
+              help="Write the comparison into STORE as the zarr group 'comparison'.")
+@click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
+              help="How many worst cells to list per quantity.")
+def compare(store_path: Path, margin_factor: float | None, write: bool, worst: int) -> None:
+    """Hold the Monte Carlo in STORE against its theory; print a summary (works while it fills)."""
+    from .compare import MARGIN_FACTOR, compare as compare_store, summary, write_comparison
+    cmp = compare_store(store_path, MARGIN_FACTOR if margin_factor is None else margin_factor)
+    click.echo(summary(cmp, worst))
+    if write:
+        write_comparison(store_path, cmp)
+        click.echo(f"written: xr.open_zarr('{store_path}', group='comparison')")
+
+
+def _selection(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in values:
+        dim, sep, value = item.partition("=")
+        if not sep:
+            raise RmtsweepError(f"--select {item!r}: expected DIM=VALUE, e.g. --select snr=3.0")
+        out[dim] = value
+    return out
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--x", "x", required=True, help="Grid axis across: delta, gamma, snr, T or weights.")
+@click.option("--y", "y", required=True, help="Grid axis up: delta, gamma, snr, T or weights.")
+@click.option("--var", "var", required=True, help="Store or comparison variable, e.g. overlap, lambda1_z.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("maps"), show_default=True,
+              help="Directory for the HTML and PNG.")
+@click.option("--widgets/--facets", default=None,
+              help="HTML with widgets or facets over the other axes (default: facets up to 12 panels).")
+@click.option("--select", "select", multiple=True, metavar="DIM=VALUE", help="Fix an axis (or k) first.")
+def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | None,
+         select: tuple[str, ...]) -> None:
+    """Heat map of VAR over the axes X and Y of STORE, with the theory's transitions (HTML + PNG)."""
+    from .plots import plot_map
+    html, png = plot_map(store_path, x, y, var, out, widgets, _selection(select))
+    click.echo(f"{html}\n{png}")
+
+
+@cli.command()
+@click.argument("stores", metavar="STORE...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=Path("figures"), show_default=True,
+              help="Directory for the figures (one subdirectory per store).")
+def figures(stores: tuple[Path, ...], out: Path) -> None:
+    """The paper's figures from the stores of sweeps/paper-*.yaml."""
+    from .figures import figures as make_figures
+    files, notes = make_figures(list(stores), out)
+    for note in notes:
+        click.echo(note)
+    for f in files:
+        click.echo(f)
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", default="csv", show_default=True, help="csv (tidy table) or netcdf.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Output file.")
+@click.option("--group", default=None, help="Export a group of the store instead, e.g. comparison.")
+@click.option("--var", "variables", multiple=True, help="Only these variables (repeatable).")
+def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: tuple[str, ...]) -> None:
+    """Export STORE (or its comparison group) as tidy CSV or netCDF."""
+    from .export import export as export_store
+    click.echo(export_store(store_path, out, fmt, group, list(variables) or None))
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``rmtsweep`` script."""
     try:
         cli.main(args=argv, standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("rmtsweep: interrupted; finished tasks are in the store: rerun the same command to resume",
+                   err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()

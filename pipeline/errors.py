@@ -24,5 +24,9 @@ class ClusterError(RmtsweepError, ValueError):
     """A cluster that cannot be built or reached from the given options."""
 
 
+class SelectionError(RmtsweepError, ValueError):
+    """A variable, axis, group or format that the store or command does not have."""
+
+
 class TaskFailedError(RmtsweepError, RuntimeError):
     """A grid cell whose computation failed repeatedly."""

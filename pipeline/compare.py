@@ -1,0 +1,262 @@
+"""Monte Carlo against theory, per grid cell, as an ``xarray.Dataset`` (THEORY.md §4-5).
+
+For every cell ``(delta, gamma, T, weights, snr)`` the comparison holds the Monte Carlo mean and
+standard error over the replicates whose ``done`` flag is set (so it works on a store still being
+filled; cells with none done are NaN), the theory value, the error and the z-score of ``lambda_1``
+and of the top alignment, the detection rate, the empirical and theoretical phase, and per line
+along the SNR axis the empirical transition SNR against ``theory_snr_sample``.
+
+Detection: a replicate detects an outlier when its ``lambda_1`` exceeds the predicted bulk edge
+``kappa lambda_+`` by more than ``margin = MARGIN_FACTOR * kappa lambda_+ * d^(-2/3)``. The top bulk
+eigenvalue fluctuates on the Tracy-Widom scale ``O(lambda_+ d^(-2/3))``; one such unit keeps null
+replicates from counting (2 % false detections on the demo sweep; 6 % with no margin). Any margin
+moves the empirical transition up by ``O(d^(-1/3))``, as the outlier leaves the bulk quadratically.
+
+Uncentred tables (``table_centering: none``): the signal outlier is identified as the top-k
+eigenvector best aligned with ``u``; its eigenvalue is held against ``theory_signal_outlier``, its
+alignment against ``theory_overlap``, and it is the one tested for detection. ``lambda_1`` is held
+against ``theory_outlier``, and the paper's uncorrected ``paper_outlier`` / ``paper_overlap`` are
+compared too (``paper_*_error``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from . import theory
+from .errors import SelectionError
+from .store import ZARR_FORMAT, open_dataset
+
+MARGIN_FACTOR = 1.0
+GROUP = "comparison"
+LINE = ("delta", "gamma", "T", "weights")
+
+
+def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr.Dataset:
+    """A store (``group=None``) or one of its groups (e.g. ``"comparison"``), opened lazily."""
+    if isinstance(source, xr.Dataset):
+        return source
+    ds = open_dataset(source)
+    if group is None:
+        return ds
+    try:
+        return xr.open_zarr(str(source), group=group)
+    except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
+        raise SelectionError(f"{source}: no group {group!r} (valid: none, or 'comparison' after "
+                             f"`rmtsweep compare {source}`)") from None
+
+
+def _stats(x: xr.DataArray, done: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
+    """Mean and standard error over done replicates (NaN mean with none done, NaN SE with one)."""
+    x = x.where(done)
+    n = x.count("replicate")
+    mean = x.mean("replicate")
+    sem = x.std("replicate", ddof=1) / np.sqrt(n.where(n > 1))
+    return mean, sem
+
+
+def _held(name: str, mean, sem, theory, what: str, units: str) -> dict[str, xr.DataArray]:
+    err = mean - theory
+    z = xr.where(sem > 0, err / sem.where(sem > 0), np.nan)
+    return {f"{name}_mean": mean.assign_attrs(long_name=f"Monte Carlo mean of {what}", units=units),
+            f"{name}_sem": sem.assign_attrs(long_name=f"standard error of the mean of {what}", units=units),
+            f"{name}_theory": theory.assign_attrs(long_name=f"theory value of {what}", units=units),
+            f"{name}_error": err.assign_attrs(long_name=f"Monte Carlo minus theory, {what}", units=units),
+            f"{name}_z": z.assign_attrs(long_name=f"z-score (error / standard error), {what}", units="1")}
+
+
+def _crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
+    """First upward crossing of 1/2 along the last axis, linearly interpolated (NaN if none)."""
+    out = np.full(rate.shape[:-1], np.nan)
+    for idx in np.ndindex(*rate.shape[:-1]):
+        r = rate[idx]
+        ok = np.isfinite(r)
+        r, s = r[ok], snr[ok]
+        above = np.nonzero(r >= 0.5)[0]
+        if above.size == 0 or above[0] == 0:
+            continue  # never reaches 1/2, or already above it at the first SNR: censored
+        i = above[0]
+        out[idx] = s[i - 1] + (0.5 - r[i - 1]) * (s[i] - s[i - 1]) / (r[i] - r[i - 1])
+    return out
+
+
+def transition_snr(rate: xr.DataArray) -> xr.DataArray:
+    """SNR where the detection rate first crosses 1/2 upwards, interpolated linearly between grid SNRs.
+
+    NaN when the line never reaches 1/2 or is already at or above 1/2 at its first SNR (censored).
+    """
+    return xr.apply_ufunc(_crossing, rate, kwargs={"snr": rate["snr"].values},
+                          input_core_dims=[["snr"]], output_core_dims=[[]])
+
+
+def bulk_distance(ds: xr.Dataset, done: xr.DataArray) -> xr.DataArray:
+    """Kolmogorov distance between the replicate-averaged histogram of ``S/kappa`` and the bulk law.
+
+    Both CDFs are taken at the right bin edges as ``1 - (mass above the edge)``: this avoids the
+    density's integrable singularity at 0 and does not depend on how many exact zeros (rank
+    deficiency, ``delta`` or ``gamma > 1``) the histogram's first bin caught; rounding can make some
+    of them slightly negative, and those fall outside the bins.
+    """
+    width = float(ds["bin"].attrs.get("bin_width", np.diff(ds["bin"].values[:2])[0]))
+    right = ds["bin"].values + width / 2
+    mass = ds["spectrum"].where(done).mean("replicate") * width
+    emp = 1.0 - (mass.sum("bin") - mass.cumsum("bin"))
+    x = (np.arange(right.size * 50) + 0.5) * (width / 50)
+    cdf = np.empty((ds.sizes["delta"], ds.sizes["gamma"], right.size))
+    for i, dl in enumerate(ds["delta"].values):
+        for j, g in enumerate(ds["gamma"].values):
+            above = np.cumsum((theory.density(x, dl, g) * width / 50)[::-1])[::-1]   # mass above x_i - dx/2
+            cdf[i, j] = 1.0 - np.append(above[50::50], 0.0)
+    th = xr.DataArray(cdf, dims=("delta", "gamma", "bin"), coords={"delta": ds["delta"], "gamma": ds["gamma"],
+                                                                      "bin": ds["bin"]})
+    return abs(emp - th).max("bin").assign_attrs(
+        long_name="Kolmogorov distance of the mean eigenvalue histogram of S/kappa to MP_delta ⊠ MP_gamma",
+        units="1")
+
+
+def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR) -> xr.Dataset:
+    """Hold a store's Monte Carlo against its theory arrays.
+
+    Parameters
+    ----------
+    source
+        A store path or an already opened store dataset.
+    margin_factor
+        Detection margin in units of ``kappa lambda_+ d^(-2/3)`` (absolute eigenvalue units).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``(delta, gamma, T, weights, snr)``: ``lambda1_*`` and ``overlap_*`` (``mean``, ``sem``,
+        ``theory``, ``error``, ``z``; eigenvalues in the absolute units of ``S``), ``n_done``,
+        ``detection_rate``, ``empirical_phase``, ``theory_phase``, ``phase_agrees``; per line
+        ``transition_snr_empirical``, ``transition_snr_theory``, ``transition_snr_error``. For an
+        uncentred table also ``signal_lambda_*``, ``signal_rank`` and ``paper_*_error``.
+    """
+    ds = open_source(source)
+    centering = ds.attrs.get("table_centering", "class")
+    d = int(ds.attrs["d"])
+    done = ds["done"].load()
+    eig, ov = ds["eigenvalues"].load(), ds["overlap"].load()
+    lam1 = eig.sel(k=1, drop=True)
+    out: dict[str, xr.DataArray] = {}
+    out.update(_held("lambda1", *_stats(lam1, done), ds["theory_outlier"].load(), "lambda_1",
+                     "same units as the eigenvalues of S"))
+    out["lambda1_rel_error"] = (out["lambda1_error"] / out["lambda1_theory"]).assign_attrs(
+        long_name="relative error of lambda_1, (MC - theory) / theory", units="1")
+    if centering == "none":
+        best = ov.fillna(-1.0).argmax("k")
+        sig_lam, sig_ov = eig.isel(k=best), ov.isel(k=best)
+        out.update(_held("signal_lambda", *_stats(sig_lam, done), ds["theory_signal_outlier"].load(),
+                         "the signal eigenvalue (top-k eigenvector best aligned with u)",
+                         "same units as the eigenvalues of S"))
+        out["signal_rank"] = _stats((best + 1).astype(float), done)[0].assign_attrs(
+            long_name="mean rank k of the eigenvector best aligned with u", units="1")
+        out.update(_held("overlap", *_stats(sig_ov, done), ds["theory_overlap"].load(),
+                         "alignment of the top-k eigenvector best aligned with u", "1"))
+        for what, ref in (("lambda1", "paper_outlier"), ("overlap", "paper_overlap")):
+            e = out[f"{what}_mean"] - ds[ref].load()
+            out[f"paper_{what}_error"] = e.assign_attrs(
+                long_name=f"Monte Carlo minus the paper's uncorrected {ref}", units=out[f"{what}_mean"].attrs["units"])
+        tested = sig_lam
+    else:
+        out.update(_held("overlap", *_stats(ov.sel(k=1, drop=True), done), ds["theory_overlap"].load(),
+                         "top alignment |u_hat_1^T u|^2", "1"))
+        tested = lam1
+    edge = ds["theory_edge"].load()
+    margin = margin_factor * edge * d ** (-2.0 / 3.0)
+    rate = (tested > edge + margin).where(done).mean("replicate")
+    out["n_done"] = done.sum("replicate").assign_attrs(long_name="replicates done", units="1")
+    out["detection_margin"] = margin.assign_attrs(long_name="detection margin above kappa lambda_+",
+                                                  units="same units as the eigenvalues of S")
+    out["detection_rate"] = rate.assign_attrs(
+        long_name="fraction of done replicates whose tested eigenvalue exceeds kappa lambda_+ + margin", units="1")
+    emp = xr.where(rate > 0.5, 2, 0).where(rate.notnull()).assign_attrs(
+        long_name="empirical phase: 2 if detection rate > 1/2, else 0", units="1")
+    out["empirical_phase"], out["theory_phase"] = emp, (th := ds["theory_phase"].load())
+    out["phase_agrees"] = ((emp == 2) == (th == 2)).where(rate.notnull()).assign_attrs(
+        long_name="empirical and theoretical phase agree (outlier visible or not)", units="1")
+    t_emp = transition_snr(rate).assign_attrs(
+        long_name="SNR where the detection rate crosses 1/2 (linear interpolation)", units="snr")
+    out["transition_snr_empirical"], out["transition_snr_theory"] = t_emp, (t_th := ds["theory_snr_sample"].load())
+    out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
+    if "spectrum" in ds:
+        out["bulk_ks"] = bulk_distance(ds, done)
+    cmp = xr.Dataset(out).transpose(*LINE, "snr")
+    signal = ("signal outlier = the top-k eigenvector best aligned with u (uncentred table); detection "
+              "tests its eigenvalue" if centering == "none" else "signal outlier = the top eigenpair")
+    cmp.attrs = {"title": f"comparison of {ds.attrs.get('sweep_name', 'store')} with theory",
+                 "table_centering": centering, "d": d, "sweep_hash": ds.attrs.get("sweep_hash", ""),
+                 "signal_outlier": signal, "margin_factor": margin_factor,
+                 "detection": f"detected iff eigenvalue > kappa lambda_+ + {margin_factor:g} kappa lambda_+ "
+                              f"d^(-2/3) (top bulk eigenvalue fluctuates on the O(d^-2/3) scale)",
+                 "replicates_counted": "only replicates whose done flag is true"}
+    return cmp
+
+
+def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
+    """Write ``cmp`` as the group ``comparison`` of the store (zarr format 2, consolidated).
+
+    The root group's arrays, ``.zattrs`` and ``.zgroup`` are never rewritten (a sweep may keep
+    filling the store meanwhile). The group gets its own ``comparison/.zmetadata``, and its entries
+    are merged into the root's consolidated ``.zmetadata`` (atomically replaced; the root entries
+    are kept as they are), so ``xr.open_zarr(store, group="comparison")`` reads it.
+    """
+    open_dataset(path)  # raises StoreError if it is not a store
+    cmp = cmp.assign_coords(weights=np.array([str(w) for w in cmp["weights"].values], dtype=object))
+    for v in cmp.variables.values():
+        v.encoding = {}
+    cmp.to_zarr(str(path), group=GROUP, mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
+    zarr.consolidate_metadata(str(path), path=GROUP, zarr_format=ZARR_FORMAT)
+    root = Path(path) / ".zmetadata"
+    merged = json.loads(root.read_text())
+    sub = json.loads((Path(path) / GROUP / ".zmetadata").read_text())["metadata"]
+    meta = {k: v for k, v in merged["metadata"].items() if not k.startswith(GROUP + "/")}
+    meta.update({f"{GROUP}/{k}": v for k, v in sub.items()})
+    merged["metadata"] = meta
+    (tmp := root.with_name(f".zmetadata.{os.getpid()}.tmp")).write_text(json.dumps(merged, indent=4, sort_keys=True))
+    os.replace(tmp, root)
+
+
+def summary(cmp: xr.Dataset, worst: int = 5) -> str:
+    """A printable summary: agreement within 3 standard errors, worst cells, transition-SNR errors."""
+    lines = [f"{cmp.attrs['title']}: {cmp.attrs['signal_outlier']}", f"detection: {cmp.attrs['detection']}"]
+    clear = (cmp["theory_phase"] == 2) & (cmp["detection_rate"] == 1)
+    for name in ("lambda1", "signal_lambda", "overlap"):
+        if f"{name}_z" not in cmp:
+            continue
+        z = cmp[f"{name}_z"]
+        ok = np.isfinite(z)
+        agree = (abs(z) <= 3) & ok
+        lines.append(f"{name}: {int(agree.sum())}/{int(ok.sum())} cells within 3 standard errors; "
+                     f"with a clear outlier (theory phase 2, detection rate 1): "
+                     f"{int((agree & clear).sum())}/{int((ok & clear).sum())}")
+        flat = abs(z).where(ok).stack(cell=cmp[f"{name}_z"].dims).dropna("cell")
+        for cell in flat.sortby(flat, ascending=False)[:worst]["cell"].values:
+            c = dict(zip(z.dims, cell))
+            row = cmp.sel(c)
+            lines.append("   worst: " + " ".join(f"{k}={v}" for k, v in c.items()) +
+                         f"  MC {float(row[f'{name}_mean']):.4g} ± {float(row[f'{name}_sem']):.2g}"
+                         f"  theory {float(row[f'{name}_theory']):.4g}  z {float(row[f'{name}_z']):+.1f}")
+    if "paper_lambda1_error" in cmp:
+        th, paper = cmp["lambda1_theory"], cmp["lambda1_mean"] - cmp["paper_lambda1_error"]
+        lines.append(f"lambda1 mean |relative error|: paper's uncorrected "
+                     f"{float(abs(cmp['paper_lambda1_error'] / paper).mean()):.3f}, corrected theory "
+                     f"{float(abs(cmp['lambda1_error'] / th).mean()):.3f}")
+        lines.append(f"overlap mean |error|: paper's uncorrected {float(abs(cmp['paper_overlap_error']).mean()):.3f}, "
+                     f"corrected theory {float(abs(cmp['overlap_error']).mean()):.3f}")
+    agree = cmp["phase_agrees"]
+    lines.append(f"phase agrees in {int(agree.sum())}/{int(agree.count())} cells")
+    lines.append("transition SNR (detection rate crosses 1/2) vs theory_snr_sample:")
+    t = cmp[["transition_snr_empirical", "transition_snr_theory", "transition_snr_error"]].to_dataframe()
+    for idx, row in t.iterrows():
+        lines.append("   " + " ".join(f"{k}={v}" for k, v in zip(t.index.names, idx)) +
+                     f"  empirical {row.transition_snr_empirical:.3g}  theory {row.transition_snr_theory:.3g}"
+                     f"  error {row.transition_snr_error:+.3g}")
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""Export a store or its comparison group as a tidy CSV table or a netCDF file.
+
+CSV is *tidy*: one row per point of the union of the chosen variables' dimensions, one column per
+dimension and per variable (variables with fewer dimensions are repeated along the others). By
+default every variable without the ``bin`` dimension is written (the spectrum histogram would
+multiply the row count by its bins; ask for it with ``variables=["spectrum"]``). netCDF keeps the
+dataset as it is (netCDF3 through scipy, so no extra library is needed): booleans become int8,
+string coordinates fixed-width characters, and it reads back with ``xr.open_dataset``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+
+from .compare import open_source
+from .errors import SelectionError
+
+Format = Literal["csv", "netcdf"]
+FORMATS = ("csv", "netcdf")
+
+
+def select(ds: xr.Dataset, variables: list[str] | None, fmt: Format) -> xr.Dataset:
+    """The variables to export (validated), with plain-string coordinates."""
+    if variables:
+        bad = [v for v in variables if v not in ds.data_vars]
+        if bad:
+            raise SelectionError(f"--var {bad[0]!r}: not a variable of the store (valid: "
+                                 f"{', '.join(sorted(map(str, ds.data_vars)))})")
+        ds = ds[variables]
+    elif fmt == "csv":
+        ds = ds[[v for v in ds.data_vars if "bin" not in ds[v].dims]]
+    ds = ds.copy()
+    for name in list(ds.coords):
+        if ds[name].dtype.kind in "OT":
+            ds = ds.assign_coords({name: (ds[name].dims, np.array([str(x) for x in ds[name].values.ravel()])
+                                          .reshape(ds[name].shape), ds[name].attrs)})
+    return ds
+
+
+def to_tidy(ds: xr.Dataset) -> "pandas.DataFrame":  # noqa: F821
+    """A tidy table: dimension columns first, then one column per variable."""
+    dims = [d for d in ("delta", "gamma", "T", "weights", "replicate", "snr", "k", "bin") if d in ds.dims]
+    dims += [d for d in ds.dims if d not in dims]
+    return ds.to_dataframe(dim_order=dims).reset_index()
+
+
+def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | None = None,
+           variables: list[str] | None = None) -> Path:
+    """Write the store at ``path`` (or its ``group``, e.g. ``"comparison"``) to ``out``.
+
+    Parameters
+    ----------
+    path
+        The zarr store.
+    out
+        Output file (``.csv`` or ``.nc``).
+    fmt
+        ``"csv"`` (tidy table) or ``"netcdf"``.
+    group
+        ``None`` for the store's data and theory, ``"comparison"`` for what ``rmtsweep compare`` wrote.
+    variables
+        Variables to write (default: see the module docstring).
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
+    if fmt not in FORMATS:
+        raise SelectionError(f"--format {fmt!r}: unknown format (valid: {', '.join(FORMATS)})")
+    ds = select(open_source(path, group).load(), variables, fmt)  # validates path and group first
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "csv":
+        to_tidy(ds).to_csv(out, index=False)
+    else:
+        for v in ds.variables.values():
+            v.encoding = {}
+            if v.dtype == bool:
+                v.attrs["flag_values"], v.attrs["flag_meanings"] = [0, 1], "false true"
+        ds.attrs = {k: (int(v) if isinstance(v, (bool, np.integer)) else v) for k, v in ds.attrs.items()}
+        ds.to_netcdf(out, engine="scipy", format="NETCDF3_64BIT")
+    return out
+
+
+def read_tidy(path: str | Path) -> xr.Dataset:
+    """Read a tidy CSV written by :func:`export` back into an ``xarray.Dataset``."""
+    import pandas as pd
+    df = pd.read_csv(path)
+    dims = [c for c in ("delta", "gamma", "T", "weights", "replicate", "snr", "k", "bin") if c in df.columns]
+    return df.set_index(dims).to_xarray()

@@ -1,0 +1,183 @@
+"""The paper's figure set, from the shipped ``sweeps/paper-*.yaml`` stores (static PNGs, matplotlib).
+
+Each store yields the figures its content supports:
+
+- (a) ``spectrum``: eigenvalue histogram of ``S/kappa`` against the ``MP_delta ⊠ MP_gamma`` density
+  (:func:`pipeline.theory.density`; the point mass :func:`pipeline.theory.atom` at 0 is annotated),
+  with the predicted and the simulated outlier marked;
+- (b) ``alignment``: top alignment against SNR per weight scheme, Monte Carlo mean ± standard error
+  over the theory curve;
+- (c) ``phase``: detection rate over (SNR, gamma) per delta with the theory's transition curves;
+- (d) ``accuracy``: downstream ridge test accuracy against SNR per weight scheme, with the ranking
+  checked against the ranking of ``alpha/kappa``;
+- (e) ``finite-T`` maps (through :mod:`pipeline.plots`): the bulk's Kolmogorov distance to the
+  cubic law at snr = 0 (``bulk_ks``; the relative error of ``lambda_1`` at the largest SNR when the
+  store has no spectrum) over (T, weights) and over (delta, gamma) for harmonic weights: where the
+  theory holds and where it fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from . import theory
+from .compare import compare, open_source
+
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _mean_sem(x: xr.DataArray, done: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
+    x = x.where(done)
+    n = x.count("replicate")
+    return x.mean("replicate"), x.std("replicate", ddof=1) / np.sqrt(n.where(n > 1))
+
+
+def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None) -> Path:
+    """(a) Histogram of ``S/kappa`` (averaged over done replicates) with the bulk density and outlier."""
+    plt = _plt()
+    snr = float(ds["snr"].values[-1] if snr is None else snr)
+    cells = [(dl, g) for dl in ds["delta"].values for g in ds["gamma"].values]
+    fig, axes = plt.subplots(1, len(cells), figsize=(4.2 * len(cells), 3.4), squeeze=False)
+    width = float(ds["bin"].attrs.get("bin_width", np.diff(ds["bin"].values[:2])[0]))
+    sel = {"T": ds["T"].values[0], "weights": ds["weights"].values[0], "snr": snr}
+    for ax, (dl, g) in zip(axes[0], cells):
+        c = ds.sel(delta=dl, gamma=g, **sel)
+        hist = c["spectrum"].where(c["done"]).mean("replicate").values
+        x = ds["bin"].values
+        ax.bar(x, hist, width=width, color="0.75", label="Monte Carlo")
+        fine = np.linspace(1e-3, x[-1], 800)
+        ax.plot(fine, theory.density(fine, dl, g), "k", lw=1.2, label="MP$_\\delta$ ⊠ MP$_\\gamma$")
+        kappa = float(c["theory_kappa"])
+        ax.axvline(float(c["theory_outlier"]) / kappa, color="C3", ls="--", label="theory λ₁/κ")
+        lam = (c["eigenvalues"].sel(k=1).where(c["done"]).mean("replicate")) / kappa
+        ax.axvline(float(lam), color="C0", ls=":", label="simulated λ₁/κ")
+        top = 1.3 * float(np.nanmax(theory.density(fine[fine > 0.25], dl, g)))   # the density may blow up at 0
+        ax.set_ylim(0, top)
+        mass = float(theory.atom(dl, g))
+        if mass > 0:
+            ax.annotate(f"atom at 0: mass {mass:.2f}", xy=(0, 0.97 * top), xytext=(0.25 * x[-1], 0.85 * top),
+                        arrowprops={"arrowstyle": "->"})
+        ax.set_title(f"δ={dl:g}, γ={g:g}, snr={snr:g}, T={sel['T']}, {sel['weights']} weights", fontsize=9)
+        ax.set_xlabel("eigenvalue of S/κ")
+        ax.set_ylabel("density")
+    axes[0][0].legend(fontsize=8)
+    return _save(fig, out / "fig-a-spectrum.png")
+
+
+def alignment_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
+    """(b) Top alignment against SNR, one line per weight scheme, first (delta, gamma, T) cell."""
+    plt = _plt()
+    cell = {a: ds[a].values[0] for a in ("delta", "gamma")} | {"T": ds["T"].values[-1]}
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fine = np.linspace(0, float(ds["snr"].max()), 400)
+    for i, w in enumerate(ds["weights"].values):
+        c = cmp.sel(weights=w, **cell)
+        ratio = float((ds["theory_alpha"] / ds["theory_kappa"]).sel(T=cell["T"], weights=w))
+        if ds.attrs.get("table_centering") == "class":
+            ax.plot(fine, theory.overlap(ratio * fine, cell["delta"], cell["gamma"]), color=f"C{i}", lw=1.2)
+        else:
+            ax.plot(c["snr"], c["overlap_theory"], color=f"C{i}", lw=1.2)
+        ax.errorbar(c["snr"], c["overlap_mean"], yerr=c["overlap_sem"], fmt="o", ms=3.5, color=f"C{i}",
+                    capsize=2, label=f"{w} (α/κ = {ratio:.2f})")
+    ax.set_xlabel("snr = ||μ||²")
+    ax.set_ylabel("top alignment |û₁ᵀu|²")
+    ax.set_title(f"δ={cell['delta']:g}, γ={cell['gamma']:g}, T={cell['T']}, d={ds.attrs['d']}: "
+                 "points Monte Carlo, lines theory", fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, out / "fig-b-alignment.png")
+
+
+def phase_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
+    """(c) Detection rate over (snr, gamma), one panel per delta, with the theory's transitions."""
+    from .plots import transition_curves
+    plt = _plt()
+    deltas = ds["delta"].values
+    fig, axes = plt.subplots(1, len(deltas), figsize=(2.6 * len(deltas) + 1.0, 3.0), squeeze=False, sharey=True,
+                             constrained_layout=True)
+    at = {"T": ds["T"].values[0], "weights": ds["weights"].values[0]}
+    for ax, dl in zip(axes[0], deltas):
+        rate = cmp["detection_rate"].sel(delta=dl, **at)
+        mesh = ax.pcolormesh(rate["snr"], rate["gamma"], rate.transpose("gamma", "snr"), cmap="viridis",
+                             vmin=0, vmax=1, shading="nearest")
+        curves = transition_curves(ds, "snr", "gamma", {"delta": dl, "snr": 0.0, **at})
+        for kind, style in (("population", "--"), ("sample", "-")):
+            for p in curves[kind]:
+                ax.plot(p[:, 0], p[:, 1], "w" if kind == "sample" else "0.85", ls=style, lw=1.6,
+                        label=f"theory {kind} transition")
+        ax.set_yscale("log", base=2)
+        ax.set_xlim(float(rate["snr"].min()) - 0.125, float(rate["snr"].max()) + 0.125)
+        ax.set_title(f"δ = {dl:g}")
+        ax.set_xlabel("snr")
+    axes[0][0].set_ylabel("γ = d/N")
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.colorbar(mesh, ax=axes[0].tolist(), label="detection rate")
+    return _save(fig, out / "fig-c-phase.png", tight=False)
+
+
+def accuracy_figure(ds: xr.Dataset, out: Path) -> tuple[Path, str]:
+    """(d) Ridge test accuracy vs SNR per weight scheme; returns the figure and the ranking check."""
+    plt = _plt()
+    cell = {a: ds[a].values[0] for a in ("delta", "gamma", "T")}
+    acc, sem = _mean_sem(ds["accuracy"].sel(**cell), ds["done"].sel(**cell))
+    ratio = (ds["theory_alpha"] / ds["theory_kappa"]).sel(T=cell["T"])
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    for i, w in enumerate(ds["weights"].values):
+        ax.errorbar(acc["snr"], acc.sel(weights=w), yerr=sem.sel(weights=w), fmt="o-", ms=3.5, capsize=2,
+                    color=f"C{i}", label=f"{w} (α/κ = {float(ratio.sel(weights=w)):.2f})")
+    ax.set_xlabel("snr = ||μ||²")
+    ax.set_ylabel("ridge test accuracy")
+    ax.set_title(f"downstream task, δ={cell['delta']:g}, γ={cell['gamma']:g}, T={cell['T']}", fontsize=9)
+    ax.legend(fontsize=8)
+    score = acc.where(acc["snr"] > 0).mean("snr")
+    by_ratio = [str(w) for w in ratio.sortby(ratio, ascending=False)["weights"].values]
+    by_acc = [str(w) for w in score.sortby(score, ascending=False)["weights"].values]
+    verdict = "matches" if by_ratio == by_acc else "DOES NOT match"
+    text = (f"ranking by alpha/kappa: {' > '.join(f'{w} ({float(ratio.sel(weights=w)):.2f})' for w in by_ratio)}\n"
+            f"ranking by accuracy (mean over snr > 0): "
+            f"{' > '.join(f'{w} ({float(score.sel(weights=w)):.3f})' for w in by_acc)}: {verdict}")
+    return _save(fig, out / "fig-d-accuracy.png"), text
+
+
+def _save(fig, path: Path, tight: bool = True) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if tight:
+        fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    _plt().close(fig)
+    return path
+
+
+def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[str]]:
+    """Every figure the given stores support, written under ``out``; returns (files, messages)."""
+    from .plots import plot_map
+    out = Path(out)
+    files, notes = [], []
+    for path in paths:
+        ds = open_source(path)
+        cmp = compare(ds)
+        sub = out / Path(str(path)).stem
+        if "spectrum" in ds:
+            files.append(spectrum_figure(ds, sub))
+        if "accuracy" in ds:
+            f, text = accuracy_figure(ds, sub)
+            files.append(f)
+            notes.append(f"{path}: {text}")
+        if ds.sizes["weights"] > 1 and ds.sizes["snr"] >= 4:
+            files.append(alignment_figure(ds, cmp, sub))
+        if ds.sizes["delta"] > 1 and ds.sizes["gamma"] > 1 and ds.sizes["T"] == 1:
+            files.append(phase_figure(ds, cmp, sub))
+        if ds.sizes["T"] > 1 and ds.sizes["weights"] > 1:
+            var, at = ("bulk_ks", 0.0) if "bulk_ks" in cmp else ("lambda1_rel_error", float(ds["snr"].values[-1]))
+            weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
+            files += plot_map(path, "T", "weights", var, sub, select={"snr": at})
+            files += plot_map(path, "delta", "gamma", var, sub, select={"snr": at, "weights": weights})
+    return files, notes

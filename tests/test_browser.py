@@ -1,0 +1,53 @@
+"""The exported HTML map renders in headless Chromium with no network access.
+
+Needs Debian's ``chromium`` and ``fonts-dejavu-core`` (``.ci/run`` installs them). Chromium runs in
+a fresh network namespace (``unshare -n``, no interfaces but loopback) when that is allowed, so a
+page that fetched its scripts from a CDN would render blank; otherwise it runs with background
+networking disabled and the page's own offline-ness is checked by ``test_plots``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.test_plots import tiny_store  # noqa: F401  (session fixture)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
+         "--virtual-time-budget=5000", "--hide-scrollbars", "--window-size=700,500"]
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install "
+                                "--no-install-recommends chromium fonts-dejavu-core)")
+
+
+def _no_network_prefix() -> list[str]:
+    unshare = shutil.which("unshare")
+    if unshare and subprocess.run([unshare, "-n", "true"], capture_output=True).returncode == 0:
+        return [unshare, "-n"]
+    return []
+
+
+def test_html_map_renders_offline(tiny_store, tmp_path):  # noqa: F811
+    import matplotlib.image as mpimg
+
+    from pipeline.plots import plot_map
+    html, _ = plot_map(tiny_store, "snr", "gamma", "overlap", tmp_path / "maps",
+                       select={"delta": "0.5", "weights": "mean"})
+    shot = tmp_path / "shot.png"
+    cmd = _no_network_prefix() + [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                                  f"--screenshot={shot}", html.resolve().as_uri()]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    assert shot.exists(), f"no screenshot (exit {run.returncode}): {run.stderr[-2000:]}"
+    img = mpimg.imread(shot)[..., :3]
+    assert img.std() > 0.05, "screenshot is blank"
+    chroma = img.max(axis=-1) - img.min(axis=-1)
+    coloured = float((chroma > 0.25).mean())
+    # the viridis-mapped quadmesh covers a good part of the 700x500 page (axes and text are grey)
+    assert coloured > 0.03, f"only {coloured:.1%} of the page is colour-mapped"
+    assert len(np.unique((img[chroma > 0.25] * 255).astype(int), axis=0)) > 3   # several colours, not one

@@ -1,0 +1,72 @@
+"""Export: tidy CSV and netCDF of a store and of its comparison group, read back unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from pipeline.compare import open_source
+from pipeline.errors import SelectionError
+from pipeline.errors import StoreError
+from pipeline.export import export, read_tidy
+from tests.test_plots import tiny_store  # noqa: F401  (session fixture)
+
+
+def _same(a: xr.DataArray, b: xr.DataArray) -> bool:
+    a = a.broadcast_like(b).transpose(*b.dims)
+    b = b.sel({d: a[d].values for d in b.dims})
+    return np.array_equal(np.asarray(a.values, float), np.asarray(b.values, float), equal_nan=True)
+
+
+@pytest.mark.parametrize("group", [None, "comparison"])
+def test_csv_round_trip(tiny_store, tmp_path, group):  # noqa: F811
+    src = open_source(tiny_store, group).load()
+    out = export(tiny_store, tmp_path / "t.csv", "csv", group)
+    back = read_tidy(out)
+    expected = [v for v in src.data_vars if "bin" not in src[v].dims]
+    assert sorted(back.data_vars) == sorted(expected)
+    for v in expected:
+        assert _same(src[v], back[v]), v
+    first = out.read_text().splitlines()[0].split(",")
+    assert first[:4] == ["delta", "gamma", "T", "weights"]           # dimensions first: tidy
+
+
+def test_csv_of_chosen_variables_with_bins(tiny_store, tmp_path):  # noqa: F811
+    back = read_tidy(export(tiny_store, tmp_path / "s.csv", "csv", variables=["spectrum"]))
+    assert list(back.data_vars) == ["spectrum"] and "bin" in back.dims
+    assert _same(open_source(tiny_store)["spectrum"].load(), back["spectrum"])
+
+
+@pytest.mark.parametrize("group", [None, "comparison"])
+def test_netcdf_round_trip(tiny_store, tmp_path, group):  # noqa: F811
+    src = open_source(tiny_store, group).load()
+    back = xr.open_dataset(export(tiny_store, tmp_path / "t.nc", "netcdf", group)).load()
+    assert set(back.data_vars) == set(src.data_vars)
+    for v in src.data_vars:
+        assert back[v].dims == src[v].dims, v
+        assert np.array_equal(np.asarray(src[v].values, float), np.asarray(back[v].values, float), equal_nan=True), v
+    assert back["done"].dtype == bool if group is None else True
+    assert [str(w) for w in back["weights"].values] == [str(w) for w in src["weights"].values]
+    assert back.attrs.get("sweep_name", back.attrs.get("title"))
+
+
+def test_export_errors(tiny_store, tmp_path):  # noqa: F811
+    with pytest.raises(SelectionError, match=r"--format 'xlsx': unknown format \(valid: csv, netcdf\)"):
+        export(tiny_store, tmp_path / "x", "xlsx")
+    with pytest.raises(SelectionError, match=r"--var 'nope': not a variable .*valid: .*eigenvalues"):
+        export(tiny_store, tmp_path / "x.csv", "csv", variables=["nope"])
+    with pytest.raises(SelectionError, match="no group 'other'"):
+        export(tiny_store, tmp_path / "x.csv", "csv", group="other")
+    with pytest.raises(StoreError, match="not an rmtsweep store"):
+        export(tmp_path / "missing.zarr", tmp_path / "x.csv")
+
+
+def test_cli_export(tiny_store, tmp_path):  # noqa: F811
+    from pipeline.cli import main
+    out = tmp_path / "c.nc"
+    main(["export", str(tiny_store), "--format", "netcdf", "--group", "comparison", "--out", str(out)])
+    assert "detection_rate" in xr.open_dataset(out)
+    with pytest.raises(SystemExit) as exc:
+        main(["export", str(tiny_store), "--format", "parquet", "--out", str(out)])
+    assert exc.value.code == 2
