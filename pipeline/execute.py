@@ -19,26 +19,26 @@ from threadpoolctl import threadpool_limits
 
 from .errors import RmtsweepError, TaskFailedError
 from .grid import Task
-from .model import simulate_replicate
+from .model.replicate import simulate_schemes
 
 
 def compute_task(task: Task) -> dict[str, np.ndarray]:
-    """Run one task (a cell and a block of replicates) with BLAS pinned to one thread.
+    """Run one task (every scheme of a grid point, a block of replicates) with BLAS on one thread.
 
     Returns
     -------
     dict
-        ``eigenvalues`` and ``overlap`` of shape (replicates, snr, k); ``alpha``, ``kappa`` of
-        shape (replicates,); and when the sweep asks for them ``spectrum`` (replicates, snr, bin)
-        and ``accuracy`` (replicates, snr).
+        ``eigenvalues`` and ``overlap`` of shape (weights, replicates, snr, k); ``alpha``, ``kappa``
+        of shape (weights, replicates); and when the sweep asks for them ``spectrum``
+        (weights, replicates, snr, bin) and ``accuracy`` (weights, replicates, snr).
     """
     with threadpool_limits(limits=1):
-        model = task.model()
-        results = [simulate_replicate(model, task.snr, rng) for rng in task.rngs()]
-    out = {name: np.stack([getattr(r, name) for r in results])
-           for name in ("eigenvalues", "overlap", "alpha", "kappa", "spectrum", "accuracy")
-           if getattr(results[0], name) is not None}
-    return out
+        models = task.models()
+        per_rep = [simulate_schemes(models, task.snr, rng) for rng in task.rngs()]   # [replicate][scheme]
+    names = [n for n in ("eigenvalues", "overlap", "alpha", "kappa", "spectrum", "accuracy")
+             if getattr(per_rep[0][0], n) is not None]
+    return {n: np.stack([np.stack([getattr(r[w], n) for r in per_rep]) for w in range(len(models))])
+            for n in names}
 
 
 @dataclass

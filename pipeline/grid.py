@@ -1,8 +1,10 @@
 """The sweep grid: cells, tasks (one store chunk each) and the random stream of every replicate.
 
-A *cell* is one point of the non-SNR axes ``(delta, gamma, T, weights)``. A *task* is one cell and
-one block of ``replicate_chunk`` replicates, with every SNR value (common random numbers). A task
-writes exactly one chunk of each per-replicate variable in the store.
+A *cell* is one point of the non-SNR axes ``(delta, gamma, T, weights)``. A *task* is one point
+of ``(delta, gamma, T)`` with every weights scheme, one block of ``replicate_chunk`` replicates and
+every SNR value: each replicate is drawn once and pooled with every scheme (the draws do not depend
+on the weights), and one draw serves all SNR values (common random numbers). A task writes exactly
+one chunk of each per-replicate variable in the store.
 
 Seeding: replicate ``r`` of a cell draws from
 ``SeedSequence(seed, spawn_key=(key(delta), key(gamma), T, r))`` where ``key(x)`` is the IEEE-754
@@ -42,17 +44,21 @@ class Task:
     Attributes
     ----------
     index
-        Positions ``(i_delta, i_gamma, i_T, i_weights)`` of the cell on the grid.
+        Positions ``(i_delta, i_gamma, i_T)`` of the task on the grid.
     replicates
         ``(start, stop)`` of the replicate block.
+    weights
+        Positions on the ``weights`` axis of the schemes to compute: all of them, except when a
+        store extended with new schemes already holds the others.
     """
 
-    index: tuple[int, int, int, int]
+    index: tuple[int, int, int]
     replicates: tuple[int, int]
+    weights: tuple[int, ...]
     delta: float
     gamma: float
     T: int
-    scheme: WeightScheme
+    schemes: tuple[WeightScheme, ...]
     V: int
     N: int
     sweep: Sweep
@@ -64,31 +70,31 @@ class Task:
 
     @property
     def name(self) -> str:
-        """A readable identity, e.g. ``delta=0.5 gamma=0.25 T=16 weights=mean replicates 0-7``."""
+        """A readable identity, e.g. ``delta=0.5 gamma=0.25 T=16 replicates 0-7``."""
         r0, r1 = self.replicates
-        return (f"delta={self.delta:g} gamma={self.gamma:g} T={self.T} weights={self.scheme.label} "
-                f"replicates {r0}-{r1 - 1}")
+        return f"delta={self.delta:g} gamma={self.gamma:g} T={self.T} replicates {r0}-{r1 - 1}"
 
-    def model(self) -> CellModel:
-        """The :class:`~pipeline.model.CellModel` this task simulates."""
+    def models(self) -> list[CellModel]:
+        """One :class:`~pipeline.model.CellModel` per weights scheme, in the order of the axis."""
         corr = self.sweep.correlation_model()
-        w = pooling_weights(self.scheme, correlation_matrix(corr, self.T))
+        R = correlation_matrix(corr, self.T)
         obs = self.sweep.observables
-        return CellModel(d=self.sweep.d, V=self.V, N=self.N, T=self.T, w=w, correlation=corr,
-                         centering=self.sweep.table_centering, top_k=self.sweep.top_k,
-                         spectrum_edges=obs.spectrum.edges() if obs.spectrum else None,
-                         ridge_penalty=obs.ridge.penalty if obs.ridge else None,
-                         test_samples=obs.ridge.test_samples if obs.ridge else 0)
+        return [CellModel(d=self.sweep.d, V=self.V, N=self.N, T=self.T, w=pooling_weights(scheme, R),
+                          correlation=corr, centering=self.sweep.table_centering, top_k=self.sweep.top_k,
+                          spectrum_edges=obs.spectrum.edges() if obs.spectrum else None,
+                          ridge_penalty=obs.ridge.penalty if obs.ridge else None,
+                          test_samples=obs.ridge.test_samples if obs.ridge else 0)
+                for scheme in self.schemes]
 
     def rngs(self) -> list[np.random.Generator]:
         """One generator per replicate of the block."""
         return [replicate_rng(self.sweep.seed, self.delta, self.gamma, self.T, r) for r in range(*self.replicates)]
 
 
-def cell_shape(sweep: Sweep) -> tuple[int, int, int, int]:
-    """Number of cells along ``(delta, gamma, T, weights)``."""
+def task_shape(sweep: Sweep) -> tuple[int, int, int]:
+    """Number of task points along ``(delta, gamma, T)`` (each covers every weights scheme)."""
     g = sweep.grid
-    return len(g.delta), len(g.gamma), len(g.T), len(g.weights)
+    return len(g.delta), len(g.gamma), len(g.T)
 
 
 def replicate_blocks(sweep: Sweep) -> list[tuple[int, int]]:
@@ -103,25 +109,25 @@ def tasks(sweep: Sweep, skip: np.ndarray | None = None) -> Iterator[Task]:
     Parameters
     ----------
     skip
-        Optional boolean array of shape ``cell_shape(sweep) + (n_blocks,)``; tasks where it is true
-        (already done) are not produced.
+        Optional boolean array of shape ``task_shape(sweep) + (n_weights, n_blocks)``: schemes
+        already done in a block are left out of its task, and a block with all done is skipped.
     """
     g = sweep.grid
     schemes = sweep.weight_schemes()
     blocks = replicate_blocks(sweep)
-    for idx in itertools.product(*(range(n) for n in cell_shape(sweep))):
-        i_d, i_g, i_t, i_w = idx
+    for idx in itertools.product(*(range(n) for n in task_shape(sweep))):
+        i_d, i_g, i_t = idx
         V, N = sweep.sizes(g.delta[i_d], g.gamma[i_g])
         for b, block in enumerate(blocks):
-            if skip is not None and skip[idx + (b,)]:
-                continue
-            yield Task(index=idx, replicates=block, delta=g.delta[i_d], gamma=g.gamma[i_g], T=g.T[i_t],
-                       scheme=schemes[i_w], V=V, N=N, sweep=sweep)
+            todo = tuple(w for w in range(len(schemes)) if skip is None or not skip[idx + (w, b)])
+            if todo:
+                yield Task(index=idx, replicates=block, weights=todo, delta=g.delta[i_d], gamma=g.gamma[i_g],
+                           T=g.T[i_t], schemes=tuple(schemes[w] for w in todo), V=V, N=N, sweep=sweep)
 
 
 def n_tasks(sweep: Sweep) -> int:
     """Total number of tasks."""
-    return int(np.prod(cell_shape(sweep))) * len(replicate_blocks(sweep))
+    return int(np.prod(task_shape(sweep))) * len(replicate_blocks(sweep))
 
 
 def task_memory_bytes(sweep: Sweep) -> int:

@@ -146,13 +146,13 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
         skip = writer.done_tasks(replicate_blocks(sweep))
         total = n_tasks(sweep)
         with open(path / JOURNAL, "a", buffering=1) as journal, \
-                tqdm(total=total, initial=int(skip.sum()), desc=f"{sweep.name}: tasks", unit="task",
+                tqdm(total=total, initial=int(skip.all(axis=-2).sum()), desc=f"{sweep.name}: tasks", unit="task",
                      disable=not progress, dynamic_ncols=True) as bar:
             def log(event: str, task: Task) -> None:
                 journal.write(f"run {run} {event} {'-'.join(map(str, task.index))} r{task.replicates[0]}\n")
 
             def write(task: Task, values: dict) -> None:
-                writer.write(task.index, task.replicates, values)
+                writer.write(task.index, task.weights, task.replicates, values)
                 log("write", task)
                 bar.update()
 

@@ -29,7 +29,7 @@ import xarray as xr
 import zarr
 
 from .errors import StoreError
-from .grid import cell_shape, replicate_blocks
+from .grid import replicate_blocks, task_shape
 from .predict import grid_coords
 from .spec import Sweep, SweepFile, parse_sweep
 
@@ -69,9 +69,10 @@ def template(sweep_file: SweepFile, theory: xr.Dataset, provenance: dict) -> xr.
     coords = grid_coords(sweep)
     coords["replicate"] = np.arange(sweep.replicates)
     coords["k"] = np.arange(1, sweep.top_k + 1)
-    cell = cell_shape(sweep)
+    n_weights = len(coords["weights"])
     rc = sweep.replicate_chunk
-    rep_shape, rep_chunks = cell + (sweep.replicates,), (1, 1, 1, 1, rc)
+    rep_shape = task_shape(sweep) + (n_weights, sweep.replicates)
+    rep_chunks = (1, 1, 1, n_weights, rc)                     # one task = one chunk
     snr_shape = rep_shape + (len(coords["snr"]), sweep.top_k)
     snr_chunks = rep_chunks + snr_shape[-2:]
     attrs = _attrs()
@@ -197,20 +198,28 @@ class Writer:
         self.arrays = {name: group[name] for name in names}
         self.chunk = self.arrays["done"].chunks[-1]
 
-    def write(self, index: tuple[int, int, int, int], replicates: tuple[int, int],
+    def write(self, index: tuple[int, int, int], weights: tuple[int, ...], replicates: tuple[int, int],
               values: dict[str, np.ndarray]) -> None:
-        """Write one task's block: every data variable first, then ``done``."""
+        """Write one task's block: every data variable first, then ``done``.
+
+        ``values`` hold the task's schemes (positions ``weights``) along their first axis. A task with
+        every scheme fills its chunk in one write per variable; one with some (a store extended with
+        new schemes) updates those schemes inside the chunk.
+        """
         r0, r1 = replicates
-        n = self.arrays["done"].shape[-1]
+        n_w, n = self.arrays["done"].shape[-2:]
         if r0 % self.chunk or (r1 % self.chunk and r1 != n):
             raise ValueError(f"replicates {r0}:{r1} are not aligned to the store's chunk of {self.chunk}")
-        region = tuple(index) + (slice(r0, r1),)
+        # (position on the weights axis, row of `values`): the whole chunk at once, or scheme by scheme
+        parts = [(slice(None), None)] if tuple(weights) == tuple(range(n_w)) else list(zip(weights, range(n_w)))
         for name, array in self.arrays.items():
-            if name == "run":
-                array[region] = self.run
-            elif name != "done":
-                array[region] = values[name]
-        self.arrays["done"][region] = True
+            if name == "done":
+                continue
+            for w, row in parts:
+                region = tuple(index) + (w, slice(r0, r1))
+                array[region] = self.run if name == "run" else (values[name] if row is None else values[name][row])
+        for w, _ in parts:
+            self.arrays["done"][tuple(index) + (w, slice(r0, r1))] = True
 
     def done_tasks(self, blocks: list[tuple[int, int]]) -> np.ndarray:
         """Done mask per task (see :func:`task_mask`)."""
@@ -218,7 +227,11 @@ class Writer:
 
 
 def task_mask(done: np.ndarray, blocks: list[tuple[int, int]]) -> np.ndarray:
-    """Per-task done mask, shape ``cell_shape + (n_blocks,)``: true where every replicate is done."""
+    """Done mask per scheme and replicate block, shape ``task_shape + (n_weights, n_blocks)``.
+
+    ``done`` has dims ``(delta, gamma, T, weights, replicate)``; a block is done when all its
+    replicates are.
+    """
     return np.stack([done[..., a:b].all(axis=-1) for a, b in blocks], axis=-1)
 
 
@@ -232,7 +245,7 @@ def status(path: str | Path) -> dict:
     ds = open_dataset(path)
     done = ds["done"].values
     attrs = dict(ds.attrs)
-    per_task = task_mask(done, replicate_blocks(stored_sweep(path, attrs)))
+    per_task = task_mask(done, replicate_blocks(stored_sweep(path, attrs))).all(axis=-2)
     runs, counts = np.unique(ds["run"].values[done] if "run" in ds else [], return_counts=True)
     return {"tasks_done": int(per_task.sum()), "tasks_total": int(per_task.size),
             "replicates_done": int(done.sum()), "replicates_total": int(done.size),

@@ -7,7 +7,9 @@ import pytest
 
 from pipeline.model import (CellModel, Correlation, WeightScheme, alpha, correlation_matrix, draw_signs,
                             effective_length, kappa, pooling_weights, simulate_replicate)
-from pipeline.model.replicate import draw_table_noise, pooled_matrix
+from pipeline.model.replicate import (draw_sequences, draw_table_noise, pool, pooled_matrix, simulate_schemes,
+                                      spectrum_top_k)
+from pipeline.model.spectral import rank2_top_k
 
 CORRELATIONS = [
     Correlation("prefix", L=3), Correlation("iid"), Correlation("full"), Correlation("decay", r=0.7),
@@ -155,3 +157,109 @@ def test_optional_observables_leave_the_others_unchanged():
     # chance level without signal, near-perfect with a strong one (4000 test samples: SE <= 0.008)
     assert abs(full.accuracy[0] - 0.5) < 0.04
     assert full.accuracy[1] > 0.9
+
+
+# -- the rank-2 (many SNR values) path of spectrum_top_k ------------------------------------------
+
+MANY_SNR = np.concatenate([[0.0, 1e-10, 1e-4], np.linspace(0.05, 12.0, 14), [60.0, 1e3]])
+
+
+def _literal(m, snr, seed):
+    """Top-k eigenvalues and overlaps of S built from the literal table, per SNR."""
+    vals, ovs = [], []
+    for s in snr:
+        C, u = pooled_matrix(m, s, np.random.default_rng(seed))
+        lam, vecs = np.linalg.eigh(C @ C.T / m.N)
+        vals.append(lam[::-1][: m.top_k])
+        ovs.append((u @ vecs[:, ::-1][:, : m.top_k]) ** 2)
+    return np.array(vals), np.array(ovs)
+
+
+@pytest.mark.parametrize("centering", ["class", "none"])
+@pytest.mark.parametrize("sizes", [(40, 60, 50), (60, 30, 25), (30, 15, 90)],
+                         ids=["feature-space", "sample-space", "rank-deficient-table"])
+def test_many_snr_values_equal_literal_definition(centering, sizes):
+    """With many SNR values the replicate takes the eigh + rank-2 path; it must match the literal S."""
+    d, V, N = sizes
+    m = _model(d=d, V=V, N=N, centering=centering, k=4)
+    res = simulate_replicate(m, MANY_SNR, np.random.default_rng(7))
+    vals, ovs = _literal(m, MANY_SNR, 7)
+    assert np.allclose(res.eigenvalues, vals, rtol=1e-9, atol=0)
+    assert np.allclose(res.overlap, ovs, rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["direct", "rank2"])
+@pytest.mark.parametrize("sizes", [(30, 12, 40), (30, 60, 12)], ids=["k=V", "k=N"])
+def test_k_up_to_min_d_N_V(method, sizes):
+    """k = min(d, N, V): every nonzero eigenvalue of S, by both solvers."""
+    d, V, N = sizes
+    m = _model(d=d, V=V, N=N, centering="none", k=min(d, N, V))
+    rng = np.random.default_rng(3)
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    Z = draw_table_noise(m, rng)
+    C0T, a, _ = pool(m, Z, draw_sequences(m, N, rng))
+    snr = np.linspace(0.0, 9.0, 10)
+    vals, ov = spectrum_top_k(C0T, a, u, snr, m.top_k, method=method)
+    for i, s in enumerate(snr):
+        C = (C0T + np.sqrt(s) * np.outer(a, u)).T
+        lam, vecs = np.linalg.eigh(C @ C.T / N)
+        assert np.allclose(vals[i], lam[::-1][: m.top_k], rtol=1e-8, atol=1e-10 * lam[-1])
+        assert np.allclose(ov[i], (u @ vecs[:, ::-1][:, : m.top_k]) ** 2, rtol=1e-6, atol=1e-10)
+
+
+def test_rank2_exact_ties_are_flagged_and_recomputed():
+    """K0 = I: the update moves two eigenvalues and leaves an exact (n-2)-fold tie at 1."""
+    n, N = 12, 48
+    rng = np.random.default_rng(0)
+    C0T = np.linalg.qr(rng.standard_normal((N, n)))[0] * np.sqrt(N)       # C0T^T C0T / N = I
+    a = rng.choice([-1.0, 1.0], N) * 0.5
+    u = rng.standard_normal(n)
+    u /= np.linalg.norm(u)
+    snr = np.linspace(0.0, 5.0, 8)
+    K0 = C0T.T @ C0T / N
+    lam, Q = np.linalg.eigh(K0)
+    _, _, _, ok = rank2_top_k(lam, Q, u, C0T.T @ a / N, float(a @ a) / N, np.sqrt(snr), 4)
+    assert not ok[1:].any()                                   # the tie at 1 is not certified
+    vals, ov = spectrum_top_k(C0T, a, u, snr, 4, method="rank2")
+    for i, s in enumerate(snr):
+        C = (C0T + np.sqrt(s) * np.outer(a, u)).T
+        lam_s = np.linalg.eigvalsh(C @ C.T / N)[::-1][:4]
+        assert np.allclose(vals[i], lam_s, rtol=1e-10)
+    # eigenvectors inside the tie are orthogonal to span{u, h}: overlap 0 whatever the basis
+    assert np.allclose(ov[1:, 2:], 0.0, atol=1e-12)
+
+
+def test_rank2_near_ties_match_direct():
+    """A noise Gram with clusters of eigenvalues 1e-13 apart: results still match a direct solve."""
+    n, N = 20, 80
+    rng = np.random.default_rng(5)
+    spectrum = np.array([5.0, 5.0 + 1e-13, 5.0 - 1e-13, 3.0, 3.0 + 1e-12] + list(np.linspace(0.5, 2.0, n - 5)))
+    Qn = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    Qs = np.linalg.qr(rng.standard_normal((N, n)))[0]
+    C0T = np.sqrt(N) * Qs @ np.diag(np.sqrt(spectrum)) @ Qn.T            # K0 = Qn diag(spectrum) Qn^T
+    a = rng.choice([-1.0, 1.0], N) * 0.4
+    u = rng.standard_normal(n)
+    u /= np.linalg.norm(u)
+    snr = np.linspace(0.0, 6.0, 12)
+    fast = spectrum_top_k(C0T, a, u, snr, 3, method="rank2")
+    slow = spectrum_top_k(C0T, a, u, snr, 3, method="direct")
+    assert np.allclose(fast[0], slow[0], rtol=1e-10)
+    gap_ok = np.diff(-slow[0], axis=1).min(axis=1) > 1e-6             # overlaps are defined only off ties
+    assert np.allclose(fast[1][gap_ok], slow[1][gap_ok], rtol=1e-6, atol=1e-12)
+
+
+def test_schemes_from_one_draw_equal_separate_replicates():
+    """All weight schemes of a cell measured from one draw == each simulated on its own stream."""
+    corr = Correlation("prefix", L=2)
+    R = correlation_matrix(corr, 6)
+    models = [CellModel(d=20, V=40, N=30, T=6, w=pooling_weights(WeightScheme(s), R), correlation=corr,
+                        centering="none", top_k=2, ridge_penalty=0.1, test_samples=50)
+              for s in ("mean", "optimal", "harmonic")]
+    snr = np.array([0.0, 3.0])
+    together = simulate_schemes(models, snr, np.random.default_rng(8))
+    for model, res in zip(models, together):
+        alone = simulate_replicate(model, snr, np.random.default_rng(8))
+        assert np.array_equal(res.eigenvalues, alone.eigenvalues)
+        assert np.array_equal(res.overlap, alone.overlap) and np.array_equal(res.accuracy, alone.accuracy)
+        assert res.alpha == alone.alpha and res.kappa == alone.kappa

@@ -31,7 +31,7 @@ def build_store(path: Path, data: dict = TINY) -> Path:
     prepare_store(SweepFile(sweep, str(path.with_suffix(".yaml")), yaml.safe_dump(data)), path)
     writer = Writer(path)
     for task in tasks(sweep):
-        writer.write(task.index, task.replicates, compute_task(task))
+        writer.write(task.index, task.weights, task.replicates, compute_task(task))
     return path
 
 

@@ -26,9 +26,10 @@ from pipeline.testing import assert_stores_equal
 
 pytestmark = pytest.mark.slow
 
-# Enough small tasks (2 x 2 x 2 x 3 cells x 4 replicate blocks = 96) that a kill lands mid-sweep.
+# Enough small tasks ((2 x 2 x 2) points x 8 replicate blocks = 64, each with 3 schemes) that a kill
+# lands mid-sweep.
 MEDIUM = {
-    "name": "medium", "d": 40, "replicates": 8, "replicates_per_task": 2, "seed": 11, "top_k": 2,
+    "name": "medium", "d": 40, "replicates": 16, "replicates_per_task": 2, "seed": 11, "top_k": 2,
     "correlation": {"model": "prefix", "L": 2}, "table_centering": "class",
     "grid": {"delta": [0.5, 1.0], "gamma": [0.5, 1.0], "snr": [0.0, 2.0, 5.0], "T": [4, 8],
              "weights": ["mean", "optimal", "harmonic"]},
@@ -73,7 +74,7 @@ def test_sigkill_at_three_random_points_then_resume(medium, tmp_path):
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(sweep_path), "--store", str(store),
            "--workers", "2", "--no-progress"]
     rng = np.random.default_rng(20261129)
-    targets = sorted(rng.choice(np.arange(5, 90), size=3, replace=False))
+    targets = sorted(rng.choice(np.arange(4, 58), size=3, replace=False))
     for target in targets:                       # kill when `target` tasks have been written in total
         proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
@@ -98,11 +99,11 @@ def test_sigkill_at_three_random_points_then_resume(medium, tmp_path):
         recomputed += len(lost & later)
     written = [runs[r]["write"] for r in range(4)]
     assert sum(map(len, written)) == len(set().union(*written))           # no task written twice
-    assert len(set().union(*written)) >= 96 - 3    # a kill may fall between a task's done flag and its log line
+    assert len(set().union(*written)) >= 64 - 3    # a kill may fall between a task's done flag and its log line
     assert recomputed <= 3 * in_flight
     # every replicate says which run computed it
     st = subprocess.run([sys.executable, "-m", "pipeline.cli", "status", str(store)], capture_output=True, text=True)
-    assert "tasks done: 96 / 96 (100.0%)" in st.stdout
+    assert "tasks done: 64 / 64 (100.0%)" in st.stdout
 
 
 def test_killed_worker_is_replaced_and_result_identical(medium, tmp_path):
@@ -138,7 +139,7 @@ def test_repeated_failure_names_the_cell_and_keeps_done_cells(reference, tmp_pat
     original = execute.compute_task
 
     def flaky(task):
-        if task.index == (1, 0, 0, 1):
+        if task.index == (1, 0, 0):
             raise FloatingPointError("injected failure")
         return original(task)
 
@@ -146,11 +147,11 @@ def test_repeated_failure_names_the_cell_and_keeps_done_cells(reference, tmp_pat
     store = tmp_path / "failing.zarr"
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
             Client(c) as cl:
-        with pytest.raises(TaskFailedError, match=r"cell delta=1 gamma=0\.5 T=4 weights=optimal replicates "
+        with pytest.raises(TaskFailedError, match=r"cell delta=1 gamma=0\.5 T=4 replicates "
                                                   r"[02]-[13] failed after 2 retries: FloatingPointError: injected"):
             run_sweep(load_sweep(sweep_path), store, cl, progress=False)
     done = open_store(store)["done"]
-    assert not bool(done.sel(delta=1.0, weights="optimal").any())
+    assert not bool(done.sel(delta=1.0).any())
     assert bool(done.sel(delta=0.5).all())                           # tasks before the failure stayed done
     assert not (store / ".rmtsweep.lock").exists()                   # the lock went with the run
 
@@ -169,8 +170,9 @@ def test_extension_adds_replicates_and_axis_values(reference, sweep_data, write_
     bigger["replicates"] = 6
     big_path = write_sweep(bigger, "bigger.yaml")
     report = run_sweep(load_sweep(big_path), store, client, progress=False)
-    # 3 x 1 x 1 x 3 cells x 3 blocks = 27 tasks, of which 2 x 2 x 2 were in the store
-    assert report.tasks_computed == 27 - 8
+    # 3 delta points x 3 blocks = 9 tasks: the 4 (delta, block) pairs in the store compute only the new
+    # scheme, the other 5 compute all three
+    assert report.tasks_computed == 9
     fresh = tmp_path / "fresh.zarr"
     run_sweep(load_sweep(big_path), fresh, client, progress=False)
     assert_stores_equal(store, fresh)
@@ -190,7 +192,7 @@ def test_changing_the_snr_axis_recomputes_every_cell_identically(reference, swee
     shutil.copytree(small, store)
     report = run_sweep(load_sweep(write_sweep(_variant(sweep_data, snr=[0.0, 1.0, 4.0]))), store, client,
                        progress=False)
-    assert report.tasks_computed == 8
+    assert report.tasks_computed == 4
     old, new = open_store(small), open_store(store)
     assert np.array_equal(old["eigenvalues"].sel(snr=[0.0, 4.0]), new["eigenvalues"].sel(snr=[0.0, 4.0]))
 

@@ -33,9 +33,10 @@ def _sweep(centering: str, snr: list[float], replicates: int = 24):
 
 
 def _run(sweep):
+    """The one task of a one-scheme sweep: its results (scheme axis dropped) and its theory."""
     (task,) = list(tasks(sweep))
-    sel = {"delta": task.delta, "gamma": task.gamma, "T": task.T, "weights": task.scheme.label}
-    return compute_task(task), theory_dataset(sweep).sel(sel)
+    sel = {"delta": task.delta, "gamma": task.gamma, "T": task.T, "weights": task.schemes[0].label}
+    return {k: v[0] for k, v in compute_task(task).items()}, theory_dataset(sweep).sel(sel)
 
 
 def test_outlier_and_alignment_above_transition_class_centred():

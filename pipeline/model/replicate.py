@@ -6,12 +6,18 @@ The noise part of the pooled matrix is drawn once per replicate and shared by ev
 
     C(snr) = C0 + sqrt(snr) u a^T,
 
-so the Gram matrix of each SNR value is the noise Gram plus a rank-2 term, an O(n^2) update.
-Eigenpairs come from the smaller of the d x d and N x N Gram matrices, through LAPACK's
-``syevr`` restricted to the top ``k`` (``scipy.linalg.eigh(subset_by_index=...)``): the matrix is
-tridiagonalised, but only ``k`` eigenpairs are computed and back-transformed.
+so the Gram matrix of each SNR value is the noise Gram plus a rank-2 term. Eigenpairs come from
+the smaller of the d x d and N x N Gram matrices (formed once, by one BLAS ``syrk``):
 
-No Python loop runs over tokens or sequences: pooling is one sparse (token-weight) product.
+- few SNR values: a top-k solve per value, Lanczos (ARPACK) on the Gram for large matrices and
+  LAPACK's ``syevr`` restricted to the top ``k`` for small ones;
+- many SNR values: ONE full eigendecomposition of the noise Gram, then each value is a rank-2
+  update solved in O(n k) per bisection step (:mod:`pipeline.model.spectral`), with an a
+  posteriori residual check and a direct solve for any value it cannot certify.
+
+No Python loop runs over tokens or sequences, and the d x N x T gather is never formed: pooling is
+one sparse (token-weight, CSR) product with the table noise, drawn V x d so that product needs no
+copy. ``benchmarks/README.md`` has the measurements behind each choice.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 import scipy.sparse
+import scipy.sparse.linalg
 
 from .correlation import Correlation, draw_signs
 from .observables import ridge_accuracy, spectrum_density
+from .spectral import rank2_top_k
 
 Centering = Literal["class", "none"]
+_LANCZOS_MIN_N = 500   # below this LAPACK's subset solver beats ARPACK (benchmarks/README.md)
+_RANK2_MIN_SNR = 6     # from this many nonzero SNR values one full eigh + rank-2 updates wins
 
 
 @dataclass(frozen=True)
@@ -100,13 +110,17 @@ class ReplicateResult:
 
 
 def draw_table_noise(model: CellModel, rng: np.random.Generator) -> np.ndarray:
-    """Table noise ``Z`` (d x V), class-centred if ``model.centering == "class"``."""
-    Z = rng.standard_normal((model.d, model.V))
+    """Table noise ``Z`` (d x V), class-centred if ``model.centering == "class"``.
+
+    Drawn as its transpose (V x d, row-major), so the returned ``Z`` is a Fortran-ordered view
+    whose ``Z.T`` is C-contiguous: pooling multiplies by ``Z.T`` without a copy.
+    """
+    ZT = rng.standard_normal((model.V, model.d))
     if model.centering == "class":
         p = model.n_pos
-        Z[:, :p] -= Z[:, :p].mean(axis=1, keepdims=True)
-        Z[:, p:] -= Z[:, p:].mean(axis=1, keepdims=True)
-    return Z
+        ZT[:p] -= ZT[:p].mean(axis=0)
+        ZT[p:] -= ZT[p:].mean(axis=0)
+    return ZT.T
 
 
 def draw_tokens(model: CellModel, xi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -121,22 +135,58 @@ def draw_tokens(model: CellModel, xi: np.ndarray, rng: np.random.Generator) -> n
 def token_weight_matrix(tokens: np.ndarray, w: np.ndarray, V: int) -> scipy.sparse.csr_array:
     """``A`` (N x V) with ``A[n, v] = sum_t w_t 1[v_{n,t} = v]`` (the transpose of THEORY.md §5's A)."""
     N, T = tokens.shape
-    rows = np.repeat(np.arange(N), T)
-    data = np.tile(w, N)
-    return scipy.sparse.csr_array((data, (rows, tokens.ravel())), shape=(N, V))
+    # built directly in CSR form (row n holds its T tokens; a token repeated within a sequence is a
+    # duplicate entry, which the sparse product sums), skipping the COO sort
+    indptr = np.arange(0, N * T + 1, T, dtype=np.int64)
+    return scipy.sparse.csr_array((np.tile(w, N), tokens.ravel().astype(np.int64), indptr), shape=(N, V))
 
 
-def top_eigh(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k eigenpairs of a symmetric matrix, descending, computing only those k."""
+def top_eigh(M: np.ndarray, k: int, e: np.ndarray | None = None, g: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k eigenpairs of ``M + e g^T + g e^T`` (symmetric ``M``), descending, computing only those k.
+
+    Lanczos (ARPACK through ``scipy.sparse.linalg.eigsh``, tolerance at machine precision, fixed
+    start vector so results are reproducible) for large matrices and few pairs, applying the
+    rank-2 term inside the matrix-vector product; otherwise LAPACK ``syevr`` on the top-k index
+    range of the explicit matrix. ``M`` may be overwritten.
+    """
     n = M.shape[0]
+    if _uses_lanczos(n, k):
+        op = M
+        if e is not None:
+            def matvec(x: np.ndarray) -> np.ndarray:
+                x = x.ravel()
+                return M @ x + e * (g @ x) + g * (e @ x)
+            op = scipy.sparse.linalg.LinearOperator((n, n), matvec=matvec, dtype=float)
+        try:
+            vals, vecs = scipy.sparse.linalg.eigsh(op, k=k, which="LA", tol=0, v0=np.ones(n))
+        except scipy.sparse.linalg.ArpackNoConvergence:
+            M = M.copy()                                     # LAPACK below; M may be the caller's K0
+        else:
+            order = np.argsort(vals)[::-1]
+            return vals[order], vecs[:, order]
+    if e is not None:
+        M += np.outer(e, g)
+        M += np.outer(g, e)
     vals, vecs = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr",
                                    overwrite_a=True, check_finite=False)
     return vals[::-1], vecs[:, ::-1]
 
 
+def _uses_lanczos(n: int, k: int) -> bool:
+    return n >= _LANCZOS_MIN_N and k <= n // 20
+
+
+Method = Literal["auto", "direct", "rank2"]
+
+
 def spectrum_top_k(C0T: np.ndarray, a: np.ndarray, u: np.ndarray, snr: np.ndarray,
-                   k: int) -> tuple[np.ndarray, np.ndarray]:
+                   k: int, method: Method = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Top-k eigenvalues and overlaps with ``u`` of ``S = C C^T / N``, ``C = C0 + sqrt(snr) u a^T``.
+
+    Works on the smaller Gram matrix: ``S`` itself (d x d) when ``d <= N``, else ``C^T C / N``
+    (N x N), which has the same nonzero eigenvalues. Both are a noise Gram ``K0`` plus
+    ``s (e f^T + f e^T) + s^2 beta e e^T`` with ``s = sqrt(snr)``.
 
     Parameters
     ----------
@@ -150,6 +200,11 @@ def spectrum_top_k(C0T: np.ndarray, a: np.ndarray, u: np.ndarray, snr: np.ndarra
         SNR values (``||mu||^2``).
     k : int
         Number of eigenpairs.
+    method : {"auto", "direct", "rank2"}
+        ``"direct"``: a top-k solve (:func:`top_eigh`) per SNR value. ``"rank2"``: one full
+        eigendecomposition of ``K0``, then per SNR value the rank-2 update of
+        :func:`pipeline.model.spectral.rank2_top_k` (values it cannot certify are recomputed
+        directly). ``"auto"``: ``"rank2"`` from ``_RANK2_MIN_SNR`` nonzero SNR values on.
 
     Returns
     -------
@@ -157,27 +212,103 @@ def spectrum_top_k(C0T: np.ndarray, a: np.ndarray, u: np.ndarray, snr: np.ndarra
     """
     N, d = C0T.shape
     root = np.sqrt(np.asarray(snr, dtype=float))
-    out_l = np.empty((root.size, k))
-    out_o = np.empty((root.size, k))
-    aa = float(a @ a) / N
     if d <= N:  # feature space: S itself (d x d)
-        G0 = C0T.T @ C0T / N
-        h = C0T.T @ a / N
-        for i, s in enumerate(root):
-            M = G0 + s * (np.outer(u, h) + np.outer(h, u)) + (s * s * aa) * np.outer(u, u)
-            vals, vecs = top_eigh(M, k)
-            out_l[i], out_o[i] = vals, (u @ vecs) ** 2
-    else:  # sample space: C^T C / N (N x N) shares the nonzero eigenvalues
-        K0 = C0T @ C0T.T / N
-        p = C0T @ u
-        for i, s in enumerate(root):
-            M = K0 + (s / N) * (np.outer(a, p) + np.outer(p, a)) + (s * s / N) * np.outer(a, a)
-            vals, vecs = top_eigh(M, k)
-            proj = (p + s * a) @ vecs                      # (u^T C) v_i
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ov = proj**2 / (N * vals)
-            out_l[i], out_o[i] = vals, np.where(vals > 0, ov, 0.0)
-    return out_l, out_o
+        K0 = C0T.T @ C0T                                   # one syrk; scaled in place
+        e, f, beta = u, C0T.T @ a / N, float(a @ a) / N
+    else:       # sample space: C^T C / N (N x N)
+        K0 = C0T @ C0T.T
+        e, f, beta = a / np.sqrt(N), C0T @ u / np.sqrt(N), 1.0
+    K0 /= N
+    if method == "auto":
+        method = "rank2" if np.count_nonzero(root) >= _RANK2_MIN_SNR else "direct"
+    vals = np.empty((root.size, k))
+    pe, pf = np.empty((root.size, k)), np.empty((root.size, k))
+    todo = np.ones(root.size, dtype=bool)
+    if method == "rank2":
+        lam, Q = scipy.linalg.eigh(K0, driver="evd", check_finite=False)
+        vals, pe, pf, ok = rank2_top_k(lam, Q, e, f, beta, root, k)
+        todo = ~ok
+    direct = np.flatnonzero(todo)
+    for i in direct:
+        s = root[i]
+        M = K0 if i == direct[-1] or _uses_lanczos(K0.shape[0], k) else K0.copy()   # LAPACK overwrites
+        vals[i], vecs = top_eigh(M, k, e, s * f + (0.5 * s * s * beta) * e)   # update e g^T + g e^T
+        pe[i], pf[i] = e @ vecs, f @ vecs
+    if d <= N:
+        return vals, pe**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ov = (pf + root[:, None] * pe) ** 2 / vals                 # (u^T C v_i)^2 / (N lambda_i)
+    return vals, np.where(vals > 0, ov, 0.0)
+
+
+@dataclass(frozen=True)
+class Draws:
+    """Everything random in one replicate; none of it depends on the pooling weights.
+
+    Attributes
+    ----------
+    u : ndarray (d,)
+        Unit signal direction.
+    Z : ndarray (d, V)
+        Table noise (class-centred if asked).
+    train, test : tuple of (xi, y, tokens)
+        Signs (n x T), labels (n,) and token ids (n x T) of the N training sequences and, for the
+        downstream task, of the test sequences (``None`` without it).
+    """
+
+    u: np.ndarray
+    Z: np.ndarray
+    train: tuple[np.ndarray, np.ndarray, np.ndarray]
+    test: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+
+
+def draw_sequences(model: CellModel, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Signs, labels and token ids of ``n`` sequences."""
+    xi, y = draw_signs(model.correlation, model.T, n, rng)
+    return xi, y, draw_tokens(model, xi, rng)
+
+
+def draw_replicate(model: CellModel, rng: np.random.Generator) -> Draws:
+    """Draw one replicate: signal direction, table noise, training (and test) sequences, in that order."""
+    u = rng.standard_normal(model.d)
+    u /= np.linalg.norm(u)
+    Z = draw_table_noise(model, rng)
+    train = draw_sequences(model, model.N, rng)
+    test = draw_sequences(model, model.test_samples, rng) if model.ridge_penalty is not None else None
+    return Draws(u, Z, train, test)
+
+
+def pool(model: CellModel, Z: np.ndarray, sequences: tuple[np.ndarray, np.ndarray, np.ndarray]
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pool sequences with ``model.w``.
+
+    Returns
+    -------
+    C0T : ndarray, shape (n, d)
+        Pooled noise ``(Z A)^T``.
+    a : ndarray, shape (n,)
+        Pooled signs ``w^T xi_n`` (the signal coefficient of each sample).
+    y : ndarray, shape (n,)
+        Sequence labels.
+    """
+    xi, y, tokens = sequences
+    C0T = token_weight_matrix(tokens, model.w, model.V) @ Z.T
+    return np.asarray(C0T), xi @ model.w, y
+
+
+def measure(model: CellModel, draws: Draws, snr: np.ndarray) -> ReplicateResult:
+    """Pool one replicate's draws with ``model.w`` and measure it at every SNR value."""
+    C0T, a, y = pool(model, draws.Z, draws.train)
+    eigenvalues, overlap = spectrum_top_k(C0T, a, draws.u, snr, model.top_k)
+    kappa = float(model.w @ model.w)
+    spectrum = accuracy = None
+    if model.spectrum_edges is not None:
+        spectrum = spectrum_density(C0T, a, draws.u, snr, kappa, model.spectrum_edges)
+    if draws.test is not None:
+        test = pool(model, draws.Z, draws.test)
+        accuracy = ridge_accuracy((C0T, a, y), test, draws.u, snr, model.ridge_penalty)
+    return ReplicateResult(eigenvalues, overlap, alpha=float(a @ a) / model.N, kappa=kappa,
+                           spectrum=spectrum, accuracy=accuracy)
 
 
 def simulate_replicate(model: CellModel, snr: np.ndarray, rng: np.random.Generator) -> ReplicateResult:
@@ -200,39 +331,18 @@ def simulate_replicate(model: CellModel, snr: np.ndarray, rng: np.random.Generat
     >>> simulate_replicate(m, np.array([0.0, 5.0]), np.random.default_rng(0)).eigenvalues.shape
     (2, 2)
     """
-    u = rng.standard_normal(model.d)
-    u /= np.linalg.norm(u)
-    Z = draw_table_noise(model, rng)
-    C0T, a, y = pooled_noise(model, Z, model.N, rng)
-    eigenvalues, overlap = spectrum_top_k(C0T, a, u, snr, model.top_k)
-    kappa = float(model.w @ model.w)
-    spectrum = accuracy = None
-    if model.spectrum_edges is not None:
-        spectrum = spectrum_density(C0T, a, u, snr, kappa, model.spectrum_edges)
-    if model.ridge_penalty is not None:
-        test = pooled_noise(model, Z, model.test_samples, rng)
-        accuracy = ridge_accuracy((C0T, a, y), test, u, snr, model.ridge_penalty)
-    return ReplicateResult(eigenvalues, overlap, alpha=float(a @ a) / model.N, kappa=kappa,
-                           spectrum=spectrum, accuracy=accuracy)
+    return measure(model, draw_replicate(model, rng), snr)
 
 
-def pooled_noise(model: CellModel, Z: np.ndarray, n: int, rng: np.random.Generator
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Draw ``n`` sequences over the table noise ``Z`` and pool them.
+def simulate_schemes(models: list[CellModel], snr: np.ndarray, rng: np.random.Generator) -> list[ReplicateResult]:
+    """One replicate measured under several pooling-weight schemes from the same draws.
 
-    Returns
-    -------
-    C0T : ndarray, shape (n, d)
-        Pooled noise ``(Z A)^T``.
-    a : ndarray, shape (n,)
-        Pooled signs ``w^T xi_n`` (the signal coefficient of each sample).
-    y : ndarray, shape (n,)
-        Sequence labels.
+    The draws do not depend on the weights, so each result equals
+    ``simulate_replicate(model, snr, rng)`` with a fresh copy of ``rng``; drawing once saves the
+    table and the token draws for every scheme after the first. ``models`` must differ only in ``w``.
     """
-    xi, y = draw_signs(model.correlation, model.T, n, rng)
-    tokens = draw_tokens(model, xi, rng)
-    C0T = token_weight_matrix(tokens, model.w, model.V) @ Z.T
-    return np.asarray(C0T), xi @ model.w, y
+    draws = draw_replicate(models[0], rng)
+    return [measure(model, draws, snr) for model in models]
 
 
 def pooled_matrix(model: CellModel, snr: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -241,11 +351,8 @@ def pooled_matrix(model: CellModel, snr: float, rng: np.random.Generator) -> tup
     A reference path for tests and benchmarks: it builds the full table ``E = s mu^T + Z`` and
     gathers ``sum_t w_t E[:, v_{n,t}]``, drawing in the same order as :func:`simulate_replicate`.
     """
-    u = rng.standard_normal(model.d)
-    u /= np.linalg.norm(u)
-    Z = draw_table_noise(model, rng)
-    xi, _ = draw_signs(model.correlation, model.T, model.N, rng)
-    tokens = draw_tokens(model, xi, rng)
+    draws = draw_replicate(model, rng)
+    u, Z, (_, _, tokens) = draws.u, draws.Z, draws.train
     s = np.where(np.arange(model.V) < model.n_pos, 1.0, -1.0)
     E = np.sqrt(snr) * np.outer(u, s) + Z
     C = sum(model.w[t] * E[:, tokens[:, t]] for t in range(model.T))
