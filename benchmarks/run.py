@@ -230,7 +230,9 @@ def pipeline_cases(quick: bool, repeats: int) -> tuple[list[dict], dict]:
             else:
                 task_s = t["serial"] / nt
                 overhead = (2 * (t["parallel"] - template) - t["serial"]) / nt          # worker-seconds per task
-                r = row("d", f"d={s.d}, {nt} cells x 1 replicate, 13 snr, 2 workers",
+                cells = nt * len(s.grid.weights)
+                r = row("d", f"d={s.d}, {cells} cells in {nt} tasks (all schemes of a point), 1 replicate, "
+                             f"13 snr, 2 workers",
                         t["parallel"], t["serial"], None, "run_sweep", "serial loop")
                 r["note"] = (f"overhead {1e3 * overhead:.1f} ms/task = {100 * overhead / task_s:.0f}% of a "
                              f"{1e3 * task_s:.1f} ms task; {100 * overhead / 0.5:.0f}% of a 0.5 s task")
@@ -256,7 +258,7 @@ def overhead_breakdown(sf, client, tmp: Path) -> dict:
     values = [compute_task(t) for t in sample]
     t0 = time.perf_counter()
     for t, v in zip(sample, values):
-        writer.write(t.index, t.replicates, v)
+        writer.write(t.index, t.weights, t.replicates, v)
     write_ms = 1e3 * (time.perf_counter() - t0) / len(sample)
     t0 = time.perf_counter()
     for t in sample:
