@@ -12,53 +12,21 @@ import yaml
 
 from pipeline.cli import main
 from tests.conftest import BASE
+from tests.test_spec import BAD
 
 
-def _with(path: str, value):
-    data = copy.deepcopy(BASE)
-    *parents, last = path.split(".")
-    node = data
-    for p in parents:
-        node = node[p]
-    node[last] = value
-    return data
+def _without(key: str):
+    def mutate(data):
+        del data[key]
+    return mutate
 
 
-def _without_key(path: str):
-    data = copy.deepcopy(BASE)
-    *parents, last = path.split(".")
-    node = data
-    for p in parents:
-        node = node[p]
-    del node[last]
-    return data
-
-
+# Every case of the spec's table (tests/test_spec.py: file, field, value in the message), plus the
+# ones only a file can have, each run through the real command line.
 SWEEP_CASES = [
-    ("unknown key", _with("colour", "red"), r"colour: unknown key"),
-    ("missing key", _without_key("seed"), r"seed: Field required"),
+    *BAD,
+    ("missing key", _without("seed"), r"seed: Field required"),
     ("YAML syntax error", "name: x\ngrid: [1, 2\n", r"YAML syntax error at line \d+, column \d+"),
-    ("delta <= 0", _with("grid.delta", [0.0]), r"grid\.delta\[0\]: Input should be greater than 0 \(got 0\.0\)"),
-    ("gamma <= 0", _with("grid.gamma", [-0.5]), r"grid\.gamma\[0\]: Input should be greater than 0 \(got -0\.5\)"),
-    ("d < 2", _with("d", 1), r"d: Input should be greater than or equal to 2 \(got 1\)"),
-    ("T < 1", _with("grid.T", [0]), r"grid\.T\[0\]: Input should be greater than or equal to 1 \(got 0\)"),
-    ("replicates < 1", _with("replicates", 0), r"replicates: .*equal to 1 \(got 0\)"),
-    ("negative snr", _with("grid.snr", [-1.0]), r"grid\.snr\[0\]: .*equal to 0 \(got -1\.0\)"),
-    ("unknown weights", _with("grid.weights", ["median"]), r"grid\.weights\[0\]: Input tag 'median'"),
-    ("custom weights wrong length", _with("grid.weights", [{"scheme": "custom", "values": [1.0]}]),
-     r"grid\.weights\[0\]\.values: 1 values but grid\.T has \[4\]"),
-    ("custom weights all zero", _with("grid.weights", [{"scheme": "custom", "values": [0, 0, 0, 0]}]),
-     r"grid\.weights\[0\]\.values: custom weights are all zero"),
-    ("causal tau not finite", _with("grid.weights", [{"scheme": "causal", "tau": float("inf")}]),
-     r"grid\.weights\[0\]\.tau: tau must be finite \(got inf\)"),
-    ("prefix L > T", _with("correlation", {"model": "prefix", "L": 9}), r"correlation\.L: prefix length 9 exceeds T = 4"),
-    ("prefix L < 1", _with("correlation", {"model": "prefix", "L": 0}), r"correlation\.L: .*equal to 1 \(got 0\)"),
-    ("markov r outside [-1, 1]", _with("correlation", {"model": "markov", "r": -1.2}),
-     r"correlation\.r: .*equal to -1 \(got -1\.2\)"),
-    ("label q outside [0, 1]", _with("correlation", {"model": "label", "q": 2}),
-     r"correlation\.q\[0\]: .*less than or equal to 1 \(got 2\)"),
-    ("V rounds below 2", _with("grid.delta", [20.0]), r"grid\.delta\[0\]: d/delta = 24/20 rounds to V = 1"),
-    ("N rounds below 2", _with("grid.gamma", [20.0]), r"grid\.gamma\[0\]: d/gamma = 24/20 rounds to N = 1"),
 ]
 
 
@@ -73,10 +41,15 @@ def _expect_exit_2(argv, capsys, message: str) -> None:
     assert re.search(message, err[-1]), err[-1]
 
 
-@pytest.mark.parametrize("case, data, message", SWEEP_CASES, ids=[c[0] for c in SWEEP_CASES])
-def test_bad_sweep_file(case, data, message, tmp_path, capsys):
+@pytest.mark.parametrize("case, mutate, message", SWEEP_CASES, ids=[c[0] for c in SWEEP_CASES])
+def test_bad_sweep_file(case, mutate, message, tmp_path, capsys):
     path = tmp_path / "bad.yaml"
-    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    if isinstance(mutate, str):
+        path.write_text(mutate)
+    else:
+        data = copy.deepcopy(BASE)
+        mutate(data)
+        path.write_text(yaml.safe_dump(data))
     store = tmp_path / "new.zarr"
     _expect_exit_2(["run", str(path), "--store", str(store)], capsys, rf"^rmtsweep: error: {path}: {message}")
     assert not store.exists()
@@ -128,7 +101,7 @@ def test_force_overrides_the_memory_check():
 
 def test_real_process_prints_one_line(tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(_with("grid.delta", [-1.0])))
+    path.write_text(yaml.safe_dump({**copy.deepcopy(BASE), "grid": {**BASE["grid"], "delta": [-1.0]}}))
     proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(path)], capture_output=True, text=True,
                           cwd=tmp_path)
     assert proc.returncode == 2

@@ -8,35 +8,8 @@
 
 from __future__ import annotations
 
-from pipeline.theory.bulk import atom, density, edge, moments, stieltjes, stieltjes_derivative
-from pipeline.theory.spikes import (
-    outlier_from_stieltjes,
-    overlap,
-    phase,
-    population_outlier,
-    population_overlap,
-    population_threshold,
-    sample_outlier,
-    sample_threshold,
-    snr_threshold,
-    uncentred,
-)
+from . import bulk, spikes
+from .bulk import *  # noqa: F403 - the public names are listed in each module's __all__
+from .spikes import *  # noqa: F403
 
-__all__ = [
-    "atom",
-    "density",
-    "edge",
-    "moments",
-    "outlier_from_stieltjes",
-    "overlap",
-    "phase",
-    "population_outlier",
-    "population_overlap",
-    "population_threshold",
-    "sample_outlier",
-    "sample_threshold",
-    "snr_threshold",
-    "stieltjes",
-    "stieltjes_derivative",
-    "uncentred",
-]
+__all__ = sorted(bulk.__all__ + spikes.__all__)
