@@ -69,11 +69,12 @@ def _template(sweep_file: SweepFile):
 
 def _extend(sweep_file: SweepFile, path: Path) -> int:
     """Rebuild the store for the larger sweep, carrying finished replicates over. Returns how many."""
-    stored = store.stored_sweep(path, store.open_dataset(path).attrs)
+    attrs = store.open_dataset(path).attrs
+    stored = store.stored_sweep(path, attrs)
     new_path = path.with_name(path.name + extend.NEW_SUFFIX)
     ds = _template(sweep_file)
-    ds.attrs["runs"] = store.open_dataset(path).attrs.get("runs", [])
-    ds.attrs["created"] = store.open_dataset(path).attrs.get("created")
+    ds.attrs["runs"] = attrs.get("runs", [])
+    ds.attrs["created"] = attrs.get("created")
     ds.to_zarr(str(new_path), mode="w", compute=False, zarr_format=store.ZARR_FORMAT, consolidated=True)
     carried = extend.copy_finished(path, new_path, recompute_all=stored.grid.snr != sweep_file.sweep.grid.snr)
     for name in (LOCK_NAME, JOURNAL):
