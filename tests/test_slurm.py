@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -105,3 +106,22 @@ def test_sweep_on_slurm_equals_local_cluster(slurm, reference, tmp_path):
     assert "dask-jobqueue slurm cluster" in proc.stderr
     assert_stores_equal(store_path, local_store)
     wait_until(lambda: not (queued_jobs() - before), 60, "the sweep's worker jobs to leave squeue")
+
+
+def test_submit_runs_the_sweep_as_a_driver_job(slurm, reference, tmp_path):
+    """`rmtsweep submit`: a driver job that starts its own worker jobs and writes the store."""
+    sweep_path, local_store = reference
+    store_path = tmp_path / "submitted.zarr"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "submit", str(sweep_path), "--store", str(store_path),
+         "--cluster", "slurm", "--jobs", "1", "--queue", "debug", "--cores", "1", "--memory", "1GB",
+         "--walltime", "00:10:00", "--interface", "lo"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    match = re.search(r"submitted driver job (\d+)", proc.stdout)
+    assert match, proc.stdout
+    job = match.group(1)
+    wait_until(lambda: job not in queued_jobs(), 240, f"driver job {job} to finish")
+    log = tmp_path / f"slurm-{job}.out"
+    assert store_path.exists(), log.read_text()[-3000:] if log.exists() else "no driver log"
+    assert_stores_equal(store_path, local_store)
