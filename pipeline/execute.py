@@ -8,6 +8,7 @@ the scheduler never holds a graph of every cell.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from dataclasses import dataclass
@@ -52,7 +53,6 @@ class RunReport:
 
 def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict], None],
               in_flight: int | None = None, retries: int = 2,
-              on_done: Callable[[Task], None] | None = None,
               on_submit: Callable[[Task], None] | None = None) -> RunReport:
     """Compute ``tasks`` on ``client`` in waves and hand each result to ``write`` as it arrives.
 
@@ -63,13 +63,11 @@ def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict
     tasks
         The tasks still to do (consumed lazily, ``in_flight`` at a time).
     write
-        Called in this process with each task and its result (the store writer).
+        Called in this process with each task and its result (the store writer, the progress bar).
     in_flight
         Tasks submitted at once; default four per worker thread (at least 4).
     retries
         Times a failing task is retried (worker deaths are rescheduled by dask regardless).
-    on_done
-        Called after each write (progress reporting).
     on_submit
         Called when a task is handed to the scheduler (the run's journal).
 
@@ -102,17 +100,17 @@ def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict
     computed = 0
     for fut in queue:
         task = by_key.pop(fut.key)
-        if fut.status != "finished":
-            why = fut.exception() if fut.status == "error" else f"the task was {fut.status}"
+        try:
+            # a result lost with its worker (status "lost") is recomputed by dask: result() waits for it
+            values = fut.result()
+        except (Exception, asyncio.CancelledError) as exc:
             for other in list(queue.futures):
                 other.cancel()
-            what = f"{type(why).__name__}: {why}" if isinstance(why, BaseException) else why
-            raise TaskFailedError(f"cell {task.name} failed after {retries} retries: {what}")
-        write(task, fut.result())
+            raise TaskFailedError(f"cell {task.name} failed after {retries} retries: "
+                                  f"{type(exc).__name__}: {exc}") from None
+        write(task, values)
         fut.release()
         computed += 1
-        if on_done is not None:
-            on_done(task)
         submit_next(queue)
     return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=in_flight)
 

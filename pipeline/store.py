@@ -211,7 +211,8 @@ class Writer:
         if r0 % self.chunk or (r1 % self.chunk and r1 != n):
             raise ValueError(f"replicates {r0}:{r1} are not aligned to the store's chunk of {self.chunk}")
         # (position on the weights axis, row of `values`): the whole chunk at once, or scheme by scheme
-        parts = [(slice(None), None)] if tuple(weights) == tuple(range(n_w)) else list(zip(weights, range(n_w)))
+        parts = [(slice(None), None)] if tuple(weights) == tuple(range(n_w)) else \
+            [(w, row) for row, w in enumerate(weights)]
         for name, array in self.arrays.items():
             if name == "done":
                 continue
