@@ -58,7 +58,6 @@ class Task:
     delta: float
     gamma: float
     T: int
-    schemes: tuple[WeightScheme, ...]
     V: int
     N: int
     sweep: Sweep
@@ -67,6 +66,12 @@ class Task:
     def snr(self) -> np.ndarray:
         """The SNR values, all computed by this task."""
         return np.asarray(self.sweep.grid.snr, dtype=float)
+
+    @property
+    def schemes(self) -> tuple[WeightScheme, ...]:
+        """The weights schemes this task computes (at positions ``weights`` of the axis)."""
+        every = self.sweep.weight_schemes()
+        return tuple(every[w] for w in self.weights)
 
     @property
     def name(self) -> str:
@@ -113,16 +118,15 @@ def tasks(sweep: Sweep, skip: np.ndarray | None = None) -> Iterator[Task]:
         already done in a block are left out of its task, and a block with all done is skipped.
     """
     g = sweep.grid
-    schemes = sweep.weight_schemes()
     blocks = replicate_blocks(sweep)
     for idx in itertools.product(*(range(n) for n in task_shape(sweep))):
         i_d, i_g, i_t = idx
         V, N = sweep.sizes(g.delta[i_d], g.gamma[i_g])
         for b, block in enumerate(blocks):
-            todo = tuple(w for w in range(len(schemes)) if skip is None or not skip[idx + (w, b)])
+            todo = tuple(w for w in range(len(g.weights)) if skip is None or not skip[idx + (w, b)])
             if todo:
                 yield Task(index=idx, replicates=block, weights=todo, delta=g.delta[i_d], gamma=g.gamma[i_g],
-                           T=g.T[i_t], schemes=tuple(schemes[w] for w in todo), V=V, N=N, sweep=sweep)
+                           T=g.T[i_t], V=V, N=N, sweep=sweep)
 
 
 def n_tasks(sweep: Sweep) -> int:

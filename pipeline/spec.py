@@ -177,7 +177,7 @@ class SpectrumSpec(BaseModel):
     bins: Annotated[int, Field(ge=1, le=10_000)] = 100
     max: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 10.0
 
-    def edges(self):
+    def edges(self) -> np.ndarray:
         """The bin edges."""
         return np.linspace(0.0, self.max, self.bins + 1)
 
