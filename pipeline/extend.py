@@ -78,18 +78,16 @@ def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
 
     Returns the number of replicates carried over as done.
     """
-    old = xr.open_zarr(old_path)
-    group = zarr.open_group(str(new_path), mode="r+")
-    new = xr.open_zarr(new_path)
     if recompute_all:
         return 0
-    done = old["done"].reindex({d: new[d].values for d in old["done"].dims}, fill_value=False)
+    old, new = xr.open_zarr(old_path), xr.open_zarr(new_path)
+    group = zarr.open_group(str(new_path), mode="r+")
     for name in [v for v in old.data_vars if "replicate" in old[v].dims]:
         target = {d: new[d].values for d in old[name].dims}
         fill = False if old[name].dtype == bool else (-1 if old[name].dtype.kind == "i" else np.nan)
         values = old[name].reindex(target, fill_value=fill).transpose(*new[name].dims).values
         group[name][...] = values
-    return int(done.sum())
+    return int(group["done"][...].sum())
 
 
 def swap(path: Path, new_path: Path) -> None:

@@ -75,7 +75,7 @@ def _extend(sweep_file: SweepFile, path: Path) -> int:
     ds = _template(sweep_file)
     ds.attrs["runs"] = attrs.get("runs", [])
     ds.attrs["created"] = attrs.get("created")
-    ds.to_zarr(str(new_path), mode="w", compute=False, zarr_format=store.ZARR_FORMAT, consolidated=True)
+    store.write_template(new_path, ds)
     carried = extend.copy_finished(path, new_path, recompute_all=stored.grid.snr != sweep_file.sweep.grid.snr)
     for name in (LOCK_NAME, JOURNAL):
         if (path / name).exists():

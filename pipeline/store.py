@@ -156,13 +156,18 @@ def create(path: Path, ds: xr.Dataset) -> None:
         raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
     tmp = parent / f".{path.name}.creating-{os.getpid()}"
     try:
-        ds.to_zarr(str(tmp), mode="w", compute=False, zarr_format=ZARR_FORMAT, consolidated=True)
+        write_template(tmp, ds)
         tmp.rename(path)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if path.exists() and is_store(path):
             return                      # another run created it first; the lock decides who writes
         raise StoreError(f"{path}: cannot create the store ({exc.strerror or exc})") from None
+
+
+def write_template(path: Path, ds: xr.Dataset) -> None:
+    """Write a template dataset at ``path`` as it is (metadata and theory now, data chunks later)."""
+    ds.to_zarr(str(path), mode="w", compute=False, zarr_format=ZARR_FORMAT, consolidated=True)
 
 
 def record_run(path: Path, info: dict) -> int:
