@@ -19,7 +19,7 @@ import click
 from . import store
 from .errors import ClusterError, RmtsweepError
 from .runner import check_store_path, run_sweep
-from .spec import load_sweep
+from .spec import SweepFile, load_sweep
 
 DEMO = Path(__file__).resolve().parents[1] / "sweeps" / "demo.yaml"
 
@@ -69,12 +69,17 @@ def _client(engine: Engine) -> Iterator:
             yield client
 
 
+def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
+    """``--store``, or the default ``store/<sweep name>.zarr`` (creating ``store/``)."""
+    if store_path is not None:
+        return store_path
+    Path("store").mkdir(exist_ok=True)
+    return Path("store") / f"{sweep_file.sweep.name}.zarr"
+
+
 def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bool, force: bool = False) -> Path:
     sweep_file = load_sweep(sweep_path)
-    path = store_path
-    if path is None:                                  # the default lives in ./store/
-        path = Path("store") / f"{sweep_file.sweep.name}.zarr"
-        path.parent.mkdir(exist_ok=True)
+    path = _store_path(sweep_file, store_path)
     check_store_path(path)
     start = time.perf_counter()
     with _client(engine) as client:
@@ -155,7 +160,7 @@ def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> Non
     from .clusters import driver_script, submit_driver, worker_job_script
 
     sweep_file = load_sweep(sweep)
-    path = store_path or Path("store") / f"{sweep_file.sweep.name}.zarr"
+    path = _store_path(sweep_file, store_path)
     eng = _engine(**engine)
     config = eng.batch_config()
     script = driver_script(eng.cluster, config, sweep, path, eng.cluster_config, eng.jobs)
