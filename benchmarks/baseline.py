@@ -3,7 +3,7 @@
 For each parameter point and replicate: build the table ``E = s mu^T + Z``, gather and pool the
 token columns, form ``S = C C^T / N`` and call ``numpy.linalg.eigh`` (all eigenpairs), then read off
 the top-k eigenvalues and the alignments ``|u_hat_i^T u|^2``. It draws its random numbers with the
-pipeline's own draw functions, in the same order as :func:`pipeline.model.simulate_replicate`, so
+pipeline's own draw functions, in the same order as :func:`rmtsweep.model.simulate_replicate`, so
 both see identical tables, signs and tokens and their results can be compared to rounding level.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.model.correlation import draw_signs
-from pipeline.model.replicate import CellModel, draw_table_noise, draw_tokens
+from rmtsweep.model.correlation import draw_signs
+from rmtsweep.model.replicate import CellModel, draw_table_noise, draw_tokens
 
 
 def naive_replicate(model: CellModel, snr: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -35,9 +35,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from baseline import naive_cell, naive_replicate  # noqa: E402
 
-from pipeline.model import (CellModel, Correlation, WeightScheme, correlation_matrix,  # noqa: E402
+from rmtsweep.model import (CellModel, correlation_matrix, make_correlation, make_scheme,  # noqa: E402
                             pooling_weights, simulate_replicate)
-from pipeline.model import replicate as rep  # noqa: E402
+from rmtsweep.model import replicate as rep  # noqa: E402
+from rmtsweep.model import topk  # noqa: E402
 
 REL_TOL, OVERLAP_FLOOR, ABS_TOL = 1e-8, 1e-6, 1e-14
 SNR_A = 3.0
@@ -45,8 +46,8 @@ SNR_A = 3.0
 
 def make_model(d: int, delta: float = 0.5, gamma: float = 0.5, T: int = 16, k: int = 3) -> CellModel:
     """The benchmark cell: prefix(L=4) correlation, mean weights, class-centred table."""
-    corr = Correlation("prefix", L=4)
-    w = pooling_weights(WeightScheme("mean"), correlation_matrix(corr, T))
+    corr = make_correlation("prefix", L=4)
+    w = pooling_weights(make_scheme("mean"), correlation_matrix(corr, T))
     return CellModel(d=d, V=round(d / delta), N=round(d / gamma), T=T, w=w, correlation=corr,
                      centering="class", top_k=k)
 
@@ -112,7 +113,7 @@ def case_b(d: int, repeats: int) -> list[dict]:
 
 # -- cases c and d: the dask pipeline --------------------------------------------------------------
 def sweep_file(d: int, replicates: int, per_task: int | None, grid: dict):
-    from pipeline import SweepFile, parse_sweep
+    from rmtsweep import SweepFile, parse_sweep
     data = {"name": "bench", "d": d, "replicates": replicates, "seed": 2026,
             "correlation": {"model": "prefix", "L": 4}, "table_centering": "class", "top_k": 3, "grid": grid}
     if per_task:
@@ -122,16 +123,16 @@ def sweep_file(d: int, replicates: int, per_task: int | None, grid: dict):
 
 def serial_sweep(sf) -> None:
     """The same sweep as one in-process loop of ``compute_task`` over ``grid.tasks`` (no store)."""
-    from pipeline.execute import compute_task
-    from pipeline.grid import tasks
+    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.grid import tasks
     for task in tasks(sf.sweep):
         compute_task(task)
 
 
 def parallel_sweep(sf, client, tmp: Path, fixed: list[float]) -> None:
     """``run_sweep`` into a fresh store; the template (a fixed cost per sweep) is timed into ``fixed``."""
-    from pipeline import run_sweep
-    from pipeline.runner import prepare_store
+    from rmtsweep import run_sweep
+    from rmtsweep.run.runner import prepare_store
     path = tmp / f"store-{time.perf_counter_ns()}.zarr"
     t0 = time.perf_counter()
     prepare_store(sf, path)
@@ -141,9 +142,9 @@ def parallel_sweep(sf, client, tmp: Path, fixed: list[float]) -> None:
 
 def demo_task_seconds(d: int, replicates: int) -> dict:
     """Seconds per replicate of each demo cell (1 core), to choose ``replicates_per_task``."""
-    from pipeline.execute import compute_task
-    from pipeline.grid import tasks
-    from pipeline import load_sweep
+    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.grid import tasks
+    from rmtsweep import load_sweep
     sweep = load_sweep(HERE.parent / "sweeps" / "demo.yaml").sweep
     sweep = sweep.model_copy(update={"d": d, "replicates": replicates, "replicates_per_task": replicates})
     per_rep = []
@@ -181,7 +182,7 @@ def machine_bound(quick: bool, repeats: int) -> dict:
 
 def pipeline_cases(quick: bool, repeats: int) -> tuple[list[dict], dict]:
     from distributed import Client, LocalCluster
-    from pipeline.grid import n_tasks
+    from rmtsweep.run.grid import n_tasks
     if quick:
         c_sweep = c_sweep_file(True)                                                   # 24 tasks
         d_grid = {"delta": [0.5, 1.0], "gamma": [0.5, 1.0], "snr": {"start": 0.0, "stop": 6.0, "num": 13},
@@ -247,10 +248,10 @@ def overhead_breakdown(sf, client, tmp: Path) -> dict:
     """Per-task costs outside the computation: store write, dask round trip, task pickle size."""
     import pickle
 
-    from pipeline import store
-    from pipeline.execute import compute_task
-    from pipeline.grid import tasks
-    from pipeline.runner import prepare_store
+    from rmtsweep import store
+    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.run.runner import prepare_store
     path = tmp / "breakdown.zarr"
     prepare_store(sf, path)
     writer = store.Writer(path)
@@ -391,15 +392,15 @@ def ideas(d: int, repeats: int) -> list[dict]:
                         f"rel. error {err32:.0e} vs the 1e-8 budget; eigenvectors worse)", t["gram"], t["gram32"],
                         None, "float64", "float32"))
         snr = np.linspace(0.0, 8.0, 32)
-        t, last = interleaved({"rank2": lambda: rep.spectrum_top_k(C0T, a, u, snr, k, method="rank2"),
-                               "direct": lambda: rep.spectrum_top_k(C0T, a, u, snr, k, method="direct")}, repeats)
+        t, last = interleaved({"rank2": lambda: topk.spectrum_top_k(C0T, a, u, snr, k, method="rank2"),
+                               "direct": lambda: topk.spectrum_top_k(C0T, a, u, snr, k, method="direct")}, repeats)
         bad = disagreement(last["rank2"], last["direct"])
         rows.append(row("idea: snr axis", f"d={d}, 32 snr: eigh + rank-2 updates vs a top-k solve per snr",
                         t["rank2"], t["direct"], bad, "rank2", "direct"))
         for n_snr in (2, 4, 8):
             s_ = np.linspace(0.5, 8.0, n_snr)
-            t, _ = interleaved({"rank2": lambda: rep.spectrum_top_k(C0T, a, u, s_, k, method="rank2"),
-                                "direct": lambda: rep.spectrum_top_k(C0T, a, u, s_, k, method="direct")}, repeats)
+            t, _ = interleaved({"rank2": lambda: topk.spectrum_top_k(C0T, a, u, s_, k, method="rank2"),
+                                "direct": lambda: topk.spectrum_top_k(C0T, a, u, s_, k, method="direct")}, repeats)
             rows.append(row("idea: snr axis", f"d={d}, {n_snr} snr (the auto switch)", t["rank2"], t["direct"], None,
                             "rank2", "direct"))
     return rows

@@ -1,6 +1,6 @@
 """The ``rmtsweep`` command line: the only module that knows all the others.
 
-User mistakes (:class:`~pipeline.errors.RmtsweepError`) print one line on stderr and exit with
+User mistakes (:class:`~rmtsweep.errors.RmtsweepError`) print one line on stderr and exit with
 status 2, never a traceback.
 """
 
@@ -18,8 +18,10 @@ import click
 
 from . import store
 from .errors import ClusterError, RmtsweepError
-from .runner import check_store_path, run_sweep
+from .run import run_sweep
 from .spec import SweepFile, load_sweep
+
+__all__ = ["cli", "main"]
 
 DEMO = Path(__file__).resolve().parents[1] / "sweeps" / "demo.yaml"
 
@@ -80,7 +82,7 @@ def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
 def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bool, force: bool = False) -> Path:
     sweep_file = load_sweep(sweep_path)
     path = _store_path(sweep_file, store_path)
-    check_store_path(path)
+    store.Store(path).check()
     start = time.perf_counter()
     with _client(engine) as client:
         report = run_sweep(sweep_file, path, client, progress=progress, force=force)
@@ -183,8 +185,8 @@ def demo(store_path: Path, workers: int | None, progress: bool) -> None:
     store_path.parent.mkdir(parents=True, exist_ok=True)
     _run(DEMO, store_path, Engine(workers=workers), progress)
     click.echo(f"read it with: python -c \"import xarray as xr; print(xr.open_zarr('{store_path}'))\"")
-    from .compare import compare as compare_store, write_comparison
-    from .plots import plot_map
+    from .analysis.compare import compare as compare_store, write_comparison
+    from .analysis.plots import plot_map
     cmp = compare_store(store_path)
     write_comparison(store_path, cmp)
     click.echo(f"comparison written to {store_path} (group 'comparison'); "
@@ -227,7 +229,7 @@ def status(store_path: Path) -> None:
               help="How many worst cells to list per quantity.")
 def compare(store_path: Path, margin_factor: float | None, write: bool, worst: int) -> None:
     """Hold the Monte Carlo in STORE against its theory; print a summary (works while it fills)."""
-    from .compare import MARGIN_FACTOR, compare as compare_store, summary, write_comparison
+    from .analysis.compare import MARGIN_FACTOR, compare as compare_store, summary, write_comparison
     cmp = compare_store(store_path, MARGIN_FACTOR if margin_factor is None else margin_factor)
     click.echo(summary(cmp, worst))
     if write:
@@ -258,7 +260,7 @@ def _selection(values: tuple[str, ...]) -> dict[str, str]:
 def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | None,
          select: tuple[str, ...]) -> None:
     """Heat map of VAR over the axes X and Y of STORE, with the theory's transitions (HTML + PNG)."""
-    from .plots import plot_map
+    from .analysis.plots import plot_map
     html, png = plot_map(store_path, x, y, var, out, widgets, _selection(select))
     click.echo(f"{html}\n{png}")
 
@@ -269,7 +271,7 @@ def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | 
               help="Directory for the figures (one subdirectory per store).")
 def figures(stores: tuple[Path, ...], out: Path) -> None:
     """The paper's figures from the stores of sweeps/paper-*.yaml."""
-    from .figures import figures as make_figures
+    from .analysis.figures import figures as make_figures
     files, notes = make_figures(list(stores), out)
     for note in notes:
         click.echo(note)
@@ -285,7 +287,7 @@ def figures(stores: tuple[Path, ...], out: Path) -> None:
 @click.option("--var", "variables", multiple=True, help="Only these variables (repeatable).")
 def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: tuple[str, ...]) -> None:
     """Export STORE (or its comparison group) as tidy CSV or netCDF."""
-    from .export import export as export_store
+    from .analysis.export import export as export_store
     click.echo(export_store(store_path, out, fmt, group, list(variables) or None))
 
 

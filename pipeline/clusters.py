@@ -22,19 +22,23 @@ import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from dask.utils import parse_bytes, parse_timedelta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ClusterError
+from .types import ClusterKind
+
+__all__ = ["ClusterConfig", "driver_script", "load_cluster_config", "make_cluster", "scale_cluster", "submit_driver",
+           "worker_job_script"]
 
 if TYPE_CHECKING:
     from dask_jobqueue import JobQueueCluster
     from distributed.deploy.adaptive import Adaptive
 
-Kind = Literal["slurm", "pbs"]
+Kind = ClusterKind
 DEPLOY_DIR = Path(__file__).resolve().parents[1] / "deploy"
 _SUBMIT = {"slurm": ["sbatch", "--parsable"], "pbs": ["qsub"]}
 # distributed's nanny already sets these for every worker; the exports also cover the job script.

@@ -1,11 +1,12 @@
 """The error hierarchy: every user mistake is an :class:`RmtsweepError`.
 
-The CLI maps these to one line on stderr and exit status 2, with no traceback.
-The classes also subclass the matching builtin so ordinary ``except ValueError``
-code keeps working.
+The CLI maps these to one line on stderr and exit status 2, with no traceback. The classes also
+subclass the matching builtin so ordinary ``except ValueError`` code keeps working.
 """
 
 from __future__ import annotations
+
+__all__ = ["ClusterError", "RmtsweepError", "SelectionError", "StoreError", "SweepDefinitionError", "TaskFailedError"]
 
 
 class RmtsweepError(Exception):

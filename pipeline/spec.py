@@ -1,7 +1,7 @@
 """Sweep files: YAML in, a validated, frozen :class:`Sweep` out (parse once, at the boundary).
 
 Every error names the file, the field and the bad value, in one line, and is raised as
-:class:`~pipeline.errors.SweepDefinitionError`. A sweep file looks like::
+:class:`~rmtsweep.errors.SweepDefinitionError`. A sweep file looks like::
 
     name: demo
     d: 300
@@ -25,95 +25,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any
 
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import SweepDefinitionError
-from .model import Correlation, WeightScheme
+from .types import Centering
+
+__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "load_sweep", "parse_sweep"]
+from .model import CORRELATIONS, SCHEMES, CorrelationSpec, WeightsSpec
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
-
-
-class _Prefix(BaseModel):
-    model_config = _STRICT
-    model: Literal["prefix"]
-    L: Annotated[int, Field(ge=1)]
-
-
-class _NoParam(BaseModel):
-    model_config = _STRICT
-    model: Literal["iid", "full"]
-
-
-class _Decay(BaseModel):
-    model_config = _STRICT
-    model: Literal["decay"]
-    r: Annotated[float, Field(ge=0.0, le=1.0)]
-
-
-class _Label(BaseModel):
-    model_config = _STRICT
-    model: Literal["label"]
-    q: tuple[Annotated[float, Field(ge=0.0, le=1.0)], ...]   # one value: the same for every position
-
-    @field_validator("q", mode="before")
-    @classmethod
-    def _scalar(cls, v: Any) -> Any:
-        return [v] if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-
-
-class _Markov(BaseModel):
-    model_config = _STRICT
-    model: Literal["markov"]
-    r: Annotated[float, Field(ge=-1.0, le=1.0)]
-
-
-CorrelationSpec = Annotated[Union[_Prefix, _NoParam, _Decay, _Label, _Markov], Field(discriminator="model")]
-
-
-class _Plain(BaseModel):
-    model_config = _STRICT
-    scheme: Literal["mean", "optimal", "harmonic", "harmonic_paper"]
-    name: str | None = None
-
-
-class _Causal(BaseModel):
-    model_config = _STRICT
-    scheme: Literal["causal"]
-    tau: float
-    name: str | None = None
-
-    @field_validator("tau")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError("tau must be finite")
-        return v
-
-
-class _Custom(BaseModel):
-    model_config = _STRICT
-    scheme: Literal["custom"]
-    values: tuple[float, ...]
-    name: str | None = None
-
-    @field_validator("values")
-    @classmethod
-    def _usable(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if not all(math.isfinite(x) for x in v):
-            raise ValueError("custom weights must be finite")
-        if not any(v):
-            raise ValueError("custom weights are all zero")
-        return v
-
-
-WeightsSpec = Annotated[Union[_Plain, _Causal, _Custom], Field(discriminator="scheme")]
 
 PositiveAxis = tuple[Annotated[float, Field(gt=0.0, allow_inf_nan=False)], ...]
 
@@ -209,21 +135,14 @@ class Sweep(BaseModel):
     replicates_per_task: Annotated[int, Field(ge=1)] | None = None
     seed: Annotated[int, Field(ge=0)]
     correlation: CorrelationSpec
-    table_centering: Literal["class", "none"] = "class"
+    table_centering: Centering = "class"
     top_k: Annotated[int, Field(ge=1)] = 3
     observables: Observables = Observables()
     grid: Grid
 
-    # -- derived, model-side views ---------------------------------------------------------
-    def correlation_model(self) -> Correlation:
-        """The correlation as a :class:`~pipeline.model.Correlation`."""
-        c = self.correlation
-        return Correlation(c.model, L=getattr(c, "L", None), r=getattr(c, "r", None), q=getattr(c, "q", None))
-
-    def weight_schemes(self) -> tuple[WeightScheme, ...]:
-        """The ``weights`` axis as :class:`~pipeline.model.WeightScheme` values."""
-        return tuple(WeightScheme(w.scheme, tau=getattr(w, "tau", None), values=getattr(w, "values", None),
-                                  name=w.name) for w in self.grid.weights)
+    def weight_labels(self) -> list[str]:
+        """The ``weights`` coordinate: one label per scheme."""
+        return [w.label for w in self.grid.weights]
 
     @property
     def replicate_chunk(self) -> int:
@@ -253,8 +172,8 @@ class SweepFile:
     text: str
 
 
-_UNION_TAGS = {"prefix", "iid", "full", "decay", "label", "markov",
-               "mean", "optimal", "harmonic", "harmonic_paper", "causal", "custom"}
+_UNION_TAGS = {c.model_fields["model"].default for c in CORRELATIONS} | \
+    {w.model_fields["scheme"].default for w in SCHEMES}   # tags of the discriminated unions
 
 
 def _where(loc: tuple) -> str:
@@ -292,17 +211,10 @@ def _check_consistency(s: Sweep) -> list[str]:
     v_min = min(round(s.d / x) for x in s.grid.delta)
     if s.top_k > min(s.d, n_min, v_min):
         problems.append(f"top_k: {s.top_k} exceeds the rank bound min(d, V, N) = {min(s.d, n_min, v_min)}")
-    c = s.correlation
-    if c.model == "prefix" and c.L > min(Ts):
-        problems.append(f"correlation.L: prefix length {c.L} exceeds T = {min(Ts)} on grid.T")
-    if c.model == "label" and len(c.q) != 1 and any(len(c.q) != T for T in Ts):
-        problems.append(f"correlation.q: {len(c.q)} values but grid.T has {list(Ts)}")
-    labels = [w.label for w in s.weight_schemes()]
+    problems += s.correlation.problems(Ts)
+    labels = s.weight_labels()
     for i, w in enumerate(s.grid.weights):
-        if w.scheme == "custom" and any(len(w.values) != T for T in Ts):
-            problems.append(f"grid.weights[{i}].values: {len(w.values)} values but grid.T has {list(Ts)}")
-        if w.scheme == "harmonic_paper" and min(Ts) < 2:
-            problems.append(f"grid.weights[{i}]: harmonic_paper needs T >= 2 (its only weight is 0 at T = 1)")
+        problems += w.problems(Ts, f"grid.weights[{i}]")
         if labels.count(labels[i]) > 1 and labels.index(labels[i]) == i:
             problems.append(f"grid.weights[{i}]: label {labels[i]!r} appears twice; give one a `name`")
     if s.replicates_per_task is not None and s.replicates_per_task > s.replicates:

@@ -1,14 +1,28 @@
-"""Assertion helpers for Monte Carlo checks, shared by the test suite and by users."""
+"""Assertion helpers for Monte Carlo checks and the literal reference path, shared by tests and users.
+
+- :func:`assert_mc_close`: a Monte Carlo mean against an expected value, tolerance from the standard
+  error (:func:`rmtsweep.analysis.mean_sem`);
+- :func:`assert_stores_equal`: two stores hold bit-for-bit the same results;
+- :func:`pooled_matrix`: the pooled matrix built literally (full table, gather, sum), the reference
+  the fast path and the benchmarks are checked against.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
+
+from .analysis.stats import mean_sem
+from .model import CellModel, draw_replicate
+from .store import RESULT_VARS
+
+__all__ = ["assert_mc_close", "assert_stores_equal", "mean_and_se", "pooled_matrix"]
 
 
 def mean_and_se(samples: np.ndarray) -> tuple[float, float]:
-    """Sample mean and its standard error (ddof = 1)."""
-    x = np.asarray(samples, dtype=float).ravel()
-    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size))
+    """Sample mean and its standard error (ddof = 1) of a flat sample."""
+    m, s = mean_sem(xr.DataArray(np.asarray(samples, dtype=float).ravel(), dims="replicate"))
+    return float(m), float(s)
 
 
 def assert_mc_close(samples: np.ndarray, expected: float, allowance: float = 0.0, n_se: float = 4.0,
@@ -30,17 +44,12 @@ def assert_mc_close(samples: np.ndarray, expected: float, allowance: float = 0.0
                              f"{n_se:g} SE + allowance {allowance:g} = {tol:.3g}")
 
 
-RESULT_VARS = ("eigenvalues", "overlap", "alpha", "kappa", "done", "spectrum", "accuracy")
-
-
 def assert_stores_equal(a, b) -> None:
     """Assert two stores (paths or datasets) hold bit-for-bit the same results.
 
     Compares every result variable present (``eigenvalues``, ``overlap``, ``alpha``, ``kappa``,
     ``done`` and the optional ones) and the coordinates; provenance (``run``, attrs) may differ.
     """
-    import xarray as xr
-
     da_, db = (x if isinstance(x, xr.Dataset) else xr.open_zarr(x) for x in (a, b))
     for name in RESULT_VARS:
         if name not in da_ and name not in db:
@@ -54,3 +63,17 @@ def assert_stores_equal(a, b) -> None:
         if not np.array_equal(va, vb, equal_nan=va.dtype.kind == "f"):
             bad = int(np.sum(~((va == vb) | (np.isnan(va) & np.isnan(vb)) if va.dtype.kind == "f" else va == vb)))
             raise AssertionError(f"{name}: {bad} of {va.size} values differ")
+
+
+def pooled_matrix(model: CellModel, snr: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The literal pooled matrix ``C`` (d x N) and ``u`` for one SNR, from the same draws.
+
+    A reference path for tests and benchmarks: it builds the full table ``E = s mu^T + Z`` and
+    gathers ``sum_t w_t E[:, v_{n,t}]``, drawing in the same order as :func:`simulate_replicate`.
+    """
+    draws = draw_replicate(model, rng)
+    u, Z, (_, _, tokens) = draws.u, draws.Z, draws.train
+    s = np.where(np.arange(model.V) < model.n_pos, 1.0, -1.0)
+    E = np.sqrt(snr) * np.outer(u, s) + Z
+    C = sum(model.w[t] * E[:, tokens[:, t]] for t in range(model.T))
+    return C, u

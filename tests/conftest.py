@@ -33,7 +33,7 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
     """The tiny sweep (``BASE``) run once on a 1-worker LocalCluster: (sweep file, store)."""
     from distributed import Client, LocalCluster
 
-    from pipeline import load_sweep, run_sweep
+    from rmtsweep import load_sweep, run_sweep
 
     root = tmp_path_factory.mktemp("reference")
     sweep_path, store_path = root / "tiny.yaml", root / "reference.zarr"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.cli import main
+from rmtsweep.cli import main
 from tests.conftest import BASE
 from tests.test_spec import BAD
 
@@ -91,7 +91,7 @@ def test_memory_estimate_over_the_workers_limit(tmp_path, capsys):
 def test_force_overrides_the_memory_check():
     from distributed import Client, LocalCluster
 
-    from pipeline.execute import check_memory
+    from rmtsweep.run.execute import check_memory
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit="1GiB",
                       dashboard_address=":0") as c, Client(c) as client:
         assert check_memory(client, 2 * 2**30, force=True) is None
@@ -102,7 +102,7 @@ def test_force_overrides_the_memory_check():
 def test_real_process_prints_one_line(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({**copy.deepcopy(BASE), "grid": {**BASE["grid"], "delta": [-1.0]}}))
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(path)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(path)], capture_output=True, text=True,
                           cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"rmtsweep: error: {path}: grid.delta[0]: Input should be greater than 0 "

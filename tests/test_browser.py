@@ -36,7 +36,7 @@ def _no_network_prefix() -> list[str]:
 def test_html_map_renders_offline(tiny_store, tmp_path):  # noqa: F811
     import matplotlib.image as mpimg
 
-    from pipeline.plots import plot_map
+    from rmtsweep.analysis.plots import plot_map
     html, _ = plot_map(tiny_store, "snr", "gamma", "overlap", tmp_path / "maps",
                        select={"delta": "0.5", "weights": "mean"})
     shot = tmp_path / "shot.png"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from pipeline.clusters import (
+from rmtsweep.clusters import (
     DEPLOY_DIR,
     ClusterConfig,
     driver_script,
@@ -22,7 +22,7 @@ from pipeline.clusters import (
     submit_driver,
     worker_job_script,
 )
-from pipeline.errors import ClusterError
+from rmtsweep.errors import ClusterError
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ["slurm", "pbs"]

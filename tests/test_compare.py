@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pipeline.compare import MARGIN_FACTOR, compare, open_source, summary, write_comparison
-from pipeline.errors import SelectionError
-from pipeline.errors import StoreError
-from pipeline.store import FORMAT, ZARR_FORMAT
+from rmtsweep.analysis.compare import MARGIN_FACTOR, compare, open_source, summary, write_comparison
+from rmtsweep.errors import SelectionError
+from rmtsweep.errors import StoreError
+from rmtsweep.store import FORMAT, ZARR_FORMAT
 
 D = 64
 SNR = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
@@ -108,7 +108,7 @@ def test_detection_rate_phase_and_transition(store):
 
 
 def test_censored_transitions_are_nan():
-    from pipeline.compare import transition_snr
+    from rmtsweep.analysis.compare import transition_snr
     rate = xr.DataArray([[0.6, 0.8, 1.0], [0.0, 0.1, 0.2], [0.0, 0.5, 1.0]], dims=("line", "snr"),
                         coords={"snr": [0.0, 1.0, 2.0]})
     out = transition_snr(rate).values
@@ -158,7 +158,7 @@ def test_errors_name_the_bad_value(tmp_path, store):
 
 
 def test_cli_compare(store, capsys):
-    from pipeline.cli import main
+    from rmtsweep.cli import main
     main(["compare", str(store)])
     out = capsys.readouterr().out
     assert "cells within 3 standard errors" in out and "group='comparison'" in out

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from distributed import Client
 
-from pipeline.testing import assert_stores_equal
+from rmtsweep.testing import assert_stores_equal
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +89,7 @@ def test_sweep_through_a_plain_scheduler_equals_local_cluster(dask_cli, referenc
         client.wait_for_workers(2, timeout=60)
     sweep_path, local_store = reference
     store_path = tmp_path / "remote.zarr"
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(sweep_path), "--store", str(store_path),
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(sweep_path), "--store", str(store_path),
                            "--scheduler", address, "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_stores_equal(store_path, local_store)

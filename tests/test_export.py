@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pipeline.compare import open_source
-from pipeline.errors import SelectionError
-from pipeline.errors import StoreError
-from pipeline.export import export, read_tidy
+from rmtsweep.analysis.compare import open_source
+from rmtsweep.errors import SelectionError
+from rmtsweep.errors import StoreError
+from rmtsweep.analysis.export import export, read_tidy
 from tests.test_plots import tiny_store  # noqa: F401  (session fixture)
 
 
@@ -63,7 +63,7 @@ def test_export_errors(tiny_store, tmp_path):  # noqa: F811
 
 
 def test_cli_export(tiny_store, tmp_path):  # noqa: F811
-    from pipeline.cli import main
+    from rmtsweep.cli import main
     out = tmp_path / "c.nc"
     main(["export", str(tiny_store), "--format", "netcdf", "--group", "comparison", "--out", str(out)])
     assert "detection_rate" in xr.open_dataset(out)

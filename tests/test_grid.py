@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.execute import compute_task
-from pipeline.grid import n_tasks, replicate_blocks, replicate_rng, task_memory_bytes, task_shape, tasks
-from pipeline.spec import parse_sweep
+from rmtsweep.run.execute import compute_task
+from rmtsweep.run.grid import n_tasks, replicate_blocks, replicate_rng, task_memory_bytes, task_shape, tasks
+from rmtsweep.spec import parse_sweep
 
 
 def test_task_count_and_blocks(sweep_data):
@@ -42,8 +42,8 @@ def test_adding_axis_values_keeps_existing_cells(sweep_data):
     s1 = parse_sweep(sweep_data)
     sweep_data["grid"]["delta"] = [0.25, 0.5, 1.0]
     s2 = parse_sweep(sweep_data)
-    t1 = next(t for t in tasks(s1) if t.delta == 1.0 and t.replicates == (2, 4))
-    t2 = next(t for t in tasks(s2) if t.delta == 1.0 and t.replicates == (2, 4))
+    t1 = next(t for t in tasks(s1) if t.point[0] == 1.0 and t.replicates == (2, 4))
+    t2 = next(t for t in tasks(s2) if t.point[0] == 1.0 and t.replicates == (2, 4))
     assert t1.index != t2.index
     r1, r2 = compute_task(t1), compute_task(t2)
     assert all(np.array_equal(r1[k], r2[k]) for k in r1)

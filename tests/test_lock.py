@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from pipeline.errors import StoreError
-from pipeline.lock import LOCK_NAME, STALE_AFTER, StoreLock, is_stale
+from rmtsweep.errors import StoreError
+from rmtsweep.store.lock import LOCK_NAME, STALE_AFTER, StoreLock, is_stale
 
 
 def _dead_pid() -> int:
@@ -57,7 +57,7 @@ def test_cli_refuses_a_store_another_run_writes(reference, tmp_path):
     store = tmp_path / "busy.zarr"
     shutil.copytree(ref, store)
     with StoreLock(store):
-        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(sweep_path), "--store", str(store),
+        proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(sweep_path), "--store", str(store),
                                "--workers", "1", "--no-progress"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(f"rmtsweep: error: {store}: another rmtsweep run")

@@ -5,16 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.model import (CellModel, Correlation, WeightScheme, alpha, correlation_matrix, draw_signs,
-                            effective_length, kappa, pooling_weights, simulate_replicate)
-from pipeline.model.replicate import (draw_sequences, draw_table_noise, pool, pooled_matrix, simulate_schemes,
-                                      spectrum_top_k)
-from pipeline.model.spectral import rank2_top_k
+from rmtsweep.model import (CellModel, alpha, correlation_matrix, draw_signs, effective_length, kappa,
+                            make_correlation, make_scheme, pooling_weights, simulate_replicate)
+from rmtsweep.model.replicate import draw_sequences, draw_table_noise, pool, simulate_schemes
+from rmtsweep.model.spectral import rank2_top_k
+from rmtsweep.model.topk import spectrum_top_k
+from rmtsweep.testing import pooled_matrix
 
 CORRELATIONS = [
-    Correlation("prefix", L=3), Correlation("iid"), Correlation("full"), Correlation("decay", r=0.7),
-    Correlation("label", q=(0.9, 0.5, 0.0, 0.3, 1.0, 0.2)), Correlation("label", q=(0.4,)),
-    Correlation("markov", r=0.6), Correlation("markov", r=-0.5),
+    make_correlation("prefix", L=3), make_correlation("iid"), make_correlation("full"), make_correlation("decay", r=0.7),
+    make_correlation("label", q=(0.9, 0.5, 0.0, 0.3, 1.0, 0.2)), make_correlation("label", q=(0.4,)),
+    make_correlation("markov", r=0.6), make_correlation("markov", r=-0.5),
 ]
 
 
@@ -31,18 +32,18 @@ def test_empirical_sign_correlation_matches_R(corr):
 
 
 def test_prefix_R_structure():
-    R = correlation_matrix(Correlation("prefix", L=2), 4)
+    R = correlation_matrix(make_correlation("prefix", L=2), 4)
     assert np.array_equal(R, np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1.0]]))
 
 
 def test_label_model_copies_label():
-    xi, y = draw_signs(Correlation("full"), 5, 100, np.random.default_rng(0))
+    xi, y = draw_signs(make_correlation("full"), 5, 100, np.random.default_rng(0))
     assert np.array_equal(xi, np.repeat(y[:, None], 5, axis=1))
 
 
 def test_harmonic_weights():
     T = 16
-    w = pooling_weights(WeightScheme("harmonic"), np.eye(T))
+    w = pooling_weights(make_scheme("harmonic"), np.eye(T))
     H = np.concatenate([[0], np.cumsum(1 / np.arange(1, T + 1))])
     assert np.allclose(w, (H[T] - H[:T]) / T)
     assert w.sum() == pytest.approx(1.0) and np.all(np.diff(w) < 0) and w[-1] == pytest.approx(1 / T**2)
@@ -52,40 +53,40 @@ def test_harmonic_weights():
 
 
 def test_harmonic_paper_variant_drops_last_token():
-    w = pooling_weights(WeightScheme("harmonic_paper"), np.eye(8))
+    w = pooling_weights(make_scheme("harmonic_paper"), np.eye(8))
     assert w[-1] == 0 and w.sum() == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("tau", [0.0, 0.7, 3.0])
 def test_causal_weights_are_mean_pooled_attention(tau):
     T = 10
-    w = pooling_weights(WeightScheme("causal", tau=tau), np.eye(T))
+    w = pooling_weights(make_scheme("causal", tau=tau), np.eye(T))
     t = np.arange(1, T + 1)
     A = np.tril(np.ones((T, T))) / (np.exp(tau) + t - 1)[:, None]
     A[np.diag_indices(T)] = np.exp(tau) / (np.exp(tau) + t - 1)
     assert np.allclose(A.sum(axis=1), 1.0)
     assert np.allclose(w, A.mean(axis=0))
     if tau == 0:
-        assert np.allclose(w, pooling_weights(WeightScheme("harmonic"), np.eye(T)))
+        assert np.allclose(w, pooling_weights(make_scheme("harmonic"), np.eye(T)))
 
 
 def test_optimal_weights_maximise_alpha_over_kappa():
     T = 12
-    R = correlation_matrix(Correlation("prefix", L=4), T)
-    w = pooling_weights(WeightScheme("optimal"), R)
+    R = correlation_matrix(make_correlation("prefix", L=4), T)
+    w = pooling_weights(make_scheme("optimal"), R)
     assert np.allclose(w[:4], 0.5) and np.allclose(w[4:], 0)          # all mass on the prefix
     assert alpha(w, R) / kappa(w) == pytest.approx(np.linalg.eigvalsh(R)[-1])
     rng = np.random.default_rng(3)
     for _ in range(50):
         v = rng.standard_normal(T)
         assert alpha(v, R) / kappa(v) <= alpha(w, R) / kappa(w) + 1e-12
-    ranking = [alpha(pooling_weights(WeightScheme(s), R), R) / kappa(pooling_weights(WeightScheme(s), R))
+    ranking = [alpha(pooling_weights(make_scheme(s), R), R) / kappa(pooling_weights(make_scheme(s), R))
                for s in ("optimal", "harmonic", "mean")]
     assert ranking[0] > ranking[1] > ranking[2]
 
 
 def test_optimal_weights_degenerate_R_is_uniform():
-    w = pooling_weights(WeightScheme("optimal"), np.eye(5))
+    w = pooling_weights(make_scheme("optimal"), np.eye(5))
     assert np.allclose(w, 1 / np.sqrt(5))
 
 
@@ -94,8 +95,8 @@ def test_effective_length():
     assert effective_length(np.array([1.0, 0, 0])) == pytest.approx(1)
 
 
-def _model(d=40, V=60, N=50, T=6, centering="class", scheme="harmonic", corr=Correlation("prefix", L=2), k=3):
-    w = pooling_weights(WeightScheme(scheme), correlation_matrix(corr, T))
+def _model(d=40, V=60, N=50, T=6, centering="class", scheme="harmonic", corr=make_correlation("prefix", L=2), k=3):
+    w = pooling_weights(make_scheme(scheme), correlation_matrix(corr, T))
     return CellModel(d=d, V=V, N=N, T=T, w=w, correlation=corr, centering=centering, top_k=k)
 
 
@@ -143,7 +144,7 @@ def test_same_generator_same_result():
 
 
 def test_optional_observables_leave_the_others_unchanged():
-    base = _model(d=30, V=60, N=90, T=6, corr=Correlation("prefix", L=3), scheme="optimal")
+    base = _model(d=30, V=60, N=90, T=6, corr=make_correlation("prefix", L=3), scheme="optimal")
     snr = np.array([0.0, 20.0])
     plain = simulate_replicate(base, snr, np.random.default_rng(9))
     edges = np.linspace(0, 8, 41)
@@ -251,9 +252,9 @@ def test_rank2_near_ties_match_direct():
 
 def test_schemes_from_one_draw_equal_separate_replicates():
     """All weight schemes of a cell measured from one draw == each simulated on its own stream."""
-    corr = Correlation("prefix", L=2)
+    corr = make_correlation("prefix", L=2)
     R = correlation_matrix(corr, 6)
-    models = [CellModel(d=20, V=40, N=30, T=6, w=pooling_weights(WeightScheme(s), R), correlation=corr,
+    models = [CellModel(d=20, V=40, N=30, T=6, w=pooling_weights(make_scheme(s), R), correlation=corr,
                         centering="none", top_k=2, ridge_penalty=0.1, test_samples=50)
               for s in ("mean", "optimal", "harmonic")]
     snr = np.array([0.0, 3.0])

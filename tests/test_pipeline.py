@@ -11,10 +11,10 @@ import pytest
 import xarray as xr
 from distributed import Client, LocalCluster
 
-from pipeline import load_sweep, open_store, run_sweep
-from pipeline.cli import main
-from pipeline.errors import StoreError
-from pipeline.testing import assert_stores_equal
+from rmtsweep import load_sweep, open_store, run_sweep
+from rmtsweep.cli import main
+from rmtsweep.errors import StoreError
+from rmtsweep.testing import assert_stores_equal
 
 def _run(sweep_path, store_path, workers: int):
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
@@ -99,7 +99,7 @@ def test_cli_status(stores, capsys):
     (["status", "nope.zarr"], r"rmtsweep: error: nope\.zarr: not an rmtsweep store"),
 ])
 def test_cli_user_errors_exit_2_with_one_line(argv, message, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", *argv], cwd=tmp_path,
                           capture_output=True, text=True)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
@@ -109,7 +109,7 @@ def test_cli_user_errors_exit_2_with_one_line(argv, message, tmp_path):
 def test_cli_bad_sweep_writes_nothing(sweep_data, write_sweep, tmp_path):
     sweep_data["grid"]["delta"] = [-1]
     store_path = tmp_path / "s.zarr"
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(write_sweep(sweep_data)),
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(write_sweep(sweep_data)),
                            "--store", str(store_path)], capture_output=True, text=True)
     assert proc.returncode == 2 and "grid.delta[0]" in proc.stderr
     assert not store_path.exists()
@@ -118,7 +118,7 @@ def test_cli_bad_sweep_writes_nothing(sweep_data, write_sweep, tmp_path):
 def test_cli_run_then_read_with_xarray(sweep_data, write_sweep, tmp_path):
     sweep_data["grid"]["weights"] = ["harmonic"]
     store_path = tmp_path / "cli.zarr"
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(write_sweep(sweep_data)),
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(write_sweep(sweep_data)),
                            "--store", str(store_path), "--workers", "1"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "4/4 tasks done" in proc.stdout

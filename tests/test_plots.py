@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.compare import compare, write_comparison
-from pipeline.errors import SelectionError
-from pipeline.execute import compute_task
-from pipeline.grid import tasks
-from pipeline.runner import prepare_store
-from pipeline.spec import SweepFile, parse_sweep
-from pipeline.store import Writer
+from rmtsweep.analysis.compare import compare, write_comparison
+from rmtsweep.errors import SelectionError
+from rmtsweep.run.execute import compute_task
+from rmtsweep.run.grid import tasks
+from rmtsweep.run.runner import prepare_store
+from rmtsweep.spec import SweepFile, parse_sweep
+from rmtsweep.store import Writer
 from tests.conftest import BASE
 
 TINY = {**copy.deepcopy(BASE), "name": "tiny-maps", "d": 20, "top_k": 2,
@@ -58,7 +58,7 @@ def _png_ok(path: Path) -> None:
 @pytest.mark.parametrize("x, y, var, select", [("snr", "gamma", "overlap", None),
                                                 ("weights", "delta", "lambda1_z", {"snr": "4.0", "gamma": "0.5"})])
 def test_map_writes_offline_html_and_png(tiny_store, tmp_path, x, y, var, select):
-    from pipeline.plots import plot_map
+    from rmtsweep.analysis.plots import plot_map
     html, png = plot_map(tiny_store, x, y, var, tmp_path, select=select)
     text = html.read_text()
     assert len(text) > 100_000 and "Bokeh" in text
@@ -67,7 +67,7 @@ def test_map_writes_offline_html_and_png(tiny_store, tmp_path, x, y, var, select
 
 
 def test_map_with_widgets(tiny_store, tmp_path):
-    from pipeline.plots import plot_map
+    from rmtsweep.analysis.plots import plot_map
     html, png = plot_map(tiny_store, "snr", "gamma", "overlap_error", tmp_path, widgets=True,
                          select={"delta": "0.5"})
     assert html.stat().st_size > 100_000 and _offline(html.read_text())
@@ -75,8 +75,8 @@ def test_map_with_widgets(tiny_store, tmp_path):
 
 
 def test_transition_curves_lie_in_the_plane(tiny_store):
-    from pipeline.compare import open_source
-    from pipeline.plots import transition_curves
+    from rmtsweep.analysis.compare import open_source
+    from rmtsweep.analysis.plots import transition_curves
     ds = open_source(tiny_store)
     at = {"delta": 0.5, "gamma": 0.5, "snr": 2.0, "T": 4, "weights": "mean"}
     curves = transition_curves(ds, "snr", "gamma", at)
@@ -93,13 +93,13 @@ def test_transition_curves_lie_in_the_plane(tiny_store):
     ({"x": "snr", "y": "gamma", "var": "overlap", "select": {"T": "99"}}, r"--select T=99: not on the axis"),
 ])
 def test_map_errors(tiny_store, tmp_path, kwargs, match):
-    from pipeline.plots import plot_map
+    from rmtsweep.analysis.plots import plot_map
     with pytest.raises(SelectionError, match=match):
         plot_map(tiny_store, out=tmp_path, **kwargs)
 
 
 def test_figures(tiny_store, tmp_path):
-    from pipeline.figures import figures
+    from rmtsweep.analysis.figures import figures
     files, notes = figures([tiny_store], tmp_path)
     names = {f.name for f in files}
     assert {"fig-a-spectrum.png", "fig-b-alignment.png", "fig-d-accuracy.png"} <= names
@@ -110,7 +110,7 @@ def test_figures(tiny_store, tmp_path):
 
 
 def test_cli_plot_and_exit_status(tiny_store, tmp_path, capsys):
-    from pipeline.cli import main
+    from rmtsweep.cli import main
     main(["plot", str(tiny_store), "--x", "snr", "--y", "delta", "--var", "overlap", "--out", str(tmp_path),
           "--select", "gamma=0.5", "--select", "weights=mean"])
     assert (tmp_path / "tiny-overlap-snr-delta.png").exists()

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pipeline import theory
-from pipeline.predict import theory_dataset
-from pipeline.spec import parse_sweep
+from rmtsweep import theory
+from rmtsweep.theory.on_grid import theory_dataset
+from rmtsweep.spec import parse_sweep
 
 
 def _close(a, b) -> bool:

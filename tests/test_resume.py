@@ -19,10 +19,11 @@ import yaml
 import zarr
 from distributed import Client, LocalCluster
 
-from pipeline import execute, load_sweep, open_store, run_sweep
-from pipeline.errors import StoreError, TaskFailedError
-from pipeline.runner import JOURNAL
-from pipeline.testing import assert_stores_equal
+from rmtsweep import load_sweep, open_store, run_sweep
+from rmtsweep.run import execute
+from rmtsweep.errors import StoreError, TaskFailedError
+from rmtsweep.store import JOURNAL_NAME as JOURNAL
+from rmtsweep.testing import assert_stores_equal
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +72,7 @@ def _writes(store: Path) -> int:
 def test_sigkill_at_three_random_points_then_resume(medium, tmp_path):
     sweep_path, clean = medium
     store = tmp_path / "killed.zarr"
-    cmd = [sys.executable, "-m", "pipeline.cli", "run", str(sweep_path), "--store", str(store),
+    cmd = [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep_path), "--store", str(store),
            "--workers", "2", "--no-progress"]
     rng = np.random.default_rng(20261129)
     targets = sorted(rng.choice(np.arange(4, 58), size=3, replace=False))
@@ -102,7 +103,7 @@ def test_sigkill_at_three_random_points_then_resume(medium, tmp_path):
     assert len(set().union(*written)) >= 64 - 3    # a kill may fall between a task's done flag and its log line
     assert recomputed <= 3 * in_flight
     # every replicate says which run computed it
-    st = subprocess.run([sys.executable, "-m", "pipeline.cli", "status", str(store)], capture_output=True, text=True)
+    st = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "status", str(store)], capture_output=True, text=True)
     assert "tasks done: 64 / 64 (100.0%)" in st.stdout
 
 
@@ -179,7 +180,7 @@ def test_extension_adds_replicates_and_axis_values(reference, sweep_data, write_
     ds = open_store(store)
     carried = ds["run"].sel(delta=[0.5, 1.0], weights=["mean", "optimal"], replicate=[0, 1, 2, 3])
     assert bool((carried == 0).all())                                     # computed by the original run
-    status = subprocess.run([sys.executable, "-m", "pipeline.cli", "status", str(store)], capture_output=True,
+    status = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "status", str(store)], capture_output=True,
                             text=True)
     assert "differ in sweep, version or revision" in status.stdout
     assert re.search(r"run 0 started .*: 16 replicates", status.stdout)

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from distributed import Client
 
-from pipeline.testing import assert_stores_equal
+from rmtsweep.testing import assert_stores_equal
 
-from pipeline.clusters import load_cluster_config, make_cluster, scale_cluster
+from rmtsweep.clusters import load_cluster_config, make_cluster, scale_cluster
 
 pytestmark = pytest.mark.slurm
 
@@ -98,7 +98,7 @@ def test_sweep_on_slurm_equals_local_cluster(slurm, reference, tmp_path):
     store_path = tmp_path / "slurm.zarr"
     before = queued_jobs()
     proc = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "run", str(sweep_path), "--store", str(store_path),
+        [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep_path), "--store", str(store_path),
          "--cluster", "slurm", "--jobs", "2", "--queue", "debug", "--cores", "1", "--memory", "1GB",
          "--walltime", "00:10:00", "--interface", "lo", "--no-progress"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -113,7 +113,7 @@ def test_submit_runs_the_sweep_as_a_driver_job(slurm, reference, tmp_path):
     sweep_path, local_store = reference
     store_path = tmp_path / "submitted.zarr"
     proc = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "submit", str(sweep_path), "--store", str(store_path),
+        [sys.executable, "-m", "rmtsweep.cli", "submit", str(sweep_path), "--store", str(store_path),
          "--cluster", "slurm", "--jobs", "1", "--queue", "debug", "--cores", "1", "--memory", "1GB",
          "--walltime", "00:10:00", "--interface", "lo"],
         cwd=tmp_path, capture_output=True, text=True, timeout=60)

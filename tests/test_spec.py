@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import SweepDefinitionError
-from pipeline.spec import load_sweep, parse_sweep
+from rmtsweep.errors import SweepDefinitionError
+from rmtsweep.spec import load_sweep, parse_sweep
 
 
 def test_demo_sweep_loads():
     sf = load_sweep("sweeps/demo.yaml")
     s = sf.sweep
     assert s.grid.snr == pytest.approx([0.5 * i for i in range(13)])
-    assert [w.label for w in s.weight_schemes()] == ["mean", "optimal", "harmonic"]
+    assert [w.label for w in s.grid.weights] == ["mean", "optimal", "harmonic"]
     assert s.sizes(0.5, 0.25) == (600, 1200)
     assert len(s.digest()) == 64
 
@@ -28,7 +28,7 @@ def test_digest_ignores_formatting(sweep_data):
 def test_parameterised_weights(sweep_data):
     sweep_data["grid"]["weights"] = ["harmonic_paper", {"scheme": "causal", "tau": 1.5},
                                      {"scheme": "custom", "values": [1, 0, 0, 0], "name": "first"}]
-    labels = [w.label for w in parse_sweep(sweep_data).weight_schemes()]
+    labels = [w.label for w in parse_sweep(sweep_data).grid.weights]
     assert labels == ["harmonic_paper", "causal(tau=1.5)", "first"]
 
 

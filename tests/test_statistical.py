@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.execute import compute_task
-from pipeline.grid import tasks
-from pipeline.predict import theory_dataset
-from pipeline.spec import parse_sweep
-from pipeline.testing import assert_mc_close
+from rmtsweep.run.execute import compute_task
+from rmtsweep.run.grid import tasks
+from rmtsweep.theory.on_grid import theory_dataset
+from rmtsweep.spec import parse_sweep
+from rmtsweep.testing import assert_mc_close
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ def _sweep(centering: str, snr: list[float], replicates: int = 24):
 def _run(sweep):
     """The one task of a one-scheme sweep: its results (scheme axis dropped) and its theory."""
     (task,) = list(tasks(sweep))
-    sel = {"delta": task.delta, "gamma": task.gamma, "T": task.T, "weights": task.schemes[0].label}
+    sel = dict(zip(("delta", "gamma", "T"), task.point), weights=task.schemes[0].label)
     return {k: v[0] for k, v in compute_task(task).items()}, theory_dataset(sweep).sel(sel)
 
 

@@ -1,4 +1,4 @@
-"""Tests of pipeline.theory: the bulk law MP_delta ⊠ MP_gamma and the spike formulas (THEORY.md §3-5)."""
+"""Tests of rmtsweep.theory: the bulk law MP_delta ⊠ MP_gamma and the spike formulas (THEORY.md §3-5)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from pipeline import theory
-from pipeline.theory import (
+from rmtsweep import theory
+from rmtsweep.theory import (
     atom,
     density,
     edge,

@@ -1,10 +1,16 @@
 """The Monte Carlo side: correlation models, pooling weights, one replicate. No dask, no files."""
 
-from .correlation import Correlation, correlation_matrix, draw_signs
-from .replicate import CellModel, ReplicateResult, simulate_replicate
-from .weights import WeightScheme, alpha, effective_length, kappa, pooling_weights
+from .correlation import (CORRELATIONS, IID, Correlation, CorrelationSpec, Decay, Full, Label, Markov, Prefix,
+                          correlation_matrix, draw_signs, make_correlation)
+from .replicate import CellModel, Draws, ReplicateResult, draw_replicate, simulate_replicate, simulate_schemes
+from .topk import spectrum_top_k
+from .weights import (SCHEMES, Causal, Custom, Harmonic, HarmonicPaper, Mean, Optimal, Scheme, WeightsSpec, alpha,
+                      effective_length, kappa, make_scheme, pooling_weights)
 
 __all__ = [
-    "CellModel", "Correlation", "ReplicateResult", "WeightScheme", "alpha", "correlation_matrix",
-    "draw_signs", "effective_length", "kappa", "pooling_weights", "simulate_replicate",
+    "CORRELATIONS", "IID", "SCHEMES", "Causal", "CellModel", "Correlation", "CorrelationSpec", "Custom", "Decay",
+    "Draws", "Full", "Harmonic", "HarmonicPaper", "Label", "Markov", "Mean", "Optimal", "Prefix", "ReplicateResult",
+    "Scheme", "WeightsSpec", "alpha", "correlation_matrix", "draw_replicate", "draw_signs", "effective_length",
+    "kappa", "make_correlation", "make_scheme", "pooling_weights", "simulate_replicate", "simulate_schemes",
+    "spectrum_top_k",
 ]

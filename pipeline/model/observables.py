@@ -16,7 +16,7 @@ def spectrum_density(C0T: np.ndarray, a: np.ndarray, u: np.ndarray, snr: np.ndar
     All ``d`` eigenvalues are counted, including the ``d - N`` exact zeros when ``N < d`` (they fall
     in the first bin); eigenvalues beyond the last edge are not counted. Averaging rows over
     replicates gives the empirical spectral density to hold against
-    :func:`pipeline.theory.density`.
+    :func:`rmtsweep.theory.density`.
 
     Returns
     -------

@@ -1,70 +1,170 @@
-"""Pooling weights ``w`` (THEORY.md §2) and their scalars ``kappa = ||w||^2``, ``alpha = w^T R w``.
+"""Pooling weights ``w`` and their scalars ``kappa = ||w||^2``, ``alpha = w^T R w``.
 
-Schemes and their normalisation (the theory is scale-invariant in ``w``; eigenvalues are stored in
-absolute units, so the normalisation shows up only through ``kappa``):
+One small frozen class per scheme; the registry :data:`SCHEMES` is what a sweep file's
+``grid.weights`` validates against (:data:`WeightsSpec`, told apart by ``scheme``), so adding a
+scheme is one class here plus its tests. Normalisation: the theory is scale-invariant in ``w``;
+eigenvalues are stored in absolute units, so the normalisation shows up only through ``kappa``.
 
 - ``mean``: ``w_t = 1/T`` (sums to 1).
-- ``optimal``: the top eigenvector of ``R`` with unit norm, sign fixed so its sum is positive
-  (Theorem 5). Where the top eigenvalue is degenerate (``iid``, ``prefix(L=1)``: ``R = I``) the
-  choice is the normalised projection of the uniform vector on the top eigenspace, so the result is
-  deterministic.
-- ``harmonic``: uniform causal attention followed by mean pooling,
-  ``w_t = (H_T - H_{t-1}) / T`` (sums to 1). This is our derivation; the paper summary writes
-  ``w_t ∝ H_{T-1} - H_{t-1}``, which gives the last token weight 0: that variant is
-  ``harmonic_paper`` (normalised to sum 1, needs ``T >= 2``).
+- ``optimal``: the top eigenvector of ``R`` with unit norm, sign fixed so its sum is positive. Where
+  the top eigenvalue is degenerate (``iid``, ``prefix(L=1)``: ``R = I``) the choice is the
+  normalised projection of the uniform vector on the top eigenspace, so the result is deterministic.
+- ``harmonic``: uniform causal attention followed by mean pooling, ``w_t = (H_T - H_{t-1}) / T``
+  (sums to 1). The paper's summary writes ``w_t ∝ H_{T-1} - H_{t-1}``, which gives the last token
+  weight 0: that variant is ``harmonic_paper`` (normalised to sum 1, needs ``T >= 2``).
 - ``causal(tau)``: the large-d limit of causal softmax attention with scores ``(tau/d) x_t^T x_s``:
   ``a_tt = e^tau / (e^tau + t - 1)``, ``a_ts = 1 / (e^tau + t - 1)`` for ``s < t``, mean pooled
   (sums to 1). ``tau = 0`` is ``harmonic``.
 - ``custom``: a user-given vector, used as given.
-
-Data-dependent weights (finite-d softmax ``attention``) are not fixed vectors; a scheme reports this
-through :attr:`WeightScheme.data_dependent` and the replicate code is where they will plug in.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import math
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-SchemeName = Literal["mean", "optimal", "harmonic", "harmonic_paper", "causal", "custom"]
+__all__ = [
+    "SCHEMES", "Causal", "Custom", "Harmonic", "HarmonicPaper", "Mean", "Optimal", "Scheme", "WeightsSpec",
+    "alpha", "causal_weights", "effective_length", "harmonic_numbers", "kappa", "make_scheme",
+    "optimal_weights", "pooling_weights",
+]
 
 
-@dataclass(frozen=True)
-class WeightScheme:
-    """A pooling-weight scheme, one value of the ``weights`` axis.
+class Scheme(BaseModel):
+    """Base class of the weights schemes: one value of the ``weights`` axis.
 
-    Parameters
-    ----------
-    scheme
-        The scheme's name.
-    tau
-        Score scale for ``causal``.
-    values
-        The vector for ``custom``.
-    name
-        The label used as the ``weights`` coordinate (defaults to a canonical label).
+    Subclasses set ``scheme`` (the tag of the sweep file) and implement :meth:`weights`; ``name``
+    replaces the coordinate label.
     """
 
-    scheme: SchemeName
-    tau: float | None = None
-    values: tuple[float, ...] | None = None
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    scheme: str
     name: str | None = None
+    data_dependent: ClassVar[bool] = False
+    """Whether the weights depend on the replicate's embeddings (none of the fixed schemes do)."""
 
     @property
     def label(self) -> str:
-        """The coordinate label, e.g. ``mean`` or ``causal(tau=1)``."""
-        if self.name:
-            return self.name
-        if self.scheme == "causal":
-            return f"causal(tau={self.tau:g})"
+        """The ``weights`` coordinate, e.g. ``mean`` or ``causal(tau=1)``."""
+        return self.name or self._default_label()
+
+    def _default_label(self) -> str:
         return self.scheme
 
-    @property
-    def data_dependent(self) -> bool:
-        """Whether the weights depend on the replicate's embeddings (none of the fixed schemes do)."""
-        return False
+    def weights(self, R: np.ndarray) -> np.ndarray:
+        """The weight vector for the correlation ``R`` (its size gives ``T``)."""
+        raise NotImplementedError
+
+    def problems(self, Ts: tuple[int, ...], where: str) -> list[str]:
+        """Inconsistencies with the sweep's sequence lengths; ``where`` names the field."""
+        return []
+
+
+class Mean(Scheme):
+    """``w_t = 1/T``."""
+
+    scheme: Literal["mean"] = "mean"
+
+    def weights(self, R: np.ndarray) -> np.ndarray:
+        return np.full(R.shape[0], 1.0 / R.shape[0])
+
+
+class Optimal(Scheme):
+    """The top eigenvector of ``R`` (maximises ``alpha / kappa``)."""
+
+    scheme: Literal["optimal"] = "optimal"
+
+    def weights(self, R: np.ndarray) -> np.ndarray:
+        return optimal_weights(R)
+
+
+class Harmonic(Scheme):
+    """Uniform causal attention, mean pooled: ``w_t = (H_T - H_{t-1}) / T``."""
+
+    scheme: Literal["harmonic"] = "harmonic"
+
+    def weights(self, R: np.ndarray) -> np.ndarray:
+        T = R.shape[0]
+        H = harmonic_numbers(T)
+        return (H[T] - H[:T]) / T
+
+
+class HarmonicPaper(Scheme):
+    """The paper summary's indexing ``w_t ∝ H_{T-1} - H_{t-1}`` (last weight 0), summing to 1."""
+
+    scheme: Literal["harmonic_paper"] = "harmonic_paper"
+
+    def weights(self, R: np.ndarray) -> np.ndarray:
+        T = R.shape[0]
+        H = harmonic_numbers(T)
+        w = H[T - 1] - H[:T]
+        return w / w.sum()
+
+    def problems(self, Ts: tuple[int, ...], where: str) -> list[str]:
+        if min(Ts) < 2:
+            return [f"{where}: harmonic_paper needs T >= 2 (its only weight is 0 at T = 1)"]
+        return []
+
+
+class Causal(Scheme):
+    """Large-d causal softmax attention with score scale ``tau / d``, mean pooled."""
+
+    scheme: Literal["causal"] = "causal"
+    tau: float
+
+    @field_validator("tau")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("tau must be finite")
+        return v
+
+    def _default_label(self) -> str:
+        return f"causal(tau={self.tau:g})"
+
+    def weights(self, R: np.ndarray) -> np.ndarray:
+        return causal_weights(R.shape[0], float(self.tau))
+
+
+class Custom(Scheme):
+    """A user-given vector, used as given."""
+
+    scheme: Literal["custom"] = "custom"
+    values: tuple[float, ...]
+
+    @field_validator("values")
+    @classmethod
+    def _usable(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not all(math.isfinite(x) for x in v):
+            raise ValueError("custom weights must be finite")
+        if not any(v):
+            raise ValueError("custom weights are all zero")
+        return v
+
+    def weights(self, R: np.ndarray) -> np.ndarray:
+        return np.asarray(self.values, dtype=float)
+
+    def problems(self, Ts: tuple[int, ...], where: str) -> list[str]:
+        if any(len(self.values) != T for T in Ts):
+            return [f"{where}.values: {len(self.values)} values but grid.T has {list(Ts)}"]
+        return []
+
+
+SCHEMES: tuple[type[Scheme], ...] = (Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom)
+"""The registry: every weights scheme, one class each."""
+
+WeightsSpec = Annotated[Union[Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom], Field(discriminator="scheme")]
+"""What one entry of a sweep file's ``grid.weights`` validates against."""
+
+_ADAPTER = TypeAdapter(WeightsSpec)
+
+
+def make_scheme(scheme: str, **params: Any) -> Scheme:
+    """A weights scheme by name, validated: ``make_scheme("causal", tau=1.0)``."""
+    return _ADAPTER.validate_python({"scheme": scheme, **params})
 
 
 def harmonic_numbers(n: int) -> np.ndarray:
@@ -98,31 +198,15 @@ def causal_weights(T: int, tau: float) -> np.ndarray:
     return (np.exp(tau) * inv + later) / T
 
 
-def pooling_weights(scheme: WeightScheme, R: np.ndarray) -> np.ndarray:
+def pooling_weights(scheme: Scheme, R: np.ndarray) -> np.ndarray:
     """The weight vector of ``scheme`` for the correlation ``R`` (its size gives ``T``).
 
     Examples
     --------
-    >>> pooling_weights(WeightScheme("harmonic"), np.eye(3)).round(4)
+    >>> pooling_weights(Harmonic(), np.eye(3)).round(4)
     array([0.6111, 0.2778, 0.1111])
     """
-    T = R.shape[0]
-    if scheme.scheme == "mean":
-        return np.full(T, 1.0 / T)
-    if scheme.scheme == "optimal":
-        return optimal_weights(R)
-    if scheme.scheme == "harmonic":
-        H = harmonic_numbers(T)
-        return (H[T] - H[:T]) / T
-    if scheme.scheme == "harmonic_paper":
-        H = harmonic_numbers(T)
-        w = H[T - 1] - H[:T]
-        return w / w.sum()
-    if scheme.scheme == "causal":
-        return causal_weights(T, float(scheme.tau))
-    if scheme.scheme == "custom":
-        return np.asarray(scheme.values, dtype=float)
-    raise ValueError(f"unknown weights scheme {scheme.scheme!r}")
+    return scheme.weights(R)
 
 
 def kappa(w: np.ndarray) -> float:
@@ -136,5 +220,5 @@ def alpha(w: np.ndarray, R: np.ndarray) -> float:
 
 
 def effective_length(w: np.ndarray) -> float:
-    """``T_eff = kappa^2 / sum_t w_t^4`` (THEORY.md §5: the cubic bulk law needs T_eff ≳ 4)."""
+    """``T_eff = kappa^2 / sum_t w_t^4`` (the cubic bulk law needs ``T_eff ≳ 4``, docs/theory.md)."""
     return float((w @ w) ** 2 / np.sum(w**4))

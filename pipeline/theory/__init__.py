@@ -1,9 +1,10 @@
-"""Exact large-dimension theory for ``S / kappa`` (THEORY.md §3-5): pure numpy, vectorised.
+"""Exact large-dimension theory for ``S / kappa`` (docs/theory.md): pure numpy and xarray, no files.
 
-- :mod:`pipeline.theory.bulk`: the bulk law ``MP_delta ⊠ MP_gamma`` (edge, atom, density, moments,
+- :mod:`rmtsweep.theory.bulk`: the bulk law ``MP_delta ⊠ MP_gamma`` (edge, atom, density, moments,
   Stieltjes transform).
-- :mod:`pipeline.theory.spikes`: thresholds, outlier locations and alignments, and the corrections for an
-  uncentred table.
+- :mod:`rmtsweep.theory.spikes`: thresholds, outlier locations and alignments, and the corrections for
+  an uncentred table.
+- :mod:`rmtsweep.theory.on_grid`: all of it evaluated on a sweep's grid (the store's theory arrays).
 """
 
 from __future__ import annotations

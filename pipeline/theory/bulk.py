@@ -9,7 +9,7 @@ With ``G(z) = ∫ dmu(t) / (z - t)`` and ``g = z G(z)``, the S-transform
 Writing ``g = 1 + 1/a`` turns ``z(g)`` into ``lam(a) = (a + 1)(a + delta)(a + gamma) / a^2``. The right edge
 is the minimum of ``lam`` over ``a > 0``, reached at the largest root ``a_c`` of
 ``a^3 - (delta + gamma + delta gamma) a - 2 delta gamma = 0`` (setting ``d log lam / da = 0``). The same
-``a_c`` gives the sample threshold ``rho_c = delta + a_c`` of :mod:`pipeline.theory.spikes`, and the sample
+``a_c`` gives the sample threshold ``rho_c = delta + a_c`` of :mod:`rmtsweep.theory.spikes`, and the sample
 outlier there is ``lam(rho - delta)``: at ``rho_c`` it sits exactly on the edge.
 
 All functions broadcast their arguments against each other and return float64 arrays (0-d for scalars).
@@ -20,39 +20,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._common import MAX_NEWTON, broadcast, critical_a
+
 __all__ = ["atom", "density", "edge", "moments", "stieltjes", "stieltjes_derivative"]
 
 Float = NDArray[np.float64]
-
-_MAX_NEWTON = 200  # cap on the (early-stopping) monotone Newton iterations below
-
-
-def _broadcast(*args: ArrayLike) -> list[Float]:
-    """Float64 copies of the arguments, broadcast against each other."""
-    arrays = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in args))
-    return [np.array(a) for a in arrays]
-
-
-def _critical_a(delta: Float, gamma: Float) -> Float:
-    """Top root ``a_c >= 0`` of ``a^3 - p a - q``; ``p = delta + gamma + delta gamma``, ``q = 2 delta gamma``.
-
-    Newton from ``a0 = sqrt(p) + q^(1/3)`` (where the cubic is >= 0, increasing and convex) decreases
-    monotonically to the root, so it cannot overshoot. ``a_c = 0`` when ``delta = gamma = 0``.
-    """
-    p = delta + gamma + delta * gamma
-    q = 2.0 * delta * gamma
-    a = np.sqrt(p) + np.cbrt(q)
-    for _ in range(_MAX_NEWTON):
-        f = a**3 - p * a - q
-        fp = 3.0 * a**2 - p
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where((fp > 0) & (f > 0), f / fp, 0.0)
-        a_new = a - step
-        if not np.any(a_new < a):  # no element moved down any more: converged to machine precision
-            break
-        a = np.minimum(a, a_new)
-    return a
-
 
 def _lam(a: Float, delta: Float, gamma: Float) -> Float:
     """``z(1 + 1/a) = (a + 1)(a + delta)(a + gamma) / a^2`` (1 at ``a = delta = gamma = 0``)."""
@@ -95,8 +67,8 @@ def edge(delta: ArrayLike, gamma: ArrayLike) -> Float:
     >>> round(float(edge(0.5, 0.5)), 3)
     4.409
     """
-    delta, gamma = _broadcast(delta, gamma)
-    return _lam(_critical_a(delta, gamma), delta, gamma)
+    delta, gamma = broadcast(delta, gamma)
+    return _lam(critical_a(delta, gamma), delta, gamma)
 
 
 def atom(delta: ArrayLike, gamma: ArrayLike) -> Float:
@@ -107,14 +79,14 @@ def atom(delta: ArrayLike, gamma: ArrayLike) -> Float:
     branch picks ``max(0, 1 - 1/delta, 1 - 1/gamma)``, the same number. Checked against
     ``1 - ∫ density`` in the tests.
     """
-    delta, gamma = _broadcast(delta, gamma)
+    delta, gamma = broadcast(delta, gamma)
     with np.errstate(divide="ignore"):
         return np.asarray(1.0 - np.minimum(1.0, np.minimum(1.0 / delta, 1.0 / gamma)))
 
 
 def moments(delta: ArrayLike, gamma: ArrayLike) -> tuple[Float, Float]:
     """First and second moments ``(1, 1 + delta + gamma)`` of the law (atom included)."""
-    delta, gamma = _broadcast(delta, gamma)
+    delta, gamma = broadcast(delta, gamma)
     return np.ones_like(delta), np.asarray(1.0 + delta + gamma)
 
 
@@ -147,7 +119,7 @@ def density(x: ArrayLike, delta: ArrayLike, gamma: ArrayLike) -> Float:
     ndarray
         The density, ``>= 0``.
     """
-    x, delta, gamma = _broadcast(x, delta, gamma)
+    x, delta, gamma = broadcast(x, delta, gamma)
     out = np.zeros(x.shape)
     inside = (x > 0) & (x > _lower_edge(delta, gamma)) & (x < edge(delta, gamma)) & (delta + gamma > 0)
     cub = inside & (delta * gamma > 0)
@@ -184,7 +156,7 @@ def _a_of_z(z: Float, delta: Float, gamma: Float) -> Float:
     s1, s2, s3 = 1.0 + delta + gamma, delta + gamma + delta * gamma, delta * gamma
     valid = z > edge(delta, gamma)
     a = np.where(valid, z, np.nan)
-    for _ in range(_MAX_NEWTON):
+    for _ in range(MAX_NEWTON):
         f = ((a + s1 - z) * a + s2) * a + s3
         fp = (3.0 * a + 2.0 * (s1 - z)) * a + s2
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -202,7 +174,7 @@ def stieltjes(z: ArrayLike, delta: ArrayLike, gamma: ArrayLike) -> Float:
     ``G = g / z`` with ``g = 1 + 1/a`` the root of the cubic continuous from ``g -> 1`` at ``z -> inf``
     (so ``G(z) ~ 1/z``). NaN for ``z <= edge``.
     """
-    z, delta, gamma = _broadcast(z, delta, gamma)
+    z, delta, gamma = broadcast(z, delta, gamma)
     return np.asarray((1.0 + 1.0 / _a_of_z(z, delta, gamma)) / z)
 
 
@@ -213,7 +185,7 @@ def stieltjes_derivative(z: ArrayLike, delta: ArrayLike, gamma: ArrayLike) -> Fl
     ``d log z / dg = 1/g + delta/(1 - delta + delta g) + gamma/(1 - gamma + gamma g) - 1/(g - 1)``;
     it tends to ``-inf`` at the edge (square-root edge). NaN for ``z <= edge``.
     """
-    z, delta, gamma = _broadcast(z, delta, gamma)
+    z, delta, gamma = broadcast(z, delta, gamma)
     a = _a_of_z(z, delta, gamma)
     t = 1.0 / a  # t = g - 1
     dlog = 1.0 / (1.0 + t) + delta / (1.0 + delta * t) + gamma / (1.0 + gamma * t) - a

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from pipeline.theory.bulk import _broadcast, _critical_a, edge, stieltjes, stieltjes_derivative
+from ._common import broadcast, critical_a
+from .bulk import edge, stieltjes, stieltjes_derivative
 
 __all__ = [
     "outlier_from_stieltjes",
@@ -33,6 +34,7 @@ __all__ = [
     "sample_outlier",
     "sample_threshold",
     "snr_threshold",
+    "transition_snr",
     "uncentred",
 ]
 
@@ -41,7 +43,7 @@ Float = NDArray[np.float64]
 
 def population_threshold(delta: ArrayLike) -> Float:
     """Population threshold ``delta + sqrt(delta)`` on ``rho`` (the ``gamma -> 0`` limit of ``rho_c``)."""
-    (delta,) = _broadcast(delta)
+    (delta,) = broadcast(delta)
     return np.asarray(delta + np.sqrt(delta))
 
 
@@ -54,13 +56,13 @@ def _population(rho: Float, delta: Float) -> tuple[Float, Float, NDArray[np.bool
 
 def population_outlier(rho: ArrayLike, delta: ArrayLike) -> Float:
     """Population outlier ``ell = rho (rho + 1 - delta) / (rho - delta)`` above threshold, NaN below."""
-    rho, delta = _broadcast(rho, delta)
+    rho, delta = broadcast(rho, delta)
     return np.asarray(_population(rho, delta)[0])
 
 
 def population_overlap(rho: ArrayLike, delta: ArrayLike) -> Float:
     """Population alignment ``zeta_pop = 1 - delta / (rho - delta)^2`` above threshold, 0 below."""
-    rho, delta = _broadcast(rho, delta)
+    rho, delta = broadcast(rho, delta)
     _, zeta, above = _population(rho, delta)
     return np.where(above, zeta, 0.0)
 
@@ -76,13 +78,13 @@ def sample_threshold(delta: ArrayLike, gamma: ArrayLike) -> Float:
     >>> [round(float(sample_threshold(d, g)), 3) for d, g in [(0.5, 0.5), (1, 0.25), (0.25, 1)]]
     [1.781, 2.366, 1.616]
     """
-    delta, gamma = _broadcast(delta, gamma)
-    return np.asarray(delta + _critical_a(delta, gamma))
+    delta, gamma = broadcast(delta, gamma)
+    return np.asarray(delta + critical_a(delta, gamma))
 
 
 def _sample(rho: Float, delta: Float, gamma: Float) -> tuple[Float, Float, NDArray[np.bool_]]:
     """``psi(ell)``, ``zeta_pop * zeta_samp`` (NaN below ``rho_c``) and the mask ``rho > rho_c``."""
-    above = rho > delta + _critical_a(delta, gamma)
+    above = rho > delta + critical_a(delta, gamma)
     ell, zeta_pop, _ = _population(np.where(above, rho, np.nan), delta)
     psi = ell * (1.0 - gamma + gamma * ell / rho)
     dpsi = 1.0 - gamma + 2.0 * gamma * ell / rho - gamma * ell**2 / (rho**2 * zeta_pop)
@@ -91,7 +93,7 @@ def _sample(rho: Float, delta: Float, gamma: Float) -> tuple[Float, Float, NDArr
 
 def sample_outlier(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike) -> Float:
     """Top eigenvalue of ``S / kappa``: ``psi(ell(rho))`` above ``rho_c``, the bulk edge below."""
-    rho, delta, gamma = _broadcast(rho, delta, gamma)
+    rho, delta, gamma = broadcast(rho, delta, gamma)
     psi, _, above = _sample(rho, delta, gamma)
     return np.where(above, psi, edge(delta, gamma))
 
@@ -101,24 +103,38 @@ def overlap(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike) -> Float:
 
     0 at or below ``rho_c``.
     """
-    rho, delta, gamma = _broadcast(rho, delta, gamma)
+    rho, delta, gamma = broadcast(rho, delta, gamma)
     _, zeta, above = _sample(rho, delta, gamma)
     return np.where(above, zeta, 0.0)
 
 
 def phase(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike) -> NDArray[np.int8]:
     """0: no population outlier; 1: population outlier only (invisible in ``S``); 2: sample outlier."""
-    rho, delta, gamma = _broadcast(rho, delta, gamma)
+    rho, delta, gamma = broadcast(rho, delta, gamma)
     pop = rho > delta + np.sqrt(delta)
-    samp = rho > delta + _critical_a(delta, gamma)
+    samp = rho > delta + critical_a(delta, gamma)
     return np.asarray(pop.astype(np.int8) + (pop & samp).astype(np.int8), dtype=np.int8)
 
 
 def snr_threshold(rho_threshold: ArrayLike, alpha: ArrayLike, kappa: ArrayLike) -> Float:
     """SNR threshold ``rho_threshold * kappa / alpha`` (``inf`` where ``alpha == 0``)."""
-    rho_threshold, alpha, kappa = _broadcast(rho_threshold, alpha, kappa)
+    rho_threshold, alpha, kappa = broadcast(rho_threshold, alpha, kappa)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(alpha == 0, np.inf, rho_threshold * kappa / alpha)
+
+
+def transition_snr(kind: str, alpha: ArrayLike, kappa: ArrayLike, delta: ArrayLike, gamma: ArrayLike,
+                   centering: str = "class") -> Float:
+    """The SNR of the ``"population"`` or ``"sample"`` transition of a weights scheme.
+
+    ``rho_threshold kappa / alpha`` for a class-centred table; on an uncentred one the signal spike
+    has ``rho_s = (alpha/kappa)(snr + delta)``, so the threshold moves down by ``delta`` (and is 0
+    where ``delta`` alone passes it).
+    """
+    alpha, kappa, delta, gamma = broadcast(alpha, kappa, delta, gamma)
+    rho = population_threshold(delta) if kind == "population" else sample_threshold(delta, gamma)
+    snr = snr_threshold(rho, alpha, kappa)
+    return np.asarray(np.maximum(snr - delta, 0.0) if centering == "none" else snr)
 
 
 def uncentred(
@@ -144,10 +160,10 @@ def uncentred(
         ``rho_signal = (alpha/kappa)(snr + delta)``; ``signal_outlier`` (kappa units);
         ``signal_overlap = overlap(rho_signal) snr / (snr + delta)`` (alignment with ``u``, 0 where
         ``snr + delta == 0``); ``rho_mean = w1^2 delta / kappa``; ``mean_outlier`` (kappa units; its
-        eigenvector lies along ``b``, orthogonal to ``u``); ``signal_phase`` and ``mean_phase``
+        eigenvector lies along ``b``, orthogonal to ``u``) and ``mean_overlap`` (its alignment with ``b``); ``signal_phase`` and ``mean_phase``
         (:func:`phase`); ``top`` the larger of the two outliers (the edge when neither exists).
     """
-    snr, alpha, kappa, w1, delta, gamma = _broadcast(snr, alpha, kappa, w1, delta, gamma)
+    snr, alpha, kappa, w1, delta, gamma = broadcast(snr, alpha, kappa, w1, delta, gamma)
     rho_signal = alpha / kappa * (snr + delta)
     rho_mean = w1**2 * delta / kappa
     total = snr + delta
@@ -161,6 +177,7 @@ def uncentred(
         "signal_overlap": overlap(rho_signal, delta, gamma) * share,
         "rho_mean": rho_mean,
         "mean_outlier": mean_outlier,
+        "mean_overlap": overlap(rho_mean, delta, gamma),
         "signal_phase": phase(rho_signal, delta, gamma),
         "mean_phase": phase(rho_mean, delta, gamma),
         "top": np.maximum(signal_outlier, mean_outlier),
@@ -186,7 +203,7 @@ def outlier_from_stieltjes(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike) -
     (location, overlap)
         Both in the units of :func:`sample_outlier` and :func:`overlap`.
     """
-    rho, delta, gamma = _broadcast(rho, delta, gamma)
+    rho, delta, gamma = broadcast(rho, delta, gamma)
     lo = edge(delta, gamma)
     tiny = lo * (1.0 + 1e-12)  # D is finite at the edge; stay just inside the domain of `stieltjes`
     exists = rho * _d_of_l(tiny, delta, gamma) > 1.0

@@ -13,17 +13,20 @@ Plotting libraries are imported inside the functions, so ``rmtsweep run`` never 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from . import theory
+from .. import theory
+from ..dims import AXES
+from ..errors import SelectionError
 from .compare import GROUP, compare, open_source
-from .errors import SelectionError
 
-AXES = ("delta", "gamma", "snr", "T", "weights")
+__all__ = ["heat_map", "map_data", "plot_map", "save_map", "snr_transition", "transition_curves"]
+
 DIVERGING = ("_error", "_z")
 MAX_PANELS = 24
 CATEGORICAL = ("T", "weights")  # drawn at equally spaced positions, labelled with their values
@@ -67,15 +70,14 @@ def map_data(path: str | Path, var: str, select: dict | None = None) -> tuple[xr
     return da.load(), ds
 
 
-def _snr_threshold(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None) -> np.ndarray:
-    """SNR of the population or sample transition for arrays of delta and gamma at one (T, weights)."""
-    ratio = float((ds["theory_alpha"] / ds["theory_kappa"]).sel(T=T, weights=weights))
-    delta, gamma = np.broadcast_arrays(np.asarray(delta, float), np.asarray(gamma, float))
-    rho = (theory.population_threshold(delta) if kind == "population" else theory.sample_threshold(delta, gamma))
-    snr = rho / ratio
-    if ds.attrs.get("table_centering") == "none":
-        snr = np.maximum(snr - delta, 0.0)
-    return snr
+def snr_transition(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None) -> np.ndarray:
+    """SNR of the population or sample transition at arrays of delta and gamma, one (T, weights).
+
+    :func:`rmtsweep.theory.transition_snr` with the store's weight scalars and centering.
+    """
+    sel = {"T": T, "weights": weights}
+    return theory.transition_snr(kind, float(ds["theory_alpha"].sel(sel)), float(ds["theory_kappa"].sel(sel)),
+                                 delta, gamma, ds.attrs.get("table_centering", "class"))
 
 
 def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, list[np.ndarray]]:
@@ -87,10 +89,10 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
             a = y if x == "snr" else x
             if a in ("delta", "gamma"):
                 grid = np.linspace(pos[a].min(), pos[a].max(), 200)
-                s = _snr_threshold(ds, kind, **{**at, a: grid})
+                s = snr_transition(ds, kind, **{**at, a: grid})
             else:  # T or weights: one point per grid value
                 grid = pos[a]
-                s = np.array([_snr_threshold(ds, kind, **{**at, a: v}).item() for v in ds[a].values])
+                s = np.array([snr_transition(ds, kind, **{**at, a: v}).item() for v in ds[a].values])
             xy = np.column_stack([s, grid] if x == "snr" else [grid, s])
             out[kind] = [xy[np.isfinite(xy).all(axis=1)]]
         elif {x, y} == {"delta", "gamma"}:
@@ -99,9 +101,28 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
             gy = np.linspace(pos[y].min(), pos[y].max(), 120)
             X, Y = np.meshgrid(gx, gy)
             D, G = (X, Y) if x == "delta" else (Y, X)
-            field = _snr_threshold(ds, kind, D, G, at["T"], at["weights"]) - at["snr"]
+            field = snr_transition(ds, kind, D, G, at["T"], at["weights"]) - at["snr"]
             out[kind] = list(contourpy.contour_generator(gx, gy, field).lines(0.0))
     return out
+
+
+@contextlib.contextmanager
+def _backends():
+    """Both holoviews plotting backends loaded, bokeh current; the caller's current backend restored.
+
+    Loads the backends by import (what ``hv.extension`` does in a script, without notebook output),
+    so a notebook's own holoviews, panel and matplotlib settings are left as they were.
+    """
+    import holoviews as hv
+    import holoviews.plotting.bokeh  # noqa: F401
+    import holoviews.plotting.mpl  # noqa: F401
+
+    before = hv.Store.current_backend
+    hv.Store.set_current_backend("bokeh")
+    try:
+        yield
+    finally:
+        hv.Store.set_current_backend(before)
 
 
 def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str):
@@ -109,8 +130,11 @@ def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str):
     import holoviews as hv
     import hvplot.xarray  # noqa: F401  (registers .hvplot)
 
-    hv.extension("bokeh", "matplotlib")  # both, so the matplotlib options below are not dropped
-    hv.Store.set_current_backend("bokeh")
+    with _backends():
+        return _heat_map(hv, da, ds, x, y)
+
+
+def _heat_map(hv, da: xr.DataArray, ds: xr.Dataset, x: str, y: str):
     for axis in (x, y):
         if axis not in da.dims:
             raise SelectionError(f"axis {axis!r}: not a dimension of {da.name} (valid: {', '.join(da.dims)})")
@@ -162,6 +186,12 @@ def save_map(hmap, out: Path, stem: str, widgets: bool | None = None,
     from bokeh.resources import INLINE
 
     out.mkdir(parents=True, exist_ok=True)
+    with _backends():
+        return _save_map(hv, file_html, INLINE, hmap, out, stem, widgets, max_panels)
+
+
+def _save_map(hv, file_html, INLINE, hmap, out: Path, stem: str, widgets: bool | None, max_panels: int
+              ) -> tuple[Path, Path]:
     html, png = out / f"{stem}.html", out / f"{stem}.png"
     n = len(hmap)
     frames = list(hmap.values())[:max_panels]
@@ -172,12 +202,11 @@ def save_map(hmap, out: Path, stem: str, widgets: bool | None = None,
         widgets = n > max_panels // 2
     if widgets and n > 1:
         import panel as pn
-        pn.config.inline = True
-        pn.panel(hmap).save(str(html), embed=True, resources=INLINE, title=stem)
+        with pn.config.set(inline=True):
+            pn.panel(hmap).save(str(html), embed=True, resources=INLINE, title=stem)
     else:
         html.write_text(file_html(hv.render(layout, backend="bokeh"), INLINE, stem))
     hv.save(layout, str(png), backend="matplotlib", dpi=80)
-    hv.Store.set_current_backend("bokeh")
     return html, png
 
 

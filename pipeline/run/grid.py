@@ -22,8 +22,12 @@ from typing import Iterator
 
 import numpy as np
 
-from .model import CellModel, WeightScheme, correlation_matrix, pooling_weights
-from .spec import Sweep
+from ..model import CellModel, Correlation, Scheme
+from ..spec import Sweep
+from ..types import Centering
+
+__all__ = ["Context", "Task", "n_tasks", "replicate_blocks", "replicate_rng", "task_memory_bytes", "task_shape", "tasks",
+           "value_key"]
 
 
 def value_key(x: float) -> int:
@@ -38,8 +42,42 @@ def replicate_rng(seed: int, delta: float, gamma: float, T: int, replicate: int)
 
 
 @dataclass(frozen=True)
+class Context:
+    """What every task of a sweep shares: sizes, seed, model choices and the SNR axis.
+
+    Built once per run from the sweep (:meth:`from_sweep`); it does not grow with the grid's
+    ``delta``, ``gamma`` or ``T`` axes.
+    """
+
+    d: int
+    seed: int
+    correlation: Correlation
+    centering: Centering
+    top_k: int
+    snr: tuple[float, ...]
+    schemes: tuple[Scheme, ...]
+    spectrum_edges: tuple[float, ...] | None = None
+    ridge_penalty: float | None = None
+    test_samples: int = 0
+
+    @classmethod
+    def from_sweep(cls, sweep: Sweep) -> "Context":
+        """The sweep's shared part."""
+        obs = sweep.observables
+        return cls(d=sweep.d, seed=sweep.seed, correlation=sweep.correlation, centering=sweep.table_centering,
+                   top_k=sweep.top_k, snr=tuple(sweep.grid.snr), schemes=tuple(sweep.grid.weights),
+                   spectrum_edges=tuple(obs.spectrum.edges()) if obs.spectrum else None,
+                   ridge_penalty=obs.ridge.penalty if obs.ridge else None,
+                   test_samples=obs.ridge.test_samples if obs.ridge else 0)
+
+    def sizes(self, delta: float, gamma: float) -> tuple[int, int]:
+        """``V = round(d / delta)`` and ``N = round(d / gamma)``."""
+        return round(self.d / delta), round(self.d / gamma)
+
+
+@dataclass(frozen=True)
 class Task:
-    """One unit of work: a cell and a block of replicates.
+    """One unit of work: a ``(delta, gamma, T)`` point, a block of replicates, the schemes to compute.
 
     Attributes
     ----------
@@ -50,50 +88,55 @@ class Task:
     weights
         Positions on the ``weights`` axis of the schemes to compute: all of them, except when a
         store extended with new schemes already holds the others.
+    point
+        The coordinate values ``(delta, gamma, T)``.
+    context
+        What every task of the sweep shares.
     """
 
     index: tuple[int, int, int]
     replicates: tuple[int, int]
     weights: tuple[int, ...]
-    delta: float
-    gamma: float
-    T: int
-    V: int
-    N: int
-    sweep: Sweep
+    point: tuple[float, float, int]
+    context: Context
 
     @property
     def snr(self) -> np.ndarray:
         """The SNR values, all computed by this task."""
-        return np.asarray(self.sweep.grid.snr, dtype=float)
+        return np.asarray(self.context.snr, dtype=float)
 
     @property
-    def schemes(self) -> tuple[WeightScheme, ...]:
+    def schemes(self) -> tuple[Scheme, ...]:
         """The weights schemes this task computes (at positions ``weights`` of the axis)."""
-        every = self.sweep.weight_schemes()
-        return tuple(every[w] for w in self.weights)
+        return tuple(self.context.schemes[w] for w in self.weights)
 
     @property
     def name(self) -> str:
         """A readable identity, e.g. ``delta=0.5 gamma=0.25 T=16 replicates 0-7``."""
-        r0, r1 = self.replicates
-        return f"delta={self.delta:g} gamma={self.gamma:g} T={self.T} replicates {r0}-{r1 - 1}"
+        (delta, gamma, T), (r0, r1) = self.point, self.replicates
+        return f"delta={delta:g} gamma={gamma:g} T={T} replicates {r0}-{r1 - 1}"
+
+    @property
+    def key(self) -> str:
+        """A short identity for keys and the journal, e.g. ``0-1-0 r8``."""
+        return f"{'-'.join(map(str, self.index))} r{self.replicates[0]}"
 
     def models(self) -> list[CellModel]:
-        """One :class:`~pipeline.model.CellModel` per weights scheme, in the order of the axis."""
-        corr = self.sweep.correlation_model()
-        R = correlation_matrix(corr, self.T)
-        obs = self.sweep.observables
-        return [CellModel(d=self.sweep.d, V=self.V, N=self.N, T=self.T, w=pooling_weights(scheme, R),
-                          correlation=corr, centering=self.sweep.table_centering, top_k=self.sweep.top_k,
-                          spectrum_edges=obs.spectrum.edges() if obs.spectrum else None,
-                          ridge_penalty=obs.ridge.penalty if obs.ridge else None,
-                          test_samples=obs.ridge.test_samples if obs.ridge else 0)
+        """One :class:`~rmtsweep.model.CellModel` per scheme to compute, in the order of the axis."""
+        c = self.context
+        delta, gamma, T = self.point
+        V, N = c.sizes(delta, gamma)
+        R = c.correlation.matrix(T)
+        edges = np.asarray(c.spectrum_edges) if c.spectrum_edges is not None else None
+        return [CellModel(d=c.d, V=V, N=N, T=T, w=scheme.weights(R), correlation=c.correlation,
+                          centering=c.centering, top_k=c.top_k, spectrum_edges=edges,
+                          ridge_penalty=c.ridge_penalty, test_samples=c.test_samples)
                 for scheme in self.schemes]
 
     def rngs(self) -> list[np.random.Generator]:
         """One generator per replicate of the block."""
-        return [replicate_rng(self.sweep.seed, self.delta, self.gamma, self.T, r) for r in range(*self.replicates)]
+        delta, gamma, T = self.point
+        return [replicate_rng(self.context.seed, delta, gamma, T, r) for r in range(*self.replicates)]
 
 
 def task_shape(sweep: Sweep) -> tuple[int, int, int]:
@@ -118,15 +161,15 @@ def tasks(sweep: Sweep, skip: np.ndarray | None = None) -> Iterator[Task]:
         already done in a block are left out of its task, and a block with all done is skipped.
     """
     g = sweep.grid
+    context = Context.from_sweep(sweep)
     blocks = replicate_blocks(sweep)
     for idx in itertools.product(*(range(n) for n in task_shape(sweep))):
         i_d, i_g, i_t = idx
-        V, N = sweep.sizes(g.delta[i_d], g.gamma[i_g])
         for b, block in enumerate(blocks):
             todo = tuple(w for w in range(len(g.weights)) if skip is None or not skip[idx + (w, b)])
             if todo:
-                yield Task(index=idx, replicates=block, weights=todo, delta=g.delta[i_d], gamma=g.gamma[i_g],
-                           T=g.T[i_t], V=V, N=N, sweep=sweep)
+                yield Task(index=idx, replicates=block, weights=todo, point=(g.delta[i_d], g.gamma[i_g], g.T[i_t]),
+                           context=context)
 
 
 def n_tasks(sweep: Sweep) -> int:

@@ -17,7 +17,9 @@ import time
 import uuid
 from pathlib import Path
 
-from .errors import StoreError
+from ..errors import StoreError
+
+__all__ = ["HEARTBEAT", "LOCK_NAME", "STALE_AFTER", "StoreLock", "is_stale"]
 
 LOCK_NAME = ".rmtsweep.lock"
 HEARTBEAT = 5.0

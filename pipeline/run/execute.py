@@ -18,9 +18,11 @@ import numpy as np
 from distributed import Client, as_completed
 from threadpoolctl import threadpool_limits
 
-from .errors import RmtsweepError, TaskFailedError
+from ..errors import RmtsweepError, TaskFailedError
+from ..model import simulate_schemes
 from .grid import Task
-from .model.replicate import simulate_schemes
+
+__all__ = ["RunReport", "check_memory", "compute_task", "run_tasks"]
 
 
 def compute_task(task: Task) -> dict[str, np.ndarray]:
@@ -86,9 +88,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict
     def submit_next(queue: as_completed) -> None:
         task = next(pending, None)
         if task is not None:
-            cell = "-".join(map(str, task.index))
             fut = client.submit(compute_task, task, retries=retries,
-                                key=f"rmtsweep-cell-{cell}-r{task.replicates[0]}-{uuid.uuid4().hex[:8]}")
+                                key=f"rmtsweep-cell-{task.key.replace(' ', '-')}-{uuid.uuid4().hex[:8]}")
             by_key[fut.key] = task
             queue.add(fut)
             if on_submit is not None:

@@ -3,14 +3,14 @@
 Each store yields the figures its content supports:
 
 - (a) ``spectrum``: eigenvalue histogram of ``S/kappa`` against the ``MP_delta ⊠ MP_gamma`` density
-  (:func:`pipeline.theory.density`; the point mass :func:`pipeline.theory.atom` at 0 is annotated),
+  (:func:`rmtsweep.theory.density`; the point mass :func:`rmtsweep.theory.atom` at 0 is annotated),
   with the predicted and the simulated outlier marked;
 - (b) ``alignment``: top alignment against SNR per weight scheme, Monte Carlo mean ± standard error
   over the theory curve;
 - (c) ``phase``: detection rate over (SNR, gamma) per delta with the theory's transition curves;
 - (d) ``accuracy``: downstream ridge test accuracy against SNR per weight scheme, with the ranking
   checked against the ranking of ``alpha/kappa``;
-- (e) ``finite-T`` maps (through :mod:`pipeline.plots`): the bulk's Kolmogorov distance to the
+- (e) ``finite-T`` maps (through :mod:`rmtsweep.analysis.plots`): the bulk's Kolmogorov distance to the
   cubic law at snr = 0 (``bulk_ks``; the relative error of ``lambda_1`` at the largest SNR when the
   store has no spectrum) over (T, weights) and over (delta, gamma) for harmonic weights: where the
   theory holds and where it fails.
@@ -23,30 +23,27 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import theory
+from .. import theory
 from .compare import compare, open_source
+from .stats import mean_sem
+
+__all__ = ["accuracy_figure", "alignment_figure", "figures", "phase_figure", "spectrum_figure"]
 
 
+def _subplots(nrows: int = 1, ncols: int = 1, **kwargs):
+    """An explicit Agg figure and its axes: no pyplot, no change to matplotlib's global backend."""
+    from matplotlib.figure import Figure
 
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _mean_sem(x: xr.DataArray, done: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
-    x = x.where(done)
-    n = x.count("replicate")
-    return x.mean("replicate"), x.std("replicate", ddof=1) / np.sqrt(n.where(n > 1))
+    fig = Figure(figsize=kwargs.pop("figsize", None), layout=kwargs.pop("layout", None))
+    axes = fig.subplots(nrows, ncols, **kwargs)
+    return fig, axes
 
 
 def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None) -> Path:
     """(a) Histogram of ``S/kappa`` (averaged over done replicates) with the bulk density and outlier."""
-    plt = _plt()
     snr = float(ds["snr"].values[-1] if snr is None else snr)
     cells = [(dl, g) for dl in ds["delta"].values for g in ds["gamma"].values]
-    fig, axes = plt.subplots(1, len(cells), figsize=(4.2 * len(cells), 3.4), squeeze=False)
+    fig, axes = _subplots(1, len(cells), figsize=(4.2 * len(cells), 3.4), squeeze=False)
     width = float(ds["bin"].attrs.get("bin_width", np.diff(ds["bin"].values[:2])[0]))
     sel = {"T": ds["T"].values[0], "weights": ds["weights"].values[0], "snr": snr}
     for ax, (dl, g) in zip(axes[0], cells):
@@ -75,9 +72,8 @@ def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None) -> Path
 
 def alignment_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
     """(b) Top alignment against SNR, one line per weight scheme, first (delta, gamma, T) cell."""
-    plt = _plt()
     cell = {a: ds[a].values[0] for a in ("delta", "gamma")} | {"T": ds["T"].values[-1]}
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fig, ax = _subplots(figsize=(5.2, 3.8))
     fine = np.linspace(0, float(ds["snr"].max()), 400)
     for i, w in enumerate(ds["weights"].values):
         c = cmp.sel(weights=w, **cell)
@@ -99,10 +95,9 @@ def alignment_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
 def phase_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
     """(c) Detection rate over (snr, gamma), one panel per delta, with the theory's transitions."""
     from .plots import transition_curves
-    plt = _plt()
     deltas = ds["delta"].values
-    fig, axes = plt.subplots(1, len(deltas), figsize=(2.6 * len(deltas) + 1.0, 3.0), squeeze=False, sharey=True,
-                             constrained_layout=True)
+    fig, axes = _subplots(1, len(deltas), figsize=(2.6 * len(deltas) + 1.0, 3.0), squeeze=False, sharey=True,
+                          layout="constrained")
     at = {"T": ds["T"].values[0], "weights": ds["weights"].values[0]}
     for ax, dl in zip(axes[0], deltas):
         rate = cmp["detection_rate"].sel(delta=dl, **at)
@@ -125,11 +120,10 @@ def phase_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
 
 def accuracy_figure(ds: xr.Dataset, out: Path) -> tuple[Path, str]:
     """(d) Ridge test accuracy vs SNR per weight scheme; returns the figure and the ranking check."""
-    plt = _plt()
     cell = {a: ds[a].values[0] for a in ("delta", "gamma", "T")}
-    acc, sem = _mean_sem(ds["accuracy"].sel(**cell), ds["done"].sel(**cell))
+    acc, sem = mean_sem(ds["accuracy"].sel(**cell), ds["done"].sel(**cell))
     ratio = (ds["theory_alpha"] / ds["theory_kappa"]).sel(T=cell["T"])
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fig, ax = _subplots(figsize=(5.2, 3.8))
     for i, w in enumerate(ds["weights"].values):
         ax.errorbar(acc["snr"], acc.sel(weights=w), yerr=sem.sel(weights=w), fmt="o-", ms=3.5, capsize=2,
                     color=f"C{i}", label=f"{w} (α/κ = {float(ratio.sel(weights=w)):.2f})")
@@ -152,7 +146,6 @@ def _save(fig, path: Path, tight: bool = True) -> Path:
     if tight:
         fig.tight_layout()
     fig.savefig(path, dpi=90)
-    _plt().close(fig)
     return path
 
 

@@ -29,13 +29,17 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from . import theory
-from .errors import SelectionError
-from .store import ZARR_FORMAT, open_dataset
+from .. import theory
+from ..dims import CELL_DIMS
+from ..errors import SelectionError
+from ..store import ZARR_FORMAT, open_dataset
+from .stats import mean_sem
+
+__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "open_source", "summary", "transition_snr",
+           "write_comparison"]
 
 MARGIN_FACTOR = 1.0
 GROUP = "comparison"
-LINE = ("delta", "gamma", "T", "weights")
 
 
 def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr.Dataset:
@@ -50,15 +54,6 @@ def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr
     except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
         raise SelectionError(f"{source}: no group {group!r} (valid: none, or 'comparison' after "
                              f"`rmtsweep compare {source}`)") from None
-
-
-def _stats(x: xr.DataArray, done: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
-    """Mean and standard error over done replicates (NaN mean with none done, NaN SE with one)."""
-    x = x.where(done)
-    n = x.count("replicate")
-    mean = x.mean("replicate")
-    sem = x.std("replicate", ddof=1) / np.sqrt(n.where(n > 1))
-    return mean, sem
 
 
 def _held(name: str, mean, sem, theory, what: str, units: str) -> dict[str, xr.DataArray]:
@@ -146,19 +141,19 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     eig, ov = ds["eigenvalues"].load(), ds["overlap"].load()
     lam1 = eig.sel(k=1, drop=True)
     out: dict[str, xr.DataArray] = {}
-    out.update(_held("lambda1", *_stats(lam1, done), ds["theory_outlier"].load(), "lambda_1",
+    out.update(_held("lambda1", *mean_sem(lam1, done), ds["theory_outlier"].load(), "lambda_1",
                      "same units as the eigenvalues of S"))
     out["lambda1_rel_error"] = (out["lambda1_error"] / out["lambda1_theory"]).assign_attrs(
         long_name="relative error of lambda_1, (MC - theory) / theory", units="1")
     if centering == "none":
         best = ov.fillna(-1.0).argmax("k")
         sig_lam, sig_ov = eig.isel(k=best), ov.isel(k=best)
-        out.update(_held("signal_lambda", *_stats(sig_lam, done), ds["theory_signal_outlier"].load(),
+        out.update(_held("signal_lambda", *mean_sem(sig_lam, done), ds["theory_signal_outlier"].load(),
                          "the signal eigenvalue (top-k eigenvector best aligned with u)",
                          "same units as the eigenvalues of S"))
-        out["signal_rank"] = _stats((best + 1).astype(float), done)[0].assign_attrs(
+        out["signal_rank"] = mean_sem((best + 1).astype(float), done)[0].assign_attrs(
             long_name="mean rank k of the eigenvector best aligned with u", units="1")
-        out.update(_held("overlap", *_stats(sig_ov, done), ds["theory_overlap"].load(),
+        out.update(_held("overlap", *mean_sem(sig_ov, done), ds["theory_overlap"].load(),
                          "alignment of the top-k eigenvector best aligned with u", "1"))
         for what, ref in (("lambda1", "paper_outlier"), ("overlap", "paper_overlap")):
             e = out[f"{what}_mean"] - ds[ref].load()
@@ -166,7 +161,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
                 long_name=f"Monte Carlo minus the paper's uncorrected {ref}", units=out[f"{what}_mean"].attrs["units"])
         tested = sig_lam
     else:
-        out.update(_held("overlap", *_stats(ov.sel(k=1, drop=True), done), ds["theory_overlap"].load(),
+        out.update(_held("overlap", *mean_sem(ov.sel(k=1, drop=True), done), ds["theory_overlap"].load(),
                          "top alignment |u_hat_1^T u|^2", "1"))
         tested = lam1
     edge = ds["theory_edge"].load()
@@ -188,7 +183,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
-    cmp = xr.Dataset(out).transpose(*LINE, "snr")
+    cmp = xr.Dataset(out).transpose(*CELL_DIMS, "snr")
     signal = ("signal outlier = the top-k eigenvector best aligned with u (uncentred table); detection "
               "tests its eigenvalue" if centering == "none" else "signal outlier = the top eigenpair")
     cmp.attrs = {"title": f"comparison of {ds.attrs.get('sweep_name', 'store')} with theory",

@@ -21,17 +21,20 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from .errors import StoreError
-from .spec import Sweep
+from ..dims import AXES
+from ..errors import StoreError
+from ..spec import Sweep
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
-AXES = ("delta", "gamma", "T", "weights", "snr")
 OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
+
+
+__all__ = ["FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "copy_finished", "plan", "recover", "swap"]
 
 
 def _labels(sweep: Sweep, axis: str) -> list:
     if axis == "weights":
-        return [w.label for w in sweep.weight_schemes()]
+        return sweep.weight_labels()
     return list(getattr(sweep.grid, axis))
 
 
@@ -48,8 +51,8 @@ def plan(stored: Sweep, new: Sweep, path: Path) -> str:
     if new.replicates < stored.replicates:
         raise StoreError(f"{path}: this sweep has replicates = {new.replicates} but the store holds "
                          f"{stored.replicates}; a store only grows; {way_out}")
-    old_w = {w.label: w for w in stored.weight_schemes()}
-    for w in new.weight_schemes():
+    old_w = {w.label: w for w in stored.grid.weights}
+    for w in new.grid.weights:
         if w.label in old_w and old_w[w.label] != w:
             raise StoreError(f"{path}: weights {w.label!r} are defined differently from the store's; "
                              f"give them another `name` or {way_out}")

@@ -11,19 +11,21 @@ string coordinates fixed-width characters, and it reads back with ``xr.open_data
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
-
+from typing import get_args
 import numpy as np
 import xarray as xr
 
+from ..dims import TIDY_ORDER
+from ..errors import SelectionError
+from ..types import ExportFormat
 from .compare import open_source
-from .errors import SelectionError
 
-Format = Literal["csv", "netcdf"]
-FORMATS = ("csv", "netcdf")
+__all__ = ["FORMATS", "export", "read_tidy", "select", "to_tidy"]
+
+FORMATS = get_args(ExportFormat)
 
 
-def select(ds: xr.Dataset, variables: list[str] | None, fmt: Format) -> xr.Dataset:
+def select(ds: xr.Dataset, variables: list[str] | None, fmt: ExportFormat) -> xr.Dataset:
     """The variables to export (validated), with plain-string coordinates."""
     if variables:
         bad = [v for v in variables if v not in ds.data_vars]
@@ -43,7 +45,7 @@ def select(ds: xr.Dataset, variables: list[str] | None, fmt: Format) -> xr.Datas
 
 def to_tidy(ds: xr.Dataset) -> "pandas.DataFrame":  # noqa: F821
     """A tidy table: dimension columns first, then one column per variable."""
-    dims = [d for d in ("delta", "gamma", "T", "weights", "replicate", "snr", "k", "bin") if d in ds.dims]
+    dims = [d for d in TIDY_ORDER if d in ds.dims]
     dims += [d for d in ds.dims if d not in dims]
     return ds.to_dataframe(dim_order=dims).reset_index()
 
@@ -91,5 +93,5 @@ def read_tidy(path: str | Path) -> xr.Dataset:
     """Read a tidy CSV written by :func:`export` back into an ``xarray.Dataset``."""
     import pandas as pd
     df = pd.read_csv(path)
-    dims = [c for c in ("delta", "gamma", "T", "weights", "replicate", "snr", "k", "bin") if c in df.columns]
+    dims = [c for c in TIDY_ORDER if c in df.columns]
     return df.set_index(dims).to_xarray()

@@ -1,0 +1,132 @@
+"""One store on disk, opened once per run: recovery, creation, the extension plan, the lock, the journal.
+
+The runner reads as *prepare, then execute*::
+
+    store = Store(path)
+    store.check()                          # fail fast, before any cluster starts
+    with store.prepare(sweep_file, make_template) as run:   # create or extend, lock, record the run
+        ...                                # run.writer, run.done_tasks(...), run.log(...)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, TextIO
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from ..errors import StoreError
+from ..spec import SweepFile
+from . import migrate
+from .io import create, is_store, record_run, stored_sweep, write_template
+from .lock import LOCK_NAME, StoreLock
+from .writer import Writer
+
+__all__ = ["JOURNAL_NAME", "PreparedRun", "Store"]
+
+JOURNAL_NAME = ".rmtsweep-journal.log"
+
+
+@dataclass
+class PreparedRun:
+    """What :meth:`Store.prepare` hands the runner: the run's index, the writer and the journal."""
+
+    index: int
+    writer: Writer
+    journal: TextIO
+    carried: int = 0
+    plan: str = "same"
+
+    def done_tasks(self, blocks: list[tuple[int, int]]) -> np.ndarray:
+        """Done mask per task (position, scheme and replicate block)."""
+        return self.writer.done_tasks(blocks)
+
+    def log(self, event: str, name: str) -> None:
+        """One line in the run's journal (``submit`` / ``write`` of a task)."""
+        self.journal.write(f"run {self.index} {event} {name}\n")
+
+
+@dataclass
+class Store:
+    """The store at ``path``: everything that knows its file names and how it changes."""
+
+    path: Path
+    _created: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+
+    @property
+    def journal_path(self) -> Path:
+        """The run journal: every task each run submitted and wrote."""
+        return self.path / JOURNAL_NAME
+
+    @property
+    def lock_path(self) -> Path:
+        """The lock file of the run that writes the store."""
+        return self.path / LOCK_NAME
+
+    def check(self) -> None:
+        """Fail fast, before any cluster starts, on a path that cannot become or be an rmtsweep store."""
+        migrate.recover(self.path)
+        path = self.path
+        if path.exists():
+            if not is_store(path):
+                raise StoreError(f"{path}: exists and is not an rmtsweep store; choose another --store path")
+            if not os.access(path, os.W_OK):
+                raise StoreError(f"{path}: the store is not writable")
+            return
+        parent = path.absolute().parent
+        if not parent.is_dir():
+            raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
+        if not os.access(parent, os.W_OK):
+            raise StoreError(f"{path}: cannot create the store: {parent} is not writable")
+
+    def create_if_missing(self, make_template: Callable[[], xr.Dataset]) -> None:
+        """Write the template if there is no store yet (refuses a path that is something else)."""
+        self.check()
+        if not self.path.exists():
+            create(self.path, make_template())
+            self._created = True
+
+    @contextmanager
+    def prepare(self, sweep_file: SweepFile, make_template: Callable[[], xr.Dataset],
+                run_info: dict) -> Iterator[PreparedRun]:
+        """Create or extend the store for ``sweep_file``, hold its lock, record the run, open the journal.
+
+        Raises
+        ------
+        StoreError
+            The path is not a store, holds an incompatible sweep, or another run is writing it.
+        """
+        self.create_if_missing(make_template)
+        with StoreLock(self.path):
+            attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)      # the one read of the attrs
+            stored = stored_sweep(self.path, attrs)
+            plan = migrate.plan(stored, sweep_file.sweep, self.path)
+            carried = 0
+            if plan == "extend":
+                carried = self._extend(make_template, attrs, recompute_all=stored.grid.snr != sweep_file.sweep.grid.snr)
+            index = record_run(self.path, run_info)
+            with open(self.journal_path, "a", buffering=1) as journal:
+                yield PreparedRun(index, Writer(self.path, run=index), journal, carried, plan)
+
+    def _extend(self, make_template: Callable[[], xr.Dataset], attrs: dict, recompute_all: bool) -> int:
+        """Rebuild the store for the larger sweep, carrying finished replicates over. Returns how many."""
+        new_path = self.path.with_name(self.path.name + migrate.NEW_SUFFIX)
+        ds = make_template()
+        ds.attrs["runs"] = attrs.get("runs", [])
+        ds.attrs["created"] = attrs.get("created")
+        write_template(new_path, ds)
+        carried = migrate.copy_finished(self.path, new_path, recompute_all)
+        for name in (LOCK_NAME, JOURNAL_NAME):
+            if (self.path / name).exists():
+                shutil.copy2(self.path / name, new_path / name)
+        migrate.swap(self.path, new_path)
+        return carried

@@ -1,0 +1,101 @@
+"""Opening, creating and reading a store: is it one, what does it hold, how far is it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from ..errors import StoreError
+from ..spec import Sweep, parse_sweep
+from .layout import FORMAT, ZARR_FORMAT
+
+__all__ = ["chunk_done", "create", "is_store", "open_dataset", "record_run", "status", "stored_sweep",
+           "write_template"]
+
+
+def is_store(path: Path) -> bool:
+    """Whether ``path`` holds an rmtsweep store."""
+    try:
+        return zarr.open_group(str(path), mode="r").attrs.get("rmtsweep_format") == FORMAT
+    except Exception:  # noqa: BLE001 - any failure to open means "not a store"
+        return False
+
+
+def open_dataset(path: str | Path) -> xr.Dataset:
+    """Open a store with xarray (lazy; works while a sweep is still writing)."""
+    path = Path(path)
+    if not is_store(path):
+        raise StoreError(f"{path}: not an rmtsweep store (no '{FORMAT}' marker)")
+    return xr.open_zarr(str(path))
+
+
+def stored_sweep(path: str | Path, attrs: dict) -> Sweep:
+    """The sweep a store was created from (re-validated from its canonical form)."""
+    return parse_sweep(json.loads(attrs["sweep_canonical"]), f"{path} (stored sweep)")
+
+
+def write_template(path: Path, ds: xr.Dataset) -> None:
+    """Write a template dataset at ``path`` as it is (metadata and theory now, data chunks later)."""
+    ds.to_zarr(str(path), mode="w", compute=False, zarr_format=ZARR_FORMAT, consolidated=True)
+
+
+def create(path: Path, ds: xr.Dataset) -> None:
+    """Write the template (coords, attrs, theory arrays; data chunks come later).
+
+    The template is written into a temporary sibling directory and renamed into place, so a store
+    at ``path`` is never a half-written template.
+    """
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
+    tmp = parent / f".{path.name}.creating-{os.getpid()}"
+    try:
+        write_template(tmp, ds)
+        tmp.rename(path)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if path.exists() and is_store(path):
+            return                      # another run created it first; the lock decides who writes
+        raise StoreError(f"{path}: cannot create the store ({exc.strerror or exc})") from None
+
+
+def record_run(path: Path, info: dict) -> int:
+    """Append a run's provenance to ``attrs['runs']`` and return its index."""
+    group = zarr.open_group(str(path), mode="r+")
+    runs = list(group.attrs.get("runs", []))
+    runs.append({"run": len(runs), **info})
+    group.attrs["runs"] = runs
+    with warnings.catch_warnings():   # the run's lock and journal files are not zarr nodes, by design
+        warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
+        zarr.consolidate_metadata(str(path))
+    return len(runs) - 1
+
+
+def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
+    """Whether every element of each chunk of ``done`` is set: one flag per chunk (one task)."""
+    out = done
+    for axis, size in enumerate(chunks):
+        starts = np.arange(0, done.shape[axis], size)
+        out = np.logical_and.reduceat(out, starts, axis=axis) if done.shape[axis] else out
+    return out
+
+
+def status(path: str | Path) -> dict:
+    """Counts of done tasks (chunks of ``done``) and replicates, replicates per run, and the attrs."""
+    path = Path(path)
+    open_dataset(path)                                  # raises StoreError if it is not a store
+    group = zarr.open_group(str(path), mode="r")
+    done = group["done"][...]
+    attrs = dict(group.attrs)
+    per_task = chunk_done(done, group["done"].chunks[:-2] + (done.shape[-2], group["done"].chunks[-1]))
+    runs, counts = np.unique(group["run"][...][done] if "run" in group else [], return_counts=True)
+    return {"tasks_done": int(per_task.sum()), "tasks_total": int(per_task.size),
+            "replicates_done": int(done.sum()), "replicates_total": int(done.size),
+            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist())), "attrs": attrs}

@@ -1,0 +1,151 @@
+"""The theory on a sweep's grid: every formula of :mod:`rmtsweep.theory` at every cell, as xarray.
+
+Which formulas a store carries follows its ``table_centering`` (docs/theory.md):
+
+- ``class``: the paper's spike formulas with ``rho = alpha snr / kappa``.
+- ``none``: the corrected uncentred-table theory (:func:`rmtsweep.theory.spikes.uncentred`) — a
+  signal outlier at ``rho_s = (alpha/kappa)(snr + delta)`` whose eigenvector's alignment with ``u``
+  is scaled by ``snr / (snr + delta)``, and a common-mean outlier at ``rho_b = W1^2 delta / kappa``
+  whose eigenvector is orthogonal to ``u``. ``theory_outlier`` is then the largest of the two
+  outliers and the edge.
+
+The paper's uncorrected numbers are always kept as ``paper_*`` so a comparison can show how far
+they are off on an uncentred table (for ``class`` they equal ``theory_*``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..dims import AXES
+from ..model import effective_length
+from ..spec import Sweep
+from . import spikes
+from .bulk import edge as bulk_edge
+
+__all__ = ["ABS", "grid_coords", "theory_dataset", "weight_scalars"]
+
+ABS = "same units as the eigenvalues of S"
+
+
+def _da(values, dims, coords, long_name: str, units: str = "1", **attrs) -> xr.DataArray:
+    return xr.DataArray(np.asarray(values), dims=dims, coords={d: coords[d] for d in dims},
+                        attrs={"long_name": long_name, "units": units, **attrs})
+
+
+def grid_coords(sweep: Sweep) -> dict[str, np.ndarray]:
+    """The coordinate values of the grid axes."""
+    g = sweep.grid
+    return {"delta": np.asarray(g.delta, float), "gamma": np.asarray(g.gamma, float),
+            "snr": np.asarray(g.snr, float), "T": np.asarray(g.T, np.int64),
+            "weights": np.array([w.label for w in g.weights], dtype=object)}
+
+
+def weight_scalars(sweep: Sweep) -> xr.Dataset:
+    """``alpha = w^T R w``, ``kappa = ||w||^2``, ``W1 = sum w`` and ``T_eff`` per (T, weights)."""
+    coords = grid_coords(sweep)
+    shape = (len(coords["T"]), len(coords["weights"]))
+    out = {k: np.empty(shape) for k in ("alpha", "kappa", "w1", "t_eff")}
+    for i, T in enumerate(coords["T"]):
+        R = sweep.correlation.matrix(int(T))
+        for j, scheme in enumerate(sweep.grid.weights):
+            w = scheme.weights(R)
+            out["alpha"][i, j], out["kappa"][i, j] = w @ R @ w, w @ w
+            out["w1"][i, j], out["t_eff"][i, j] = w.sum(), effective_length(w)
+    dims = ("T", "weights")
+    return xr.Dataset({
+        "theory_alpha": _da(out["alpha"], dims, coords, "population signal strength alpha = w^T R w"),
+        "theory_kappa": _da(out["kappa"], dims, coords, "noise level kappa = ||w||^2"),
+        "theory_weight_sum": _da(out["w1"], dims, coords, "sum of the pooling weights W1"),
+        "theory_T_eff": _da(out["t_eff"], dims, coords, "effective length kappa^2 / sum w^4",
+                            description="the cubic bulk law needs T_eff >~ 4 (docs/theory.md)"),
+    })
+
+
+def _apply(fn, *args: xr.DataArray) -> xr.DataArray:
+    return xr.apply_ufunc(fn, *args)
+
+
+def _spike_vars(loc: xr.DataArray, ov: xr.DataArray, ph: xr.DataArray, prefix: str, what: str
+                ) -> dict[str, xr.DataArray]:
+    loc.attrs = {"long_name": f"limit of lambda_1 ({what}): outlier or bulk edge", "units": ABS}
+    ov.attrs = {"long_name": f"limit of the top alignment |u_hat^T u|^2 ({what})", "units": "1"}
+    ph = ph.astype(np.int8)
+    ph.attrs = {"long_name": f"phase ({what})", "units": "1", "flag_values": [0, 1, 2],
+                "flag_meanings": "no_population_outlier population_outlier_only sample_outlier"}
+    return {f"{prefix}_outlier": loc, f"{prefix}_overlap": ov, f"{prefix}_phase": ph}
+
+
+def _paper(rho, delta, gamma, kappa) -> dict[str, xr.DataArray]:
+    return _spike_vars(_apply(spikes.sample_outlier, rho, delta, gamma) * kappa,
+                       _apply(spikes.overlap, rho, delta, gamma), _apply(spikes.phase, rho, delta, gamma),
+                       "paper", "paper's formulas, docs/theory.md")
+
+
+def _uncentred(snr, ws: xr.Dataset, delta, gamma) -> dict[str, xr.DataArray]:
+    """The two spikes of an uncentred table (:func:`rmtsweep.theory.spikes.uncentred`) on the grid."""
+    kappa = ws["theory_kappa"]
+    args = xr.broadcast(snr, ws["theory_alpha"], kappa, ws["theory_weight_sum"], delta, gamma)
+    dims, coords = args[0].dims, args[0].coords
+    res = spikes.uncentred(*(a.transpose(*dims).values for a in args))
+    wrap = {key: xr.DataArray(value, dims=dims, coords=coords) for key, value in res.items()}
+    mean = {key: wrap[key].isel(snr=0, drop=True) for key in ("rho_mean", "mean_outlier", "mean_overlap", "mean_phase")}
+    out: dict[str, xr.DataArray] = {}
+    out.update(_spike_vars(wrap["signal_outlier"] * kappa, wrap["signal_overlap"], wrap["signal_phase"],
+                           "theory_signal", "signal outlier, uncentred table"))
+    out.update(_spike_vars(mean["mean_outlier"] * kappa, mean["mean_overlap"], mean["mean_phase"],
+                           "theory_mean", "common-mean outlier, uncentred table"))
+    rho_b = mean["rho_mean"]
+    out["theory_rho_signal"] = wrap["rho_signal"].assign_attrs(
+        long_name="signal rho_s = (alpha/kappa)(snr + delta)", units="1")
+    out["theory_rho_mean"] = rho_b.assign_attrs(long_name="common-mean rho_b = W1^2 delta / kappa", units="1")
+    out["theory_outlier"] = (wrap["top"] * kappa).assign_attrs(
+        long_name="limit of lambda_1: the larger of the two outliers, or the bulk edge", units=ABS)
+    out["theory_overlap"] = out["theory_signal_overlap"].copy().assign_attrs(
+        long_name="limit of the signal eigenvector's alignment with u (the top-k eigenvector best aligned with u)",
+        units="1")
+    out["theory_phase"] = out["theory_signal_phase"].copy()
+    return out
+
+
+def theory_dataset(sweep: Sweep) -> xr.Dataset:
+    """Every theory array of the sweep's grid (no randomness; cheap).
+
+    Returns
+    -------
+    xarray.Dataset
+        Variables ``theory_*`` (the theory this store's centering calls for) and ``paper_*`` (the
+        paper's formulas as stated), with units and long names.
+    """
+    c = grid_coords(sweep)
+    ws = weight_scalars(sweep)
+    delta = xr.DataArray(c["delta"], dims="delta", coords={"delta": c["delta"]})
+    gamma = xr.DataArray(c["gamma"], dims="gamma", coords={"gamma": c["gamma"]})
+    snr = xr.DataArray(c["snr"], dims="snr", coords={"snr": c["snr"]})
+    alpha, kappa = ws["theory_alpha"], ws["theory_kappa"]
+    centering = sweep.table_centering
+
+    rho = (alpha / kappa * snr).rename("theory_rho")
+    rho.attrs = {"long_name": "effective SNR rho = alpha snr / kappa (paper)", "units": "1"}
+    edge = _apply(bulk_edge, delta, gamma) * kappa
+    edge.attrs = {"long_name": "right edge of the bulk kappa * lambda_+", "units": ABS}
+    rho_pop = _apply(spikes.population_threshold, delta)
+    rho_pop.attrs = {"long_name": "population threshold on rho: delta + sqrt(delta)", "units": "1"}
+    rho_c = _apply(spikes.sample_threshold, delta, gamma)
+    rho_c.attrs = {"long_name": "sample threshold on rho (the observable transition)", "units": "1"}
+
+    out = {**ws.data_vars, "theory_rho": rho, "theory_edge": edge,
+           "theory_rho_population": rho_pop, "theory_rho_sample": rho_c}
+    paper = _paper(rho, delta, gamma, kappa)
+    out.update(paper)
+    if centering == "class":
+        out.update({k.replace("paper_", "theory_"): v.copy() for k, v in paper.items()})
+    else:
+        out.update(_uncentred(snr, ws, delta, gamma))
+    for kind, name in (("population", "theory_snr_population"), ("sample", "theory_snr_sample")):
+        snr_t = xr.apply_ufunc(spikes.transition_snr, kind, alpha, kappa, delta, gamma, centering)
+        out[name] = snr_t.assign_attrs(long_name=f"{'population' if kind == 'population' else 'sample (observable)'} "
+                                                 "transition SNR", units="snr")
+    ds = xr.Dataset(out)
+    return ds.transpose(*[d for d in AXES if d in ds.dims])

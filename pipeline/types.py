@@ -1,0 +1,29 @@
+"""Every string option of the package, as ``Literal`` types, in one place.
+
+Parsed once at the boundary (:mod:`rmtsweep.spec`, :mod:`rmtsweep.clusters`, the CLI); code below
+the boundary trusts values of these types.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["Centering", "ClusterKind", "CorrelationName", "ExportFormat", "Method", "SchemeName"]
+
+CorrelationName = Literal["prefix", "iid", "full", "decay", "label", "markov"]
+"""The correlation models of the sign sequences."""
+
+SchemeName = Literal["mean", "optimal", "harmonic", "harmonic_paper", "causal", "custom"]
+"""The pooling-weight schemes (one class each in :mod:`rmtsweep.model.weights`)."""
+
+Centering = Literal["class", "none"]
+"""``class``: class means of the table are exactly ``±mu``; ``none``: the model as literally stated."""
+
+Method = Literal["auto", "direct", "rank2"]
+"""How the top-k eigenpairs over the SNR axis are computed (:mod:`rmtsweep.model.topk`)."""
+
+ClusterKind = Literal["slurm", "pbs"]
+"""Batch systems reached through dask-jobqueue."""
+
+ExportFormat = Literal["csv", "netcdf"]
+"""Formats of ``rmtsweep export``."""
