@@ -21,7 +21,6 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -34,55 +33,12 @@ from threadpoolctl import threadpool_limits
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from baseline import naive_cell, naive_replicate  # noqa: E402
+from common import REL_TOL, SNR_A, disagreement, interleaved, make_model, rng, row  # noqa: E402
+from sweep_cases import c_sweep_file, pipeline_cases, serial_sweep  # noqa: E402
 
-from rmtsweep.model import (CellModel, correlation_matrix, make_correlation, make_scheme,  # noqa: E402
-                            pooling_weights, simulate_replicate)
+from rmtsweep.model import simulate_replicate  # noqa: E402
 from rmtsweep.model import replicate as rep  # noqa: E402
 from rmtsweep.model import topk  # noqa: E402
-
-REL_TOL, OVERLAP_FLOOR, ABS_TOL = 1e-8, 1e-6, 1e-14
-SNR_A = 3.0
-
-
-def make_model(d: int, delta: float = 0.5, gamma: float = 0.5, T: int = 16, k: int = 3) -> CellModel:
-    """The benchmark cell: prefix(L=4) correlation, mean weights, class-centred table."""
-    corr = make_correlation("prefix", L=4)
-    w = pooling_weights(make_scheme("mean"), correlation_matrix(corr, T))
-    return CellModel(d=d, V=round(d / delta), N=round(d / gamma), T=T, w=w, correlation=corr,
-                     centering="class", top_k=k)
-
-
-def rng(seed: int = 1) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
-
-def interleaved(fns: dict, repeats: int, warmup: bool = True) -> tuple[dict[str, float], dict]:
-    """Run the callables A B A B ... (after one untimed warm-up round); median seconds, last results."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    last = {name: fn() for name, fn in fns.items()} if warmup else {}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            last[name] = fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: float(np.median(t)) for name, t in times.items()}, last
-
-
-def disagreement(ours: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, np.ndarray]) -> float:
-    """Largest relative difference of eigenvalues and alignments (a number <= 1 means agreement)."""
-    (lo, oo), (lr, orf) = (np.asarray(x, float) for x in ours), (np.asarray(x, float) for x in ref)
-    ev = np.abs(lo - lr) / np.abs(lr).clip(min=1e-300) / REL_TOL
-    small = np.abs(orf) < OVERLAP_FLOOR
-    ov = np.where(small, np.abs(oo - orf) / ABS_TOL, np.abs(oo - orf) / np.abs(orf).clip(min=1e-300) / REL_TOL)
-    return float(max(ev.max(), ov.max()))
-
-
-def row(case: str, params: str, ours: float, base: float, bad: float | None, ours_label: str = "",
-        base_label: str = "") -> dict:
-    return {"case": case, "params": params, "ours": ours, "baseline": base, "ratio": base / ours if ours > 0 else float("nan"),
-            "agree": "n/a" if bad is None else ("ok" if bad <= 1 else "FAIL"),
-            "err": bad, "ours_label": ours_label, "base_label": base_label}
-
 
 # -- case a: one replicate, top 3, one SNR -------------------------------------------------------
 def case_a(sizes: list[int], repeats: dict[int, int]) -> list[dict]:
@@ -109,164 +65,6 @@ def case_b(d: int, repeats: int) -> list[dict]:
     bad = disagreement((res.eigenvalues, res.overlap), last["base"])
     return [row("b", f"d={d} V=N={m.V} T=16 k=3, 32 snr in [0, 8] vs 32 runs, 1 core",
                 t["ours"], t["base"], bad)]
-
-
-# -- cases c and d: the dask pipeline --------------------------------------------------------------
-def sweep_file(d: int, replicates: int, per_task: int | None, grid: dict):
-    from rmtsweep import SweepFile, parse_sweep
-    data = {"name": "bench", "d": d, "replicates": replicates, "seed": 2026,
-            "correlation": {"model": "prefix", "L": 4}, "table_centering": "class", "top_k": 3, "grid": grid}
-    if per_task:
-        data["replicates_per_task"] = per_task
-    return SweepFile(parse_sweep(data, "<benchmark>"), "<benchmark>", json.dumps(data))
-
-
-def serial_sweep(sf) -> None:
-    """The same sweep as one in-process loop of ``compute_task`` over ``grid.tasks`` (no store)."""
-    from rmtsweep.run.execute import compute_task
-    from rmtsweep.run.grid import tasks
-    for task in tasks(sf.sweep):
-        compute_task(task)
-
-
-def parallel_sweep(sf, client, tmp: Path, fixed: list[float]) -> None:
-    """``run_sweep`` into a fresh store; the template (a fixed cost per sweep) is timed into ``fixed``."""
-    from rmtsweep import run_sweep
-    from rmtsweep.run.runner import prepare_store
-    path = tmp / f"store-{time.perf_counter_ns()}.zarr"
-    t0 = time.perf_counter()
-    prepare_store(sf, path)
-    fixed.append(time.perf_counter() - t0)
-    run_sweep(sf, path, client, progress=False)      # finds the template and computes every task
-
-
-def demo_task_seconds(d: int, replicates: int) -> dict:
-    """Seconds per replicate of each demo cell (1 core), to choose ``replicates_per_task``."""
-    from rmtsweep.run.execute import compute_task
-    from rmtsweep.run.grid import tasks
-    from rmtsweep import load_sweep
-    sweep = load_sweep(HERE.parent / "sweeps" / "demo.yaml").sweep
-    sweep = sweep.model_copy(update={"d": d, "replicates": replicates, "replicates_per_task": replicates})
-    per_rep = []
-    for task in tasks(sweep):
-        t0 = time.perf_counter()
-        compute_task(task)
-        per_rep.append((time.perf_counter() - t0) / replicates)
-    return {"demo_seconds_per_replicate_min": min(per_rep), "demo_seconds_per_replicate_max": max(per_rep)}
-
-
-DEMO_GRID = {"delta": [0.5, 1.0], "gamma": [0.25, 0.5], "snr": {"start": 0.0, "stop": 6.0, "num": 13},
-             "T": [16], "weights": ["mean", "optimal", "harmonic"]}
-
-
-def c_sweep_file(quick: bool):
-    """Case c's sweep: the demo grid (d = 300, 4x its replicates, 8 per task); tiny in quick mode."""
-    return sweep_file(60, 4, 2, DEMO_GRID) if quick else sweep_file(300, 32, 8, DEMO_GRID)
-
-
-def machine_bound(quick: bool, repeats: int) -> dict:
-    """Parallel efficiency the machine itself allows: case c's serial loop in 1 vs 2 plain processes.
-
-    No dask: each process runs the whole in-process loop; with 2 truly independent cores two
-    concurrent runs take as long as one.
-    """
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--serial-loop"] + (["--quick"] if quick else [])
-    alone, pair = [], []                  # seconds of the loop itself, as each process reports it
-    for _ in range(repeats):
-        alone.append(float(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()[-1]))
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                 for _ in range(2)]
-        pair.append(float(np.mean([float(p.communicate()[0].split()[-1]) for p in procs])))
-    return {"alone": float(np.median(alone)), "pair": float(np.median(pair))}
-
-
-def pipeline_cases(quick: bool, repeats: int) -> tuple[list[dict], dict]:
-    from distributed import Client, LocalCluster
-    from rmtsweep.run.grid import n_tasks
-    if quick:
-        c_sweep = c_sweep_file(True)                                                   # 24 tasks
-        d_grid = {"delta": [0.5, 1.0], "gamma": [0.5, 1.0], "snr": {"start": 0.0, "stop": 6.0, "num": 13},
-                  "T": [4, 8], "weights": ["mean", "optimal", "harmonic"]}              # 24 cells
-        d_sweep = sweep_file(24, 1, None, d_grid)
-    else:
-        c_sweep = c_sweep_file(False)                                                  # 48 tasks
-        d_grid = {"delta": [0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0],
-                  "gamma": [0.25, 0.5, 0.75, 1.0, 1.25], "snr": {"start": 0.0, "stop": 6.0, "num": 13},
-                  "T": [4, 8, 12, 16, 20, 24, 28, 32, 48, 64],
-                  "weights": ["mean", "optimal", "harmonic", {"scheme": "causal", "tau": 1.0}]}  # 2,000 cells
-        d_sweep = sweep_file(40, 1, None, d_grid)
-    rows, info = [], {}
-    with threadpool_limits(limits=1):
-        info.update(demo_task_seconds(60 if quick else 300, 2 if quick else 8))
-    hw = machine_bound(quick, repeats)
-    r = row("c0", "machine bound: case c's serial loop, 2 plain processes at once vs 1 (no dask)",
-            hw["pair"], hw["alone"], None, "2 at once", "1 alone")
-    r["note"] = f"efficiency {100 * hw['alone'] / hw['pair']:.0f}% (100% on 2 independent cores)"
-    rows.append(r)
-    info["machine_efficiency"] = hw["alone"] / hw["pair"]
-    with tempfile.TemporaryDirectory() as tmp, \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
-        tmp = Path(tmp)
-        parallel_sweep(c_sweep, client, tmp, [])                                       # warm the workers
-        for name, sf in (("c", c_sweep), ("d", d_sweep)):
-            reps = repeats if name == "c" else (repeats if quick else 1)
-            fixed: list[float] = []
-            with threadpool_limits(limits=1):
-                t, _ = interleaved({"serial": lambda: serial_sweep(sf),
-                                    "parallel": lambda: parallel_sweep(sf, client, tmp, fixed)}, reps, warmup=False)
-            template = float(np.median(fixed))
-            nt = n_tasks(sf.sweep)
-            s = sf.sweep
-            if name == "c":
-                eff = t["serial"] / (2 * t["parallel"])
-                eff_run = t["serial"] / (2 * (t["parallel"] - template))
-                r = row("c", f"d={s.d}, demo grid, {nt} tasks x {s.replicate_chunk} replicates, 13 snr, 2 workers",
-                        t["parallel"], t["serial"], None, "run_sweep", "serial loop")
-                r["note"] = (f"efficiency {100 * eff:.0f}% ({100 * eff_run:.0f}% without the "
-                             f"{template:.2f} s store template; {100 * eff / info['machine_efficiency']:.0f}% "
-                             f"of the machine bound c0)")
-                info.update(c_efficiency=eff, c_efficiency_without_template=eff_run,
-                            c_task_seconds=t["serial"] / nt, c_template_seconds=template)
-            else:
-                task_s = t["serial"] / nt
-                overhead = (2 * (t["parallel"] - template) - t["serial"]) / nt          # worker-seconds per task
-                cells = nt * len(s.grid.weights)
-                r = row("d", f"d={s.d}, {cells} cells in {nt} tasks (all schemes of a point), 1 replicate, "
-                             f"13 snr, 2 workers",
-                        t["parallel"], t["serial"], None, "run_sweep", "serial loop")
-                r["note"] = (f"overhead {1e3 * overhead:.1f} ms/task = {100 * overhead / task_s:.0f}% of a "
-                             f"{1e3 * task_s:.1f} ms task; {100 * overhead / 0.5:.0f}% of a 0.5 s task")
-                info.update(d_overhead_fraction=overhead / task_s, d_overhead_ms=1e3 * overhead,
-                            d_task_ms=1e3 * task_s, d_template_seconds=template)
-            rows.append(r)
-        info["breakdown"] = overhead_breakdown(d_sweep, client, tmp)
-    return rows, info
-
-
-def overhead_breakdown(sf, client, tmp: Path) -> dict:
-    """Per-task costs outside the computation: store write, dask round trip, task pickle size."""
-    import pickle
-
-    from rmtsweep import store
-    from rmtsweep.run.execute import compute_task
-    from rmtsweep.run.grid import tasks
-    from rmtsweep.run.runner import prepare_store
-    path = tmp / "breakdown.zarr"
-    prepare_store(sf, path)
-    writer = store.Writer(path)
-    sample = [t for _, t in zip(range(50), tasks(sf.sweep))]
-    values = [compute_task(t) for t in sample]
-    t0 = time.perf_counter()
-    for t, v in zip(sample, values):
-        writer.write(t.index, t.weights, t.replicates, v)
-    write_ms = 1e3 * (time.perf_counter() - t0) / len(sample)
-    t0 = time.perf_counter()
-    for t in sample:
-        client.submit(len, [t], pure=False).result()
-    roundtrip_ms = 1e3 * (time.perf_counter() - t0) / len(sample)
-    return {"store_write_ms": write_ms, "dask_roundtrip_ms": roundtrip_ms,
-            "task_pickle_bytes": len(pickle.dumps(sample[0]))}
 
 
 # -- case e: peak memory -------------------------------------------------------------------------

@@ -7,17 +7,20 @@
 
 from __future__ import annotations
 
-import numpy as np
 import xarray as xr
 
+from rmtsweep import open_store
+from rmtsweep.analysis import mean_sem
 
-def _mc(x: xr.DataArray) -> tuple[float, float]:
-    v = np.asarray(x, dtype=float)
-    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
+
+def _mc(x: xr.DataArray, done: xr.DataArray) -> tuple[float, float]:
+    """Mean ± standard error over the done replicates (the comparison's estimator)."""
+    mean, sem = mean_sem(x, done)
+    return float(mean), float(sem)
 
 
 def rows(path: str, points: list[tuple[float, float, str, float]], signal_best: bool) -> None:
-    ds = xr.open_zarr(path)
+    ds = open_store(path)
     uncentred = ds.attrs["table_centering"] == "none"
     print(f"\n{path}  (lambda_1 in units of kappa; mean ± standard error over {ds.sizes['replicate']} replicates)\n")
     head = "| delta, gamma | weights | snr | rho | lambda_1/kappa MC | theory |"
@@ -27,9 +30,9 @@ def rows(path: str, points: list[tuple[float, float, str, float]], signal_best: 
     for delta, gamma, w, snr in points:
         c = ds.sel(delta=delta, gamma=gamma, weights=w, snr=snr, T=16)
         k = float(c.theory_kappa)
-        lam, lse = _mc(c.eigenvalues.sel(k=1) / k)
+        lam, lse = _mc(c.eigenvalues.sel(k=1) / k, c.done)
         ov = c.overlap.max("k") if signal_best else c.overlap.sel(k=1)
-        o, ose = _mc(ov)
+        o, ose = _mc(ov, c.done)
         line = (f"| {delta:g}, {gamma:g} | {w} | {snr:g} | {float(c.theory_rho):.3g} | {lam:.3f} ± {lse:.3f} | "
                 f"{float(c.theory_outlier) / k:.3f} |")
         if uncentred:
@@ -45,12 +48,12 @@ def convergence() -> None:
           "largest bulk eigenvalue at SNR 0 | theory |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for d in (400, 800, 1600):
-        c = xr.open_zarr(f"store/convergence-d{d}.zarr").sel(delta=0.25, gamma=1.0, T=16, weights="optimal")
+        c = open_store(f"store/convergence-d{d}.zarr").sel(delta=0.25, gamma=1.0, T=16, weights="optimal")
         k = float(c.theory_kappa)
-        lam, lse = _mc(c.eigenvalues.sel(k=1, snr=6.0) / k)
+        lam, lse = _mc(c.eigenvalues.sel(k=1, snr=6.0) / k, c.done)
         th = float(c.theory_outlier.sel(snr=6.0)) / k
-        o, ose = _mc(c.overlap.sel(k=1, snr=6.0))
-        edge, ese = _mc(c.eigenvalues.sel(k=1, snr=0.0) / k)
+        o, ose = _mc(c.overlap.sel(k=1, snr=6.0), c.done)
+        edge, ese = _mc(c.eigenvalues.sel(k=1, snr=0.0) / k, c.done)
         print(f"| {d} | {lam:.3f} ± {lse:.3f} | {th:.3f} | {100 * (lam / th - 1):+.2f} % | {o:.4f} ± {ose:.4f} | "
               f"{float(c.theory_overlap.sel(snr=6.0)):.4f} | {edge:.3f} ± {ese:.3f} | "
               f"{float(c.theory_edge) / k:.3f} |")

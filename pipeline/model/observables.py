@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["ridge_accuracy", "spectrum_density"]
+
 
 def spectrum_density(C0T: np.ndarray, a: np.ndarray, u: np.ndarray, snr: np.ndarray, kappa: float,
                      edges: np.ndarray) -> np.ndarray:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["rank2_top_k"]
+
 _BISECT_STEPS = 80       # at most; stops once every bracket is below _BISECT_REL * ||M||
 _BISECT_REL = 1e-7       # then Rayleigh-quotient steps take the eigenvalue to rounding level
 _RQ_STEPS = 3

@@ -1,0 +1,55 @@
+"""The rooms' layering (pyproject's import-linter contracts) holds: a lower room never imports a higher one."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_contracts_are_kept():
+    exe = shutil.which("lint-imports")
+    if exe is None:
+        pytest.skip("import-linter is not installed (pip install -e '.[test]')")
+    proc = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout
+
+
+def test_public_api_has_all():
+    """Every package of rmtsweep declares its public names, and they all exist."""
+    import importlib
+    import pkgutil
+
+    import rmtsweep
+
+    names = ["rmtsweep"] + [m.name for m in pkgutil.walk_packages(rmtsweep.__path__, "rmtsweep.")]
+    for name in names:
+        module = importlib.import_module(name)
+        assert hasattr(module, "__all__"), f"{name} has no __all__"
+        missing = [n for n in module.__all__ if not hasattr(module, n)]
+        assert not missing, f"{name}.__all__ names missing attributes {missing}"
+
+
+def test_no_module_over_400_lines():
+    too_long = {str(p.relative_to(ROOT)): n for p in [*ROOT.glob("pipeline/**/*.py"), *ROOT.glob("benchmarks/*.py")]
+                if (n := len(p.read_text().splitlines())) > 400}
+    assert not too_long, too_long
+
+
+def test_nothing_imports_pipeline():
+    """The import name is rmtsweep: no code, test or benchmark imports `pipeline`."""
+    offenders = []
+    for p in [*ROOT.glob("pipeline/**/*.py"), *ROOT.glob("tests/**/*.py"), *ROOT.glob("benchmarks/*.py"),
+              *ROOT.glob("docs/*.py")]:
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            s = line.strip()
+            if p.name != "test_layers.py" and (s.startswith(("import pipeline", "from pipeline")) or "-m pipeline" in s):
+                offenders.append(f"{p.relative_to(ROOT)}:{i}")
+    assert not offenders, offenders
+    assert sys.modules.get("pipeline") is None or "rmtsweep" in str(sys.modules["pipeline"])
