@@ -14,6 +14,8 @@ from threadpoolctl import threadpool_limits
 
 from common import interleaved, row
 
+from rmtsweep.run.cost import Blocking, choose_blocking
+
 HERE = Path(__file__).resolve().parent
 RUNNER = HERE / "run.py"
 
@@ -31,7 +33,7 @@ def serial_sweep(sf) -> None:
     """The same sweep as one in-process loop of ``compute_task`` over ``grid.tasks`` (no store)."""
     from rmtsweep.run.execute import compute_task
     from rmtsweep.run.grid import tasks
-    for task in tasks(sf.sweep):
+    for task in tasks(sf.sweep, choose_blocking(sf.sweep)):
         compute_task(task)
 
 
@@ -54,7 +56,7 @@ def demo_task_seconds(d: int, replicates: int) -> dict:
     sweep = load_sweep(HERE.parent / "sweeps" / "demo.yaml").sweep
     sweep = sweep.model_copy(update={"d": d, "replicates": replicates, "replicates_per_task": replicates})
     per_rep = []
-    for task in tasks(sweep):
+    for task in tasks(sweep, Blocking(1, 1, 1, replicates)):
         t0 = time.perf_counter()
         compute_task(task)
         per_rep.append((time.perf_counter() - t0) / replicates)
@@ -122,12 +124,13 @@ def pipeline_cases(quick: bool, repeats: int) -> tuple[list[dict], dict]:
                 t, _ = interleaved({"serial": lambda: serial_sweep(sf),
                                     "parallel": lambda: parallel_sweep(sf, client, tmp, fixed)}, reps, warmup=False)
             template = float(np.median(fixed))
-            nt = n_tasks(sf.sweep)
+            blocking = choose_blocking(sf.sweep)
+            nt = n_tasks(sf.sweep, blocking)
             s = sf.sweep
             if name == "c":
                 eff = t["serial"] / (2 * t["parallel"])
                 eff_run = t["serial"] / (2 * (t["parallel"] - template))
-                r = row("c", f"d={s.d}, demo grid, {nt} tasks x {s.replicate_chunk} replicates, 13 snr, 2 workers",
+                r = row("c", f"d={s.d}, demo grid, {nt} tasks x {blocking.cells} points x {blocking.replicate} replicates, 13 snr, 2 workers",
                         t["parallel"], t["serial"], None, "run_sweep", "serial loop")
                 r["note"] = (f"efficiency {100 * eff:.0f}% ({100 * eff_run:.0f}% without the "
                              f"{template:.2f} s store template; {100 * eff / info['machine_efficiency']:.0f}% "
@@ -135,16 +138,16 @@ def pipeline_cases(quick: bool, repeats: int) -> tuple[list[dict], dict]:
                 info.update(c_efficiency=eff, c_efficiency_without_template=eff_run,
                             c_task_seconds=t["serial"] / nt, c_template_seconds=template)
             else:
-                task_s = t["serial"] / nt
-                overhead = (2 * (t["parallel"] - template) - t["serial"]) / nt          # worker-seconds per task
-                cells = nt * len(s.grid.weights)
-                r = row("d", f"d={s.d}, {cells} cells in {nt} tasks (all schemes of a point), 1 replicate, "
-                             f"13 snr, 2 workers",
+                points = int(np.prod([len(s.grid.delta), len(s.grid.gamma), len(s.grid.T)]))
+                point_s = t["serial"] / points
+                overhead = (2 * (t["parallel"] - template) - t["serial"]) / points   # worker-seconds per point
+                r = row("d", f"d={s.d}, {points} points x {len(s.grid.weights)} schemes in {nt} tasks of "
+                             f"{blocking.cells} points, 1 replicate, 13 snr, 2 workers",
                         t["parallel"], t["serial"], None, "run_sweep", "serial loop")
-                r["note"] = (f"overhead {1e3 * overhead:.1f} ms/task = {100 * overhead / task_s:.0f}% of a "
-                             f"{1e3 * task_s:.1f} ms task; {100 * overhead / 0.5:.0f}% of a 0.5 s task")
-                info.update(d_overhead_fraction=overhead / task_s, d_overhead_ms=1e3 * overhead,
-                            d_task_ms=1e3 * task_s, d_template_seconds=template)
+                r["note"] = (f"overhead {1e3 * overhead:.2f} ms/point = {100 * overhead / point_s:.0f}% of a "
+                             f"{1e3 * point_s:.1f} ms point")
+                info.update(d_overhead_fraction=overhead / point_s, d_overhead_ms=1e3 * overhead,
+                            d_point_ms=1e3 * point_s, d_template_seconds=template)
             rows.append(r)
         info["breakdown"] = overhead_breakdown(d_sweep, client, tmp)
     return rows, info
@@ -161,11 +164,12 @@ def overhead_breakdown(sf, client, tmp: Path) -> dict:
     path = tmp / "breakdown.zarr"
     prepare_store(sf, path)
     writer = store.Writer(path)
-    sample = [t for _, t in zip(range(50), tasks(sf.sweep))]
+    sample = [t for _, t in zip(range(50), tasks(sf.sweep, Blocking(*store.blocking_of(path))))]
     values = [compute_task(t) for t in sample]
     t0 = time.perf_counter()
     for t, v in zip(sample, values):
-        writer.write(t.index, t.weights, t.replicates, v)
+        writer.write_block(t.region, v, t.todo, 0)
+        writer.mark_done(t.region)
     write_ms = 1e3 * (time.perf_counter() - t0) / len(sample)
     t0 = time.perf_counter()
     for t in sample:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import click
+from dask.utils import parse_bytes
 
 from . import store
 from .errors import ClusterError, RmtsweepError
@@ -43,9 +44,17 @@ class Engine:
         return load_cluster_config(self.cluster, self.cluster_config, dict(self.overrides))
 
 
+@dataclass(frozen=True)
+class Capacity:
+    """What a run knows of its cluster before workers join: threads it may grow to, memory per thread."""
+
+    expected_threads: int = 0
+    memory_per_thread: float | None = None
+
+
 @contextmanager
 def _client(engine: Engine) -> Iterator:
-    """A connected dask client for ``engine`` (workers get one BLAS thread each)."""
+    """A connected dask client for ``engine`` and its :class:`Capacity` (workers get one BLAS thread each)."""
     from distributed import Client, LocalCluster
 
     if engine.scheduler:
@@ -54,21 +63,22 @@ def _client(engine: Engine) -> Iterator:
         except (OSError, TimeoutError) as exc:
             raise ClusterError(f"--scheduler {engine.scheduler}: cannot connect ({exc})") from None
         with client:
-            yield client
+            yield client, Capacity()
     elif engine.cluster in ("slurm", "pbs"):
         from .clusters import make_cluster, scale_cluster
         config = engine.batch_config()
         with make_cluster(engine.cluster, config) as cluster, Client(cluster) as client:
             scale_cluster(cluster, config, engine.jobs)
-            click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {engine.jobs or config.max_jobs} job(s), "
+            jobs = engine.jobs or config.max_jobs
+            click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), "
                        f"dashboard {client.dashboard_link}", err=True)
-            yield client
+            yield client, Capacity(jobs * config.cores, parse_bytes(config.memory) / config.cores)
     else:
         n = engine.workers or os.cpu_count() or 1
         with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
                 Client(cluster) as client:
             click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
-            yield client
+            yield client, Capacity()
 
 
 def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
@@ -79,13 +89,16 @@ def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
     return Path("store") / f"{sweep_file.sweep.name}.zarr"
 
 
-def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bool, force: bool = False) -> Path:
+def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
+         writes: str = "workers") -> Path:
     sweep_file = load_sweep(sweep_path)
     path = _store_path(sweep_file, store_path)
     store.Store(path).check()
     start = time.perf_counter()
-    with _client(engine) as client:
-        report = run_sweep(sweep_file, path, client, progress=progress, force=force)
+    with _client(engine) as (client, capacity):
+        report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
+                           expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
+                           notes=lambda line: click.echo(line, err=True))
     st = store.status(path)
     click.echo(f"{path}: {st['tasks_done']}/{st['tasks_total']} tasks done "
                f"({report.tasks_computed} computed now) in {time.perf_counter() - start:.1f} s")
@@ -144,10 +157,13 @@ def _engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_confi
               help="Connect to an existing dask scheduler instead, e.g. tcp://host:8786.")
 @_batch_options
 @click.option("--force", is_flag=True, help="Run even if the memory estimate per task exceeds the workers'.")
+@click.option("--writes", type=click.Choice(["workers", "driver"]), default="workers", show_default=True,
+              help="Who writes each task's data chunks: the workers (the store must be on a filesystem they "
+                   "see) or this process.")
 @_progress
-def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, **engine) -> None:
+def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, writes: str, **engine) -> None:
     """Run, resume or extend the sweep defined in SWEEP."""
-    _run(sweep, store_path, _engine(**engine), progress, force)
+    _run(sweep, store_path, _engine(**engine), progress, force, writes)
 
 
 @cli.command()

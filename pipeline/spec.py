@@ -133,6 +133,7 @@ class Sweep(BaseModel):
     d: Annotated[int, Field(ge=2)]
     replicates: Annotated[int, Field(ge=1)]
     replicates_per_task: Annotated[int, Field(ge=1)] | None = None
+    cells_per_task: Annotated[int, Field(ge=1)] | None = None
     seed: Annotated[int, Field(ge=0)]
     correlation: CorrelationSpec
     table_centering: Centering = "class"
@@ -144,18 +145,24 @@ class Sweep(BaseModel):
         """The ``weights`` coordinate: one label per scheme."""
         return [w.label for w in self.grid.weights]
 
-    @property
-    def replicate_chunk(self) -> int:
-        """Replicates per task (and per store chunk)."""
-        return min(self.replicates_per_task or self.replicates, self.replicates)
-
     def sizes(self, delta: float, gamma: float) -> tuple[int, int]:
         """``V = round(d / delta)`` and ``N = round(d / gamma)``."""
         return round(self.d / delta), round(self.d / gamma)
 
-    def canonical(self) -> dict[str, Any]:
-        """The definition as plain JSON-able data (defaults filled in)."""
-        return self.model_dump(mode="json")
+    def canonical(self, batching: bool = True) -> dict[str, Any]:
+        """The definition as plain JSON-able data (defaults filled in).
+
+        ``batching=False`` leaves out ``cells_per_task`` and ``replicates_per_task``: how work is cut
+        into tasks changes no result, so two sweeps that differ only there hold the same numbers.
+        An unset ``cells_per_task`` is left out either way (hashes of sweeps written before it existed
+        stay the same).
+        """
+        out = self.model_dump(mode="json")
+        if not batching:
+            out.pop("replicates_per_task")
+        if not batching or out["cells_per_task"] is None:
+            out.pop("cells_per_task")
+        return out
 
     def digest(self) -> str:
         """SHA-256 of the canonical definition: two files that mean the same sweep hash the same."""

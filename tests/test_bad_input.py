@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from rmtsweep.cli import main
+from rmtsweep.errors import RmtsweepError
 from tests.conftest import BASE
 from tests.test_spec import BAD
 
@@ -83,7 +84,7 @@ def test_memory_estimate_over_the_workers_limit(tmp_path, capsys):
     path.write_text(yaml.safe_dump({**copy.deepcopy(BASE), "d": 200_000}))
     store = tmp_path / "huge.zarr"
     _expect_exit_2(["run", str(path), "--store", str(store), "--workers", "1"], capsys,
-                   r"estimated memory per task \d+\.\d\d GiB exceeds the \d+\.\d\d GiB a worker thread has;"
+                   r"estimated memory per task \d+\.\d\d GiB exceeds the \d+\.\d\d GiB a worker thread has \(.*\);"
                    r".*--force")
     assert not store.exists()
 
@@ -94,9 +95,21 @@ def test_force_overrides_the_memory_check():
     from rmtsweep.run.execute import check_memory
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit="1GiB",
                       dashboard_address=":0") as c, Client(c) as client:
-        assert check_memory(client, 2 * 2**30, force=True) is None
-        with pytest.raises(Exception, match=r"2\.00 GiB exceeds the 1\.00 GiB"):
+        assert check_memory(client, 2 * 2**30, force=True).endswith("running anyway (--force)")
+        with pytest.raises(RmtsweepError, match=r"2\.00 GiB exceeds the 1\.00 GiB"):
             check_memory(client, 2 * 2**30)
+        assert "within 1.00 GiB per thread (the workers' memory limit)" in check_memory(client, 2**29)
+
+
+def test_memory_check_uses_the_cluster_config_before_workers_join():
+    """An adaptive cluster has no worker yet: the check uses the batch config's memory, never skips silently."""
+    from distributed import Client, LocalCluster
+
+    from rmtsweep.run.execute import check_memory
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as c, Client(c) as client:
+        with pytest.raises(RmtsweepError, match=r"exceeds the 0\.50 GiB a worker thread has \(the cluster config"):
+            check_memory(client, 2**30, fallback=2**29)
+        assert check_memory(client, 2**30).startswith("memory check not made")
 
 
 def test_real_process_prints_one_line(tmp_path):

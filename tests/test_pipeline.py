@@ -33,7 +33,8 @@ def stores(reference, tmp_path_factory):
 
 def test_same_store_from_one_and_two_workers(stores):
     _, one, two, rep2 = stores
-    assert rep2.tasks_computed == 4                       # 2 (delta) x 2 replicate blocks, all schemes each
+    # the cost model puts both (cheap) delta points in one task: 2 replicate blocks of 2 (replicates_per_task)
+    assert (rep2.tasks_computed, rep2.cells_computed) == (2, 4)
     assert_stores_equal(one, two)
     assert bool(open_store(one)["done"].all())
 
@@ -46,7 +47,7 @@ def test_store_layout(stores):
     for name in ("eigenvalues", "overlap", "alpha", "kappa", "done", "theory_rho", "theory_edge",
                  "theory_outlier", "theory_overlap", "theory_phase"):
         assert "long_name" in ds[name].attrs and "units" in ds[name].attrs, name
-    assert ds["eigenvalues"].encoding["chunks"] == (1, 1, 1, 2, 2, 2, 2)   # one task = one chunk
+    assert ds["eigenvalues"].encoding["chunks"] == (2, 1, 1, 2, 2, 2, 2)   # one task = one chunk
     assert list(ds.weights.values) == ["mean", "optimal"]
     for key in ("sweep_hash", "sweep_text", "rmtsweep_version", "git_revision", "seed", "created"):
         assert key in ds.attrs, key
@@ -74,10 +75,14 @@ def test_partial_store_is_resumed(stores, tmp_path):
     copy = tmp_path / "partial.zarr"
     shutil.copytree(one, copy)
     g = zarr.open_group(str(copy), mode="r+")
-    g["done"][0, 0, 0, 1, 3] = False
+    g["done"][0, 0, 0, 1, 2:4] = False
     g["eigenvalues"][0, 0, 0, 1, 2:4] = -1.0          # data written, done not: never trusted
+    g["eigenvalues"][1, 0, 0, 1, 3] = -1.0            # ... while done data are never rewritten
     assert _run(path, copy, 1).tasks_computed == 1
-    assert_stores_equal(copy, one)
+    with pytest.raises(AssertionError, match="eigenvalues: 4 of 64 values differ"):   # 1 replicate x 2 snr x 2 k
+        assert_stores_equal(copy, one)                 # only the done replicate keeps its (planted) -1
+    fixed = zarr.open_group(str(copy), mode="r+")
+    assert np.array_equal(fixed["eigenvalues"][0, 0, 0, 1, 2:4], zarr.open_group(str(one))["eigenvalues"][0, 0, 0, 1, 2:4])
 
 
 def test_other_sweep_is_refused(stores, sweep_data, write_sweep):
@@ -91,7 +96,7 @@ def test_cli_status(stores, capsys):
     _, one, *_ = stores
     main(["status", str(one)])
     out = capsys.readouterr().out
-    assert "sweep tiny" in out and "tasks done: 4 / 4 (100.0%)" in out and "complete" in out
+    assert "sweep tiny" in out and "tasks done: 2 / 2 (100.0%)" in out and "complete" in out
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -121,7 +126,8 @@ def test_cli_run_then_read_with_xarray(sweep_data, write_sweep, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(write_sweep(sweep_data)),
                            "--store", str(store_path), "--workers", "1"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "4/4 tasks done" in proc.stdout
-    assert "tasks: 100%" in proc.stderr                       # the progress bar ran
+    assert "2/2 tasks done" in proc.stdout
+    assert "tiny: tasks 2/2 (100%), 4 cells in" in proc.stderr   # no TTY: progress as plain lines, not a bar
+    assert "\r" not in proc.stderr
     ds = xr.open_zarr(store_path)
     assert bool(ds["done"].all()) and ds["eigenvalues"].notnull().all()

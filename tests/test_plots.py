@@ -16,7 +16,8 @@ from rmtsweep.run.execute import compute_task
 from rmtsweep.run.grid import tasks
 from rmtsweep.run.runner import prepare_store
 from rmtsweep.spec import SweepFile, parse_sweep
-from rmtsweep.store import Writer
+from rmtsweep.run.cost import Blocking
+from rmtsweep.store import Writer, blocking_of
 from tests.conftest import BASE
 
 TINY = {**copy.deepcopy(BASE), "name": "tiny-maps", "d": 20, "top_k": 2,
@@ -30,8 +31,9 @@ def build_store(path: Path, data: dict = TINY) -> Path:
     sweep = parse_sweep(data)
     prepare_store(SweepFile(sweep, str(path.with_suffix(".yaml")), yaml.safe_dump(data)), path)
     writer = Writer(path)
-    for task in tasks(sweep):
-        writer.write(task.index, task.weights, task.replicates, compute_task(task))
+    for task in tasks(sweep, Blocking(*blocking_of(path))):
+        writer.write_block(task.region, compute_task(task), task.todo, run=0)
+        writer.mark_done(task.region)
     return path
 
 

@@ -27,10 +27,11 @@ from rmtsweep.testing import assert_stores_equal
 
 pytestmark = pytest.mark.slow
 
-# Enough small tasks ((2 x 2 x 2) points x 8 replicate blocks = 64, each with 3 schemes) that a kill
-# lands mid-sweep.
+# Enough small tasks ((2 x 2 x 2) points x 8 replicate blocks = 64, each with 3 schemes; one point per
+# task) that a kill lands mid-sweep.
 MEDIUM = {
-    "name": "medium", "d": 40, "replicates": 16, "replicates_per_task": 2, "seed": 11, "top_k": 2,
+    "name": "medium", "d": 100, "replicates": 16, "replicates_per_task": 2, "cells_per_task": 1, "seed": 11,
+    "top_k": 2,
     "correlation": {"model": "prefix", "L": 2}, "table_centering": "class",
     "grid": {"delta": [0.5, 1.0], "gamma": [0.5, 1.0], "snr": [0.0, 2.0, 5.0], "T": [4, 8],
              "weights": ["mean", "optimal", "harmonic"]},
@@ -57,16 +58,18 @@ def medium(tmp_path_factory, client):
 def _journal(store: Path) -> dict[int, dict[str, set[str]]]:
     runs: dict[int, dict[str, set[str]]] = defaultdict(lambda: {"submit": set(), "write": set()})
     for line in (store / JOURNAL).read_text().splitlines():
-        _, run, event, cell, block = line.split()
-        runs[int(run)][event].add(f"{cell} {block}")
+        _, run, event, task = line.split()
+        runs[int(run)][event].add(task)
     return runs
 
 
-def _writes(store: Path) -> int:
+def _writes(store: Path, run: int | None = None) -> int:
+    """Tasks written so far (by ``run`` only, if given), from the run journal."""
     try:
-        return sum(1 for line in (store / JOURNAL).read_text().splitlines() if " write " in line)
+        lines = (store / JOURNAL).read_text().splitlines()
     except FileNotFoundError:
         return 0
+    return sum(1 for line in lines if " write " in line and (run is None or line.startswith(f"run {run} ")))
 
 
 def test_sigkill_at_three_random_points_then_resume(medium, tmp_path):
@@ -75,15 +78,17 @@ def test_sigkill_at_three_random_points_then_resume(medium, tmp_path):
     cmd = [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep_path), "--store", str(store),
            "--workers", "2", "--no-progress"]
     rng = np.random.default_rng(20261129)
-    targets = sorted(rng.choice(np.arange(4, 58), size=3, replace=False))
-    for target in targets:                       # kill when `target` tasks have been written in total
+    targets = sorted(rng.choice(np.arange(4, 48), size=3, replace=False))
+    for k, target in enumerate(targets):         # kill run k once `target` tasks are written in total and
         proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 120
-        while _writes(store) < target and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        deadline = time.monotonic() + 120        # run k itself has written at least one
+        while ((_writes(store) < target or _writes(store, run=k) < 1) and proc.poll() is None
+               and time.monotonic() < deadline):
+            time.sleep(0.005)
         assert proc.poll() is None, f"the run ended before the kill at {target}: {proc.stderr.read()[-2000:]}"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        assert _writes(store) < 64, "the kill landed after the sweep had finished"
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert_stores_equal(store, clean)
@@ -137,23 +142,23 @@ def _guard(errors, fn, *args, **kwargs):
 
 def test_repeated_failure_names_the_cell_and_keeps_done_cells(reference, tmp_path, monkeypatch):
     sweep_path, _ = reference
-    original = execute.compute_task
+    original = execute.compute_block
 
     def flaky(task):
-        if task.index == (1, 0, 0):
+        if task.start[3] == 2:                              # the second replicate block (both delta points)
             raise FloatingPointError("injected failure")
         return original(task)
 
-    monkeypatch.setattr(execute, "compute_task", flaky)
+    monkeypatch.setattr(execute, "compute_block", flaky)
     store = tmp_path / "failing.zarr"
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
             Client(c) as cl:
-        with pytest.raises(TaskFailedError, match=r"cell delta=1 gamma=0\.5 T=4 replicates "
-                                                  r"[02]-[13] failed after 2 retries: FloatingPointError: injected"):
+        with pytest.raises(TaskFailedError, match=r"task delta=0\.5\.\.1 gamma=0\.5 T=4 replicates "
+                                                  r"2-3 failed after 2 retries: FloatingPointError: injected"):
             run_sweep(load_sweep(sweep_path), store, cl, progress=False)
     done = open_store(store)["done"]
-    assert not bool(done.sel(delta=1.0).any())
-    assert bool(done.sel(delta=0.5).all())                           # tasks before the failure stayed done
+    assert not bool(done.sel(replicate=[2, 3]).any())
+    assert bool(done.sel(replicate=[0, 1]).all())                    # tasks before the failure stayed done
     assert not (store / ".rmtsweep.lock").exists()                   # the lock went with the run
 
 
@@ -171,9 +176,9 @@ def test_extension_adds_replicates_and_axis_values(reference, sweep_data, write_
     bigger["replicates"] = 6
     big_path = write_sweep(bigger, "bigger.yaml")
     report = run_sweep(load_sweep(big_path), store, client, progress=False)
-    # 3 delta points x 3 blocks = 9 tasks: the 4 (delta, block) pairs in the store compute only the new
-    # scheme, the other 5 compute all three
-    assert report.tasks_computed == 9
+    # the store keeps its batching (2 delta points x 2 replicates): 2 delta chunks x 3 replicate blocks = 6
+    # tasks, each computing only what the store does not hold (the new scheme, the new point, new replicates)
+    assert report.tasks_computed == 6
     fresh = tmp_path / "fresh.zarr"
     run_sweep(load_sweep(big_path), fresh, client, progress=False)
     assert_stores_equal(store, fresh)
@@ -193,7 +198,7 @@ def test_changing_the_snr_axis_recomputes_every_cell_identically(reference, swee
     shutil.copytree(small, store)
     report = run_sweep(load_sweep(write_sweep(_variant(sweep_data, snr=[0.0, 1.0, 4.0]))), store, client,
                        progress=False)
-    assert report.tasks_computed == 4
+    assert report.tasks_computed == 2                     # every chunk: 1 (both delta points) x 2 replicate blocks
     old, new = open_store(small), open_store(store)
     assert np.array_equal(old["eigenvalues"].sel(snr=[0.0, 4.0]), new["eigenvalues"].sel(snr=[0.0, 4.0]))
 

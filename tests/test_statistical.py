@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rmtsweep.run.cost import choose_blocking
 from rmtsweep.run.execute import compute_task
 from rmtsweep.run.grid import tasks
 from rmtsweep.theory.on_grid import theory_dataset
@@ -34,9 +35,9 @@ def _sweep(centering: str, snr: list[float], replicates: int = 24):
 
 def _run(sweep):
     """The one task of a one-scheme sweep: its results (scheme axis dropped) and its theory."""
-    (task,) = list(tasks(sweep))
-    sel = dict(zip(("delta", "gamma", "T"), task.point), weights=task.schemes[0].label)
-    return {k: v[0] for k, v in compute_task(task).items()}, theory_dataset(sweep).sel(sel)
+    (task,) = list(tasks(sweep, choose_blocking(sweep)))
+    sel = {"delta": task.delta[0], "gamma": task.gamma[0], "T": task.T[0], "weights": task.context.schemes[0].label}
+    return {k: v[0, 0, 0, 0] for k, v in compute_task(task).items()}, theory_dataset(sweep).sel(sel)
 
 
 def test_outlier_and_alignment_above_transition_class_centred():

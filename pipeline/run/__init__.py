@@ -1,11 +1,15 @@
-"""Running a sweep: grid (cells, tasks, seeds), execution on dask, the runner (prepare, then execute)."""
+"""Running a sweep: grid (points, tasks, seeds), batching (cost model), execution on dask, the runner."""
 
-from .execute import RunReport, check_memory, compute_task, run_tasks
-from .grid import Context, Task, n_tasks, replicate_blocks, replicate_rng, task_memory_bytes, task_shape, tasks
+from .block import compute_block
+from .cost import TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds
+from .execute import RunReport, Window, check_memory, compute_task, run_tasks, write_task
+from .grid import Context, Task, grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
+from .progress import Progress
 from .runner import git_revision, make_template, package_version, prepare_store, run_sweep
 
 __all__ = [
-    "Context", "RunReport", "Task", "check_memory", "compute_task", "git_revision", "make_template", "n_tasks",
-    "package_version", "prepare_store", "replicate_blocks", "replicate_rng", "run_sweep", "run_tasks", "task_memory_bytes",
-    "task_shape", "tasks",
+    "TARGET_TASK_SECONDS", "Blocking", "Context", "Progress", "RunReport", "Task", "Window", "check_memory",
+    "choose_blocking", "compute_block", "compute_task", "git_revision", "grid_shape", "make_template", "n_tasks",
+    "package_version", "point_seconds", "prepare_store", "replicate_rng", "run_sweep", "run_tasks",
+    "task_memory_bytes", "tasks", "write_task",
 ]

@@ -1,9 +1,13 @@
-"""The dask side: tasks go out to workers in waves, results come back, the driver writes them.
+"""The dask side: tasks go out to workers in a window that follows the cluster, results come back.
 
-Workers compute and return small arrays (top-k eigenvalues and overlaps per replicate and SNR);
-only this process writes the store, so workers never need to see it and two writes never race.
-At most ``in_flight`` tasks are submitted at a time, so a grid of 10^5 cells starts at once and
-the scheduler never holds a graph of every cell.
+A task is a block of points (:mod:`rmtsweep.run.grid`); the worker that computes it writes its data
+chunks into the store itself (``writes="workers"``, the default: the store must be on a filesystem
+the workers see, as on any HPC cluster's shared scratch) and returns a few counts, or returns the
+arrays for this process to write (``writes="driver"``). Either way only this process writes ``done``,
+after the data. At most :class:`Window` tasks are in flight, so a grid of 10^6 points starts at once
+and the scheduler never holds a graph of every chunk; the window is re-read as workers join and
+leave, and on an adaptive cluster it is sized for the largest cluster allowed, so the scheduler's
+adaptive target asks for every job.
 """
 
 from __future__ import annotations
@@ -12,62 +16,106 @@ import asyncio
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from pathlib import Path
+from typing import Callable, Iterable, Literal
 
 import numpy as np
 from distributed import Client, as_completed
-from threadpoolctl import threadpool_limits
 
 from ..errors import RmtsweepError, TaskFailedError
-from ..model import simulate_schemes
+from ..store import Writer
+from .block import compute_block
 from .grid import Task
 
-__all__ = ["RunReport", "check_memory", "compute_task", "run_tasks"]
+__all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "RunReport", "Window", "check_memory", "compute_task", "run_tasks",
+           "write_task"]
+
+Writes = Literal["workers", "driver"]
+"""Who writes a task's data chunks."""
+MIN_IN_FLIGHT = 4
+PER_THREAD = 4          # tasks in flight per worker thread that has joined
+ADAPTIVE_PER_THREAD = 10   # ... per thread the adaptive cluster may grow to: dask's adaptive target asks for a
+                           # worker per 5 s of queued work, and counts 0.5 s for a task it has not timed yet
 
 
 def compute_task(task: Task) -> dict[str, np.ndarray]:
-    """Run one task (every scheme of a grid point, a block of replicates) with BLAS on one thread.
+    """The task's chunk-shaped results (:func:`rmtsweep.run.block.compute_block`), returned, not written."""
+    return compute_block(task)
 
-    Returns
-    -------
-    dict
-        ``eigenvalues`` and ``overlap`` of shape (weights, replicates, snr, k); ``alpha``, ``kappa``
-        of shape (weights, replicates); and when the sweep asks for them ``spectrum``
-        (weights, replicates, snr, bin) and ``accuracy`` (weights, replicates, snr).
+
+_WRITERS: dict[tuple[str, str], Writer] = {}
+
+
+def write_task(task: Task, path: str, run: int, token: str) -> dict[str, float]:
+    """On a worker: compute ``task`` and write its data chunks (not ``done``) into the store at ``path``.
+
+    The store's arrays are opened once per worker and run (``token``). Returns ``{"cells": ...,
+    "seconds": ...}``.
     """
-    with threadpool_limits(limits=1):
-        models = task.models()
-        per_rep = [simulate_schemes(models, task.snr, rng) for rng in task.rngs()]   # [replicate][scheme]
-    names = [n for n in ("eigenvalues", "overlap", "alpha", "kappa", "spectrum", "accuracy")
-             if getattr(per_rep[0][0], n) is not None]
-    return {n: np.stack([np.stack([getattr(r[w], n) for r in per_rep]) for w in range(len(models))])
-            for n in names}
+    start = time.perf_counter()
+    values = compute_block(task)
+    key = (path, token)
+    if key not in _WRITERS:
+        _WRITERS.clear()
+        _WRITERS[key] = Writer(path)
+    _WRITERS[key].write_block(task.region, values, task.todo, run)
+    return {"cells": task.cells, "seconds": time.perf_counter() - start}
 
 
 @dataclass
 class RunReport:
-    """What a run did."""
+    """What a run did: tasks and cells computed, wall seconds, the largest in-flight window used."""
 
     tasks_computed: int
     seconds: float
     in_flight: int = 0
+    cells_computed: int = 0
 
 
-def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict], None],
-              in_flight: int | None = None, retries: int = 2,
+class Window:
+    """How many tasks to keep in flight: follows the worker threads there now (re-read every second).
+
+    ``max(MIN_IN_FLIGHT, PER_THREAD * threads, ADAPTIVE_PER_THREAD * expected_threads)``, where
+    ``expected_threads`` is what an adaptive cluster may grow to (0 for a fixed one).
+    """
+
+    def __init__(self, client: Client, expected_threads: int = 0, refresh: float = 1.0) -> None:
+        self.client, self.expected, self.refresh = client, expected_threads, refresh
+        self.read_at = -np.inf
+        self.value = MIN_IN_FLIGHT
+        self.largest = 0
+
+    def size(self) -> int:
+        """The window now."""
+        now = time.monotonic()
+        if now - self.read_at >= self.refresh:
+            self.read_at = now
+            threads = sum(self.client.nthreads().values())
+            self.value = max(MIN_IN_FLIGHT, PER_THREAD * threads, ADAPTIVE_PER_THREAD * self.expected)
+            self.largest = max(self.largest, self.value)
+        return self.value
+
+
+def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[Task, dict], None], path: Path,
+              run: int, writes: Writes = "workers", window: Window | None = None, retries: int = 2,
               on_submit: Callable[[Task], None] | None = None) -> RunReport:
-    """Compute ``tasks`` on ``client`` in waves and hand each result to ``write`` as it arrives.
+    """Compute ``tasks`` on ``client``, keeping a window in flight; call ``on_done`` as each one's data is written.
 
     Parameters
     ----------
     client
         A connected ``distributed.Client`` (LocalCluster, jobqueue cluster or remote scheduler).
     tasks
-        The tasks still to do (consumed lazily, ``in_flight`` at a time).
-    write
-        Called in this process with each task and its result (the store writer, the progress bar).
-    in_flight
-        Tasks submitted at once; default four per worker thread (at least 4).
+        The tasks still to do (consumed lazily).
+    on_done
+        Called in this process once a task's data is in the store (mark ``done``, journal, progress),
+        with the task and ``{"cells", "seconds"}``.
+    path, run
+        The store and this run's index (recorded in ``run``).
+    writes
+        ``"workers"``: each worker writes its task's chunks; ``"driver"``: this process does.
+    window
+        The in-flight window (default: :class:`Window` on ``client``, no adaptive growth).
     retries
         Times a failing task is retried (worker deaths are rescheduled by dask regardless).
     on_submit
@@ -79,47 +127,60 @@ def run_tasks(client: Client, tasks: Iterable[Task], write: Callable[[Task, dict
         When a task still fails after its retries; tasks already written stay written.
     """
     start = time.perf_counter()
-    if in_flight is None:
-        threads = sum(client.nthreads().values()) or 1
-        in_flight = max(4, 4 * threads)
+    window = window or Window(client)
+    token = uuid.uuid4().hex
+    writer = Writer(path) if writes == "driver" else None
     pending = iter(tasks)
     by_key: dict[str, Task] = {}
+    queue = as_completed()
+    exhausted = False
 
-    def submit_next(queue: as_completed) -> None:
-        task = next(pending, None)
-        if task is not None:
-            fut = client.submit(compute_task, task, retries=retries,
-                                key=f"rmtsweep-cell-{task.key.replace(' ', '-')}-{uuid.uuid4().hex[:8]}")
+    def top_up() -> None:
+        nonlocal exhausted
+        while not exhausted and queue.count() < window.size():
+            task = next(pending, None)
+            if task is None:
+                exhausted = True
+                return
+            key = f"rmtsweep-task-{task.key}-{token[:8]}"
+            fut = (client.submit(write_task, task, str(path), run, token, retries=retries, key=key) if writer is None
+                   else client.submit(compute_block, task, retries=retries, key=key))
             by_key[fut.key] = task
             queue.add(fut)
             if on_submit is not None:
                 on_submit(task)
 
-    queue = as_completed()
-    for _ in range(in_flight):
-        submit_next(queue)
-    computed = 0
-    for fut in queue:
+    computed = cells = 0
+    top_up()
+    while queue.count():
+        fut = next(queue)
         task = by_key.pop(fut.key)
         try:
             # a result lost with its worker (status "lost") is recomputed by dask: result() waits for it
-            values = fut.result()
+            result = fut.result()
         except (Exception, asyncio.CancelledError) as exc:
             for other in list(queue.futures):
                 other.cancel()
-            raise TaskFailedError(f"cell {task.name} failed after {retries} retries: "
+            raise TaskFailedError(f"task {task.name} failed after {retries} retries: "
                                   f"{type(exc).__name__}: {exc}") from None
-        write(task, values)
+        if writer is not None:
+            writer.write_block(task.region, result, task.todo, run)
+            result = {"cells": task.cells}
         fut.release()
+        on_done(task, result)
         computed += 1
-        submit_next(queue)
-    return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=in_flight)
+        cells += task.cells
+        top_up()
+    return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=window.largest,
+                     cells_computed=cells)
 
 
-def check_memory(client: Client, need: int, force: bool = False) -> str | None:
+def check_memory(client: Client, need: int, force: bool = False, fallback: float | None = None) -> str:
     """Refuse a sweep whose estimated memory per task exceeds what a worker thread has.
 
-    Returns a note when the check could not be made (no workers yet, or no memory limits).
+    The limit is the smallest per-thread memory of the workers there now; with none yet (an
+    adaptive or remote cluster still starting) it is ``fallback`` (e.g. the batch config's memory
+    per job divided by its cores). Returns what was checked, in one line.
 
     Raises
     ------
@@ -128,11 +189,17 @@ def check_memory(client: Client, need: int, force: bool = False) -> str | None:
     """
     workers = client.scheduler_info(n_workers=-1).get("workers", {}).values()
     limits = [w["memory_limit"] / max(w.get("nthreads", 1), 1) for w in workers if w.get("memory_limit")]
-    if not limits:
-        return "memory check skipped: no worker with a memory limit has joined yet"
-    limit = min(limits)
-    if need > limit and not force:
-        raise RmtsweepError(f"estimated memory per task {need / 2**30:.2f} GiB exceeds the "
-                            f"{limit / 2**30:.2f} GiB a worker thread has; lower d or raise the workers' "
-                            f"memory, or pass --force to run anyway")
-    return None
+    if limits:
+        limit, source = min(limits), "the workers' memory limit"
+    elif fallback:
+        limit, source = fallback, "the cluster config's memory per core (no worker has joined yet)"
+    else:
+        return (f"memory check not made: no worker with a memory limit has joined and no cluster config "
+                f"gives one (estimated {need / 2**30:.2f} GiB per task)")
+    if need > limit:
+        what = (f"estimated memory per task {need / 2**30:.2f} GiB exceeds the {limit / 2**30:.2f} GiB a worker "
+                f"thread has ({source})")
+        if not force:
+            raise RmtsweepError(f"{what}; lower d or raise the workers' memory, or pass --force to run anyway")
+        return f"memory check: {what}; running anyway (--force)"
+    return f"memory check: {need / 2**30:.2f} GiB per task within {limit / 2**30:.2f} GiB per thread ({source})"

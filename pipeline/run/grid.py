@@ -1,17 +1,15 @@
-"""The sweep grid: cells, tasks (one store chunk each) and the random stream of every replicate.
+"""The sweep grid: points, tasks (one store chunk each) and the random stream of every replicate.
 
-A *cell* is one point of the non-SNR axes ``(delta, gamma, T, weights)``. A *task* is one point
-of ``(delta, gamma, T)`` with every weights scheme, one block of ``replicate_chunk`` replicates and
-every SNR value: each replicate is drawn once and pooled with every scheme (the draws do not depend
-on the weights), and one draw serves all SNR values (common random numbers). A task writes exactly
-one chunk of each per-replicate variable in the store.
+A *point* (or cell) is one value of ``(delta, gamma, T)``; every weights scheme of a point shares
+its draws (paired comparisons), and one draw serves every SNR value (common random numbers). A
+*task* is a block of points and replicates — one chunk of every per-replicate variable of the store,
+cut by :func:`rmtsweep.run.cost.choose_blocking` so that it runs about a second.
 
-Seeding: replicate ``r`` of a cell draws from
+Seeding: replicate ``r`` of a point draws from
 ``SeedSequence(seed, spawn_key=(key(delta), key(gamma), T, r))`` where ``key(x)`` is the IEEE-754
 bit pattern of ``x``. Keys come from the coordinate *values*, not their positions, so results do
-not depend on worker count, task order, which run computed a cell, or values added to an axis
-later. The weights scheme is deliberately not part of the key: every scheme of a cell sees the same
-table, signs and tokens, so comparisons between schemes are paired.
+not depend on the batching, worker count, task order, which run computed a point, or values added
+to an axis later. The weights scheme is deliberately not part of the key.
 """
 
 from __future__ import annotations
@@ -25,9 +23,9 @@ import numpy as np
 from ..model import CellModel, Correlation, Scheme
 from ..spec import Sweep
 from ..types import Centering
+from .cost import Blocking
 
-__all__ = ["Context", "Task", "n_tasks", "replicate_blocks", "replicate_rng", "task_memory_bytes", "task_shape", "tasks",
-           "value_key"]
+__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "task_memory_bytes", "tasks", "value_key"]
 
 
 def value_key(x: float) -> int:
@@ -36,14 +34,14 @@ def value_key(x: float) -> int:
 
 
 def replicate_rng(seed: int, delta: float, gamma: float, T: int, replicate: int) -> np.random.Generator:
-    """The generator of one replicate of one cell (independent of everything but these values)."""
+    """The generator of one replicate of one point (independent of everything but these values)."""
     ss = np.random.SeedSequence(seed, spawn_key=(value_key(delta), value_key(gamma), int(T), int(replicate)))
     return np.random.Generator(np.random.PCG64(ss))
 
 
 @dataclass(frozen=True)
 class Context:
-    """What every task of a sweep shares: sizes, seed, model choices and the SNR axis.
+    """What every task of a sweep shares: sizes, seed, model choices, the SNR and weights axes.
 
     Built once per run from the sweep (:meth:`from_sweep`); it does not grow with the grid's
     ``delta``, ``gamma`` or ``T`` axes.
@@ -74,31 +72,56 @@ class Context:
         """``V = round(d / delta)`` and ``N = round(d / gamma)``."""
         return round(self.d / delta), round(self.d / gamma)
 
+    def models(self, delta: float, gamma: float, T: int, schemes: list[int]) -> list[CellModel]:
+        """One :class:`~rmtsweep.model.CellModel` per scheme position in ``schemes``."""
+        V, N = self.sizes(delta, gamma)
+        R = self.correlation.matrix(T)
+        edges = np.asarray(self.spectrum_edges) if self.spectrum_edges is not None else None
+        return [CellModel(d=self.d, V=V, N=N, T=T, w=self.schemes[w].weights(R), correlation=self.correlation,
+                          centering=self.centering, top_k=self.top_k, spectrum_edges=edges,
+                          ridge_penalty=self.ridge_penalty, test_samples=self.test_samples)
+                for w in schemes]
+
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: a ``(delta, gamma, T)`` point, a block of replicates, the schemes to compute.
+    """One unit of work: a block of points and replicates, every scheme, every SNR (one store chunk).
 
     Attributes
     ----------
     index
-        Positions ``(i_delta, i_gamma, i_T)`` of the task on the grid.
-    replicates
-        ``(start, stop)`` of the replicate block.
-    weights
-        Positions on the ``weights`` axis of the schemes to compute: all of them, except when a
-        store extended with new schemes already holds the others.
-    point
-        The coordinate values ``(delta, gamma, T)``.
+        Position of the chunk on the chunk grid, ``(delta, gamma, T, replicate)``.
+    start, stop
+        Its region on the store's ``(delta, gamma, T, replicate)`` axes.
+    delta, gamma, T
+        The coordinate values of its points.
+    todo
+        Which of its ``(delta, gamma, T, weights, replicate)`` entries to compute (``None``: all of
+        them); a chunk of a store that was extended holds some done already.
     context
         What every task of the sweep shares.
     """
 
-    index: tuple[int, int, int]
-    replicates: tuple[int, int]
-    weights: tuple[int, ...]
-    point: tuple[float, float, int]
+    index: tuple[int, int, int, int]
+    start: tuple[int, int, int, int]
+    stop: tuple[int, int, int, int]
+    delta: tuple[float, ...]
+    gamma: tuple[float, ...]
+    T: tuple[int, ...]
+    todo: np.ndarray | None
     context: Context
+
+    @property
+    def shape(self) -> tuple[int, int, int, int, int]:
+        """``(delta, gamma, T, weights, replicate)`` sizes of its chunk."""
+        n = [b - a for a, b in zip(self.start, self.stop)]
+        return n[0], n[1], n[2], len(self.context.schemes), n[3]
+
+    @property
+    def region(self) -> tuple[slice, ...]:
+        """Its chunk of a ``(delta, gamma, T, weights, replicate, ...)`` array."""
+        s = [slice(a, b) for a, b in zip(self.start, self.stop)]
+        return s[0], s[1], s[2], slice(None), s[3]
 
     @property
     def snr(self) -> np.ndarray:
@@ -106,83 +129,86 @@ class Task:
         return np.asarray(self.context.snr, dtype=float)
 
     @property
-    def schemes(self) -> tuple[Scheme, ...]:
-        """The weights schemes this task computes (at positions ``weights`` of the axis)."""
-        return tuple(self.context.schemes[w] for w in self.weights)
-
-    @property
-    def name(self) -> str:
-        """A readable identity, e.g. ``delta=0.5 gamma=0.25 T=16 replicates 0-7``."""
-        (delta, gamma, T), (r0, r1) = self.point, self.replicates
-        return f"delta={delta:g} gamma={gamma:g} T={T} replicates {r0}-{r1 - 1}"
+    def cells(self) -> int:
+        """``(delta, gamma, T)`` points in the task."""
+        return len(self.delta) * len(self.gamma) * len(self.T)
 
     @property
     def key(self) -> str:
-        """A short identity for keys and the journal, e.g. ``0-1-0 r8``."""
-        return f"{'-'.join(map(str, self.index))} r{self.replicates[0]}"
+        """A short identity for keys and the journal, e.g. ``0-1-0-2``."""
+        return "-".join(map(str, self.index))
 
-    def models(self) -> list[CellModel]:
-        """One :class:`~rmtsweep.model.CellModel` per scheme to compute, in the order of the axis."""
-        c = self.context
-        delta, gamma, T = self.point
-        V, N = c.sizes(delta, gamma)
-        R = c.correlation.matrix(T)
-        edges = np.asarray(c.spectrum_edges) if c.spectrum_edges is not None else None
-        return [CellModel(d=c.d, V=V, N=N, T=T, w=scheme.weights(R), correlation=c.correlation,
-                          centering=c.centering, top_k=c.top_k, spectrum_edges=edges,
-                          ridge_penalty=c.ridge_penalty, test_samples=c.test_samples)
-                for scheme in self.schemes]
+    @property
+    def name(self) -> str:
+        """A readable identity naming the points and replicates."""
+        def span(values) -> str:
+            return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
+        r0, r1 = self.start[3], self.stop[3]
+        return (f"delta={span(self.delta)} gamma={span(self.gamma)} T={span(self.T)} "
+                f"replicates {r0}-{r1 - 1}")
 
-    def rngs(self) -> list[np.random.Generator]:
-        """One generator per replicate of the block."""
-        delta, gamma, T = self.point
-        return [replicate_rng(self.context.seed, delta, gamma, T, r) for r in range(*self.replicates)]
+    def points(self) -> Iterator[tuple[tuple[int, int, int], tuple[float, float, int]]]:
+        """``(position in the block, (delta, gamma, T))`` of every point, in block order."""
+        for pos in itertools.product(range(len(self.delta)), range(len(self.gamma)), range(len(self.T))):
+            yield pos, (self.delta[pos[0]], self.gamma[pos[1]], self.T[pos[2]])
+
+    def rng(self, point: tuple[float, float, int], r: int) -> np.random.Generator:
+        """The generator of replicate ``start[3] + r`` of ``point``."""
+        delta, gamma, T = point
+        return replicate_rng(self.context.seed, delta, gamma, T, self.start[3] + r)
 
 
-def task_shape(sweep: Sweep) -> tuple[int, int, int]:
-    """Number of task points along ``(delta, gamma, T)`` (each covers every weights scheme)."""
+def grid_shape(sweep: Sweep) -> tuple[int, int, int, int]:
+    """Sizes of the ``(delta, gamma, T, replicate)`` axes."""
     g = sweep.grid
-    return len(g.delta), len(g.gamma), len(g.T)
+    return len(g.delta), len(g.gamma), len(g.T), sweep.replicates
 
 
-def replicate_blocks(sweep: Sweep) -> list[tuple[int, int]]:
-    """The replicate blocks (store chunks along ``replicate``)."""
-    c = sweep.replicate_chunk
-    return [(r, min(r + c, sweep.replicates)) for r in range(0, sweep.replicates, c)]
+def _starts(n: int, size: int) -> list[int]:
+    return list(range(0, n, size))
 
 
-def tasks(sweep: Sweep, skip: np.ndarray | None = None) -> Iterator[Task]:
-    """All tasks of the sweep, lazily, in grid order.
+def n_tasks(sweep: Sweep, blocking: Blocking) -> int:
+    """Total number of tasks (chunks) of the sweep under ``blocking``."""
+    return int(np.prod([len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple())]))
+
+
+def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None) -> Iterator[Task]:
+    """The tasks still to do, lazily, in chunk order.
 
     Parameters
     ----------
-    skip
-        Optional boolean array of shape ``task_shape(sweep) + (n_weights, n_blocks)``: schemes
-        already done in a block are left out of its task, and a block with all done is skipped.
+    blocking
+        The store's chunking along ``(delta, gamma, T, replicate)``.
+    done
+        Optional ``done`` mask of the store, shape ``(delta, gamma, T, weights, replicate)``: a chunk
+        with all done is skipped; one with some done computes the rest (``Task.todo``).
     """
     g = sweep.grid
     context = Context.from_sweep(sweep)
-    blocks = replicate_blocks(sweep)
-    for idx in itertools.product(*(range(n) for n in task_shape(sweep))):
-        i_d, i_g, i_t = idx
-        for b, block in enumerate(blocks):
-            todo = tuple(w for w in range(len(g.weights)) if skip is None or not skip[idx + (w, b)])
-            if todo:
-                yield Task(index=idx, replicates=block, weights=todo, point=(g.delta[i_d], g.gamma[i_g], g.T[i_t]),
-                           context=context)
-
-
-def n_tasks(sweep: Sweep) -> int:
-    """Total number of tasks."""
-    return int(np.prod(task_shape(sweep))) * len(replicate_blocks(sweep))
+    shape = grid_shape(sweep)
+    starts = [_starts(n, c) for n, c in zip(shape, blocking.as_tuple())]
+    for index in itertools.product(*(range(len(s)) for s in starts)):
+        start = tuple(s[i] for s, i in zip(starts, index))
+        stop = tuple(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape))
+        todo = None
+        if done is not None:
+            block = done[start[0]:stop[0], start[1]:stop[1], start[2]:stop[2], :, start[3]:stop[3]]
+            if block.all():
+                continue
+            todo = None if not block.any() else ~block
+        yield Task(index=index, start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
+                   gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
+                   context=context)
 
 
 def task_memory_bytes(sweep: Sweep) -> int:
-    """Upper estimate of one task's peak memory (largest cell): table, pooled matrix, Gram, tokens."""
+    """Upper estimate of one task's peak memory: table, pooled matrix, Gram and tokens of its largest point.
+
+    Tasks compute their points one after the other, so the peak is that of the largest point: the
+    smallest ``delta`` and ``gamma`` (largest ``V``, ``N``) and the largest ``T``.
+    """
     d, g = sweep.d, sweep.grid
-    worst = 0
-    for delta, gamma, T in itertools.product(g.delta, g.gamma, g.T):
-        V, N = sweep.sizes(delta, gamma)
-        n = min(d, N)
-        worst = max(worst, 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * T))
-    return worst
+    V, N = sweep.sizes(min(g.delta), min(g.gamma))
+    n = min(d, N)
+    return 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * max(g.T))

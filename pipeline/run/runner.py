@@ -27,13 +27,17 @@ from importlib import metadata
 from pathlib import Path
 
 from distributed import Client
-from tqdm.auto import tqdm
+from typing import Callable
+
+import numpy as np
 
 from ..spec import SweepFile
-from ..store import Store, now, provenance, template
+from ..store import Store, Template, now, provenance, template
 from ..theory.on_grid import theory_dataset
-from .execute import RunReport, check_memory, run_tasks
-from .grid import Task, n_tasks, replicate_blocks, task_memory_bytes, tasks
+from .cost import Blocking, choose_blocking
+from .execute import RunReport, Window, Writes, check_memory, run_tasks
+from .grid import Task, grid_shape, n_tasks, task_memory_bytes, tasks
+from .progress import Progress
 
 __all__ = ["git_revision", "make_template", "package_version", "prepare_store", "run_sweep"]
 
@@ -59,15 +63,15 @@ def git_revision() -> str | None:
     return out.stdout.strip()
 
 
-def make_template(sweep_file: SweepFile):
-    """The store template of ``sweep_file``: coordinates, theory arrays, provenance, unwritten data."""
+def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int]) -> Template:
+    """The store template of ``sweep_file`` with tasks of ``blocking``: coordinates, theory, provenance."""
     sweep = sweep_file.sweep
-    return template(sweep, theory_dataset(sweep), provenance(sweep_file, package_version(), git_revision()),
-                    sweep.replicate_chunk)
+    return template(sweep, theory_dataset(sweep), provenance(sweep_file, package_version(), git_revision()), blocking)
 
 
 def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress: bool = True,
-              force: bool = False) -> RunReport:
+              force: bool = False, writes: Writes = "workers", expected_threads: int = 0,
+              memory_per_thread: float | None = None, notes: Callable[[str], None] | None = None) -> RunReport:
     """Run, resume or extend a sweep into the store at ``path``; only unfinished tasks are computed.
 
     Parameters
@@ -75,13 +79,22 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
     sweep_file
         From :func:`rmtsweep.load_sweep`.
     path
-        The zarr store (created if missing).
+        The zarr store (created if missing, with the batching of :func:`rmtsweep.run.cost.choose_blocking`).
     client
-        A connected dask client; its workers do the computing, this process writes.
+        A connected dask client; its workers do the computing.
     progress
-        Show a progress bar (tasks done, rate, ETA) on stderr.
+        Show progress on stderr (a bar on a terminal, a line every 15 s otherwise).
     force
         Run even when the estimated memory per task exceeds a worker thread's limit.
+    writes
+        ``"workers"`` (each worker writes its chunks; the store must be on a filesystem they see) or
+        ``"driver"`` (workers return arrays, this process writes them).
+    expected_threads
+        Worker threads an adaptive cluster may grow to (sizes the in-flight window before they join).
+    memory_per_thread
+        Memory limit per worker thread to check against while no worker has joined (bytes).
+    notes
+        Where one-line notes go (the memory check, the batching); default: nowhere.
 
     Raises
     ------
@@ -93,24 +106,34 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
         A task kept failing; finished tasks stay done.
     """
     sweep = sweep_file.sweep
-    check_memory(client, task_memory_bytes(sweep), force)
+    note = notes or (lambda _: None)
+    note(check_memory(client, task_memory_bytes(sweep), force, memory_per_thread))
     store = Store(Path(path))
     info = {"started": now(), "host": socket.gethostname(), "pid": os.getpid(),
             "rmtsweep_version": package_version(), "git_revision": git_revision() or "unknown",
             "sweep_hash": sweep.digest(), "sweep_file": sweep_file.path}
-    with store.prepare(sweep_file, lambda: make_template(sweep_file), info) as run:
-        skip = run.done_tasks(replicate_blocks(sweep))
-        with tqdm(total=n_tasks(sweep), initial=int(skip.all(axis=-2).sum()), desc=f"{sweep.name}: tasks",
-                  unit="task", disable=not progress, dynamic_ncols=True) as bar:
-            def write(task: Task, values: dict) -> None:
-                run.writer.write(task.index, task.weights, task.replicates, values)
-                run.log("write", task.key)
-                bar.update()
+    new = choose_blocking(sweep).as_tuple()
+    with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) as run:
+        blocking = Blocking(*run.blocking)
+        done = run.writer.done_mask()
+        total = n_tasks(sweep, blocking)
+        todo = list(tasks(sweep, blocking, done))
+        note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates "
+             f"({len(todo)} to compute)")
+        bar = Progress(sweep.name, total, total - len(todo), int(np.prod(grid_shape(sweep)[:3])), enabled=progress)
 
-            return run_tasks(client, tasks(sweep, skip=skip), write=write,
-                             on_submit=lambda t: run.log("submit", t.key))
+        def finished(task: Task, result: dict) -> None:
+            run.writer.mark_done(task.region)
+            run.log("write", task.key)
+            bar.update(task.cells)
+
+        try:
+            return run_tasks(client, todo, finished, store.path, run.index, writes=writes,
+                             window=Window(client, expected_threads), on_submit=lambda t: run.log("submit", t.key))
+        finally:
+            bar.close()
 
 
 def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:
     """Create the store's template if there is none (tests and benchmarks that fill stores by hand)."""
-    Store(Path(path)).create_if_missing(lambda: make_template(sweep_file))
+    Store(Path(path)).create_if_missing(lambda b: make_template(sweep_file, b), choose_blocking(sweep_file.sweep).as_tuple())

@@ -4,8 +4,8 @@ The runner reads as *prepare, then execute*::
 
     store = Store(path)
     store.check()                          # fail fast, before any cluster starts
-    with store.prepare(sweep_file, make_template) as run:   # create or extend, lock, record the run
-        ...                                # run.writer, run.done_tasks(...), run.log(...)
+    with store.prepare(sweep_file, make_template, info, blocking) as run:   # create or extend, lock, record
+        ...                                # run.writer, run.blocking, run.log(...)
 """
 
 from __future__ import annotations
@@ -17,35 +17,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
-import numpy as np
-import xarray as xr
 import zarr
 
 from ..errors import StoreError
 from ..spec import SweepFile
 from . import migrate
-from .io import create, is_store, record_run, stored_sweep, write_template
+from .io import blocking_of, create, is_store, record_run, stored_sweep, write_template
+from .layout import Template
 from .lock import LOCK_NAME, StoreLock
 from .writer import Writer
 
 __all__ = ["JOURNAL_NAME", "PreparedRun", "Store"]
+
+Blocking = tuple[int, int, int, int]
+"""A task's size along ``(delta, gamma, T, replicate)`` (the chunks of the per-replicate arrays)."""
 
 JOURNAL_NAME = ".rmtsweep-journal.log"
 
 
 @dataclass
 class PreparedRun:
-    """What :meth:`Store.prepare` hands the runner: the run's index, the writer and the journal."""
+    """What :meth:`Store.prepare` hands the runner: the run's index, writer, batching, journal."""
 
     index: int
     writer: Writer
     journal: TextIO
+    blocking: tuple[int, int, int, int]
     carried: int = 0
     plan: str = "same"
-
-    def done_tasks(self, blocks: list[tuple[int, int]]) -> np.ndarray:
-        """Done mask per task (position, scheme and replicate block)."""
-        return self.writer.done_tasks(blocks)
 
     def log(self, event: str, name: str) -> None:
         """One line in the run's journal (``submit`` / ``write`` of a task)."""
@@ -88,42 +87,46 @@ class Store:
         if not os.access(parent, os.W_OK):
             raise StoreError(f"{path}: cannot create the store: {parent} is not writable")
 
-    def create_if_missing(self, make_template: Callable[[], xr.Dataset]) -> None:
+    def create_if_missing(self, make_template: Callable[[Blocking], Template], blocking: Blocking) -> None:
         """Write the template if there is no store yet (refuses a path that is something else)."""
         self.check()
         if not self.path.exists():
-            create(self.path, make_template())
+            create(self.path, make_template(blocking))
             self._created = True
 
     @contextmanager
-    def prepare(self, sweep_file: SweepFile, make_template: Callable[[], xr.Dataset],
-                run_info: dict) -> Iterator[PreparedRun]:
+    def prepare(self, sweep_file: SweepFile, make_template: Callable[[Blocking], Template], run_info: dict,
+                blocking: Blocking) -> Iterator[PreparedRun]:
         """Create or extend the store for ``sweep_file``, hold its lock, record the run, open the journal.
+
+        ``blocking`` (``(delta, gamma, T, replicate)`` sizes of a task) is used for a new store; an
+        existing one keeps its own, also when it is extended.
 
         Raises
         ------
         StoreError
             The path is not a store, holds an incompatible sweep, or another run is writing it.
         """
-        self.create_if_missing(make_template)
+        self.create_if_missing(make_template, blocking)
         with StoreLock(self.path):
             attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)      # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
             plan = migrate.plan(stored, sweep_file.sweep, self.path)
             carried = 0
+            own = blocking_of(self.path)
             if plan == "extend":
-                carried = self._extend(make_template, attrs, recompute_all=stored.grid.snr != sweep_file.sweep.grid.snr)
+                carried = self._extend(make_template(own), attrs,
+                                       recompute_all=stored.grid.snr != sweep_file.sweep.grid.snr)
             index = record_run(self.path, run_info)
             with open(self.journal_path, "a", buffering=1) as journal:
-                yield PreparedRun(index, Writer(self.path, run=index), journal, carried, plan)
+                yield PreparedRun(index, Writer(self.path), journal, own, carried, plan)
 
-    def _extend(self, make_template: Callable[[], xr.Dataset], attrs: dict, recompute_all: bool) -> int:
+    def _extend(self, tpl: Template, attrs: dict, recompute_all: bool) -> int:
         """Rebuild the store for the larger sweep, carrying finished replicates over. Returns how many."""
         new_path = self.path.with_name(self.path.name + migrate.NEW_SUFFIX)
-        ds = make_template()
-        ds.attrs["runs"] = attrs.get("runs", [])
-        ds.attrs["created"] = attrs.get("created")
-        write_template(new_path, ds)
+        tpl.frame.attrs["runs"] = attrs.get("runs", [])
+        tpl.frame.attrs["created"] = attrs.get("created")
+        write_template(new_path, tpl)
         carried = migrate.copy_finished(self.path, new_path, recompute_all)
         for name in (LOCK_NAME, JOURNAL_NAME):
             if (self.path / name).exists():

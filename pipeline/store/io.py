@@ -14,9 +14,9 @@ import zarr
 
 from ..errors import StoreError
 from ..spec import Sweep, parse_sweep
-from .layout import FORMAT, ZARR_FORMAT
+from .layout import FORMAT, ZARR_FORMAT, Template
 
-__all__ = ["chunk_done", "create", "is_store", "open_dataset", "record_run", "status", "stored_sweep",
+__all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "open_dataset", "record_run", "status", "stored_sweep",
            "write_template"]
 
 
@@ -29,11 +29,16 @@ def is_store(path: Path) -> bool:
 
 
 def open_dataset(path: str | Path) -> xr.Dataset:
-    """Open a store with xarray (lazy; works while a sweep is still writing)."""
+    """Open a store with xarray (lazy, dask-chunked as stored; works while a sweep is still writing).
+
+    Opened with ``mask_and_scale=False``, so ``run`` reads -1 where no run computed a replicate (a
+    plain ``xr.open_zarr`` turns zarr fill values into NaN and ``run`` into floats); every float
+    variable already uses NaN for "not computed".
+    """
     path = Path(path)
     if not is_store(path):
         raise StoreError(f"{path}: not an rmtsweep store (no '{FORMAT}' marker)")
-    return xr.open_zarr(str(path))
+    return xr.open_zarr(str(path), mask_and_scale=False)
 
 
 def stored_sweep(path: str | Path, attrs: dict) -> Sweep:
@@ -41,12 +46,25 @@ def stored_sweep(path: str | Path, attrs: dict) -> Sweep:
     return parse_sweep(json.loads(attrs["sweep_canonical"]), f"{path} (stored sweep)")
 
 
-def write_template(path: Path, ds: xr.Dataset) -> None:
-    """Write a template dataset at ``path`` as it is (metadata and theory now, data chunks later)."""
-    ds.to_zarr(str(path), mode="w", compute=False, zarr_format=ZARR_FORMAT, consolidated=True)
+def write_template(path: Path, tpl: Template) -> None:
+    """Write a template at ``path``: the frame through xarray, empty data arrays through zarr, then the
+    consolidated metadata (so a plain ``xr.open_zarr`` reads it). No chunk of data is written."""
+    tpl.frame.to_zarr(str(path), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
+    group = zarr.open_group(str(path), mode="r+", zarr_format=ZARR_FORMAT)
+    for v in tpl.variables:
+        group.create_array(v.name, shape=v.shape, chunks=v.chunks, dtype=v.dtype, fill_value=v.fill_value,
+                           attributes={"_ARRAY_DIMENSIONS": list(v.dims), **v.attrs})
+    consolidate(path)
 
 
-def create(path: Path, ds: xr.Dataset) -> None:
+def consolidate(path: Path) -> None:
+    """Rewrite the consolidated metadata (the run's lock and journal files are not zarr nodes, by design)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
+        zarr.consolidate_metadata(str(path))
+
+
+def create(path: Path, tpl: Template) -> None:
     """Write the template (coords, attrs, theory arrays; data chunks come later).
 
     The template is written into a temporary sibling directory and renamed into place, so a store
@@ -57,7 +75,7 @@ def create(path: Path, ds: xr.Dataset) -> None:
         raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
     tmp = parent / f".{path.name}.creating-{os.getpid()}"
     try:
-        write_template(tmp, ds)
+        write_template(tmp, tpl)
         tmp.rename(path)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -72,10 +90,14 @@ def record_run(path: Path, info: dict) -> int:
     runs = list(group.attrs.get("runs", []))
     runs.append({"run": len(runs), **info})
     group.attrs["runs"] = runs
-    with warnings.catch_warnings():   # the run's lock and journal files are not zarr nodes, by design
-        warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
-        zarr.consolidate_metadata(str(path))
+    consolidate(path)
     return len(runs) - 1
+
+
+def blocking_of(path: str | Path) -> tuple[int, int, int, int]:
+    """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done``."""
+    c = zarr.open_array(str(Path(path) / "done"), mode="r").chunks
+    return c[0], c[1], c[2], c[4]
 
 
 def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
@@ -94,7 +116,7 @@ def status(path: str | Path) -> dict:
     group = zarr.open_group(str(path), mode="r")
     done = group["done"][...]
     attrs = dict(group.attrs)
-    per_task = chunk_done(done, group["done"].chunks[:-2] + (done.shape[-2], group["done"].chunks[-1]))
+    per_task = chunk_done(done, group["done"].chunks)
     runs, counts = np.unique(group["run"][...][done] if "run" in group else [], return_counts=True)
     return {"tasks_done": int(per_task.sum()), "tasks_total": int(per_task.size),
             "replicates_done": int(done.sum()), "replicates_total": int(done.size),

@@ -1,17 +1,22 @@
 """The store's layout: its format marker, variables, attributes, provenance and template.
 
 Dims ``delta, gamma, T, weights, replicate, snr, k`` (:mod:`rmtsweep.dims`; ``bin`` with the
-spectrum observable). Per-replicate variables are chunked so that one chunk is one task's block;
-the theory arrays of :mod:`rmtsweep.theory.on_grid` are written with the template; provenance lives
-in the dataset attrs.
+spectrum observable). Per-replicate variables are chunked so that one chunk is one task's block
+of points and replicates (every scheme, SNR value and ``k``); the theory arrays of
+:mod:`rmtsweep.theory.on_grid` are written with the template; provenance lives in the dataset attrs.
+
+The template costs the same for any grid size: the frame (coordinates, theory, attrs) is written
+through xarray, and the per-replicate arrays are created empty through zarr with their fill values,
+so no chunk is touched until a task fills it.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+from dataclasses import dataclass
+from typing import Any
 
-import dask.array as da
 import numpy as np
 import xarray as xr
 
@@ -20,8 +25,8 @@ from ..spec import Sweep, SweepFile
 from ..theory.on_grid import grid_coords
 
 __all__ = [
-    "FORMAT", "OPTIONAL", "PER_REPLICATE", "PER_SNR", "RESULT_VARS", "ZARR_FORMAT", "now", "provenance",
-    "template", "variable_attrs",
+    "FORMAT", "OPTIONAL", "PER_REPLICATE", "PER_SNR", "RESULT_VARS", "ZARR_FORMAT", "Template", "Variable",
+    "data_variables", "frame", "now", "provenance", "template", "variable_attrs",
 ]
 
 FORMAT = "rmtsweep-store-1"
@@ -56,41 +61,60 @@ def variable_attrs() -> dict[str, dict[str, str]]:
     }
 
 
-def template(sweep: Sweep, theory: xr.Dataset, provenance: dict, replicate_chunk: int) -> xr.Dataset:
-    """The full dataset with lazy (unwritten) data variables and computed theory arrays.
+@dataclass(frozen=True)
+class Variable:
+    """A per-replicate variable of the store: dims, shape, chunks, dtype, fill value and attrs."""
 
-    Each per-replicate variable is chunked one task per chunk: one ``(delta, gamma, T)`` point,
-    every scheme, ``replicate_chunk`` replicates.
+    name: str
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype: str
+    fill_value: Any
+    attrs: dict[str, Any]
+
+
+def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Variable]:
+    """The per-replicate variables of ``sweep``'s store, chunked one task per chunk.
+
+    ``blocking`` is the task's size along ``(delta, gamma, T, replicate)``; a chunk spans every
+    weights scheme, every SNR value, ``k`` and ``bin``. Fill values are what unwritten chunks read
+    back as: NaN, ``False`` for ``done`` (zarr's null fill reads as zeros) and -1 for ``run``.
     """
+    g = sweep.grid
+    n_w, n_snr, k = len(g.weights), len(g.snr), sweep.top_k
+    rep_shape = (len(g.delta), len(g.gamma), len(g.T), n_w, sweep.replicates)
+    cd, cg, cT, cr = blocking
+    rep_chunks = (cd, cg, cT, n_w, cr)
+    attrs = variable_attrs()
+    out = [Variable(name, SNR_DIMS + ("k",), rep_shape + (n_snr, k), rep_chunks + (n_snr, k), "float64", np.nan,
+                    attrs[name]) for name in PER_SNR]
+    out += [Variable(name, REPLICATE_DIMS, rep_shape, rep_chunks, "float64", np.nan, attrs[name])
+            for name in ("alpha", "kappa")]
+    out.append(Variable("done", REPLICATE_DIMS, rep_shape, rep_chunks, "bool", None, attrs["done"]))
+    out.append(Variable("run", REPLICATE_DIMS, rep_shape, rep_chunks, "int16", -1, attrs["run"]))
+    if sweep.observables.ridge:
+        out.append(Variable("accuracy", SNR_DIMS, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan,
+                            attrs["accuracy"]))
+    if sweep.observables.spectrum:
+        bins = sweep.observables.spectrum.bins
+        out.append(Variable("spectrum", SNR_DIMS + ("bin",), rep_shape + (n_snr, bins), rep_chunks + (n_snr, bins),
+                            "float64", np.nan, attrs["spectrum"]))
+    return out
+
+
+def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
+    """Everything of the store but its per-replicate variables: coordinates, theory arrays, provenance."""
     coords = grid_coords(sweep)
     coords["replicate"] = np.arange(sweep.replicates)
     coords["k"] = np.arange(1, sweep.top_k + 1)
-    n_weights = len(coords["weights"])
-    rep_shape = (len(coords["delta"]), len(coords["gamma"]), len(coords["T"]), n_weights, sweep.replicates)
-    rep_chunks = (1, 1, 1, n_weights, replicate_chunk)                     # one task = one chunk
-    snr_shape = rep_shape + (len(coords["snr"]), sweep.top_k)
-    snr_chunks = rep_chunks + snr_shape[-2:]
-    attrs = variable_attrs()
-    data = {}
-    for name in PER_SNR:
-        data[name] = (SNR_DIMS + ("k",), da.full(snr_shape, np.nan, chunks=snr_chunks), attrs[name])
-    for name in ("alpha", "kappa"):
-        data[name] = (REPLICATE_DIMS, da.full(rep_shape, np.nan, chunks=rep_chunks), attrs[name])
-    data["done"] = (REPLICATE_DIMS, da.zeros(rep_shape, dtype=bool, chunks=rep_chunks), attrs["done"])
-    data["run"] = (REPLICATE_DIMS, da.full(rep_shape, -1, dtype=np.int16, chunks=rep_chunks), attrs["run"])
-    if sweep.observables.ridge:
-        data["accuracy"] = (SNR_DIMS, da.full(snr_shape[:-1], np.nan, chunks=snr_chunks[:-1]), attrs["accuracy"])
     if sweep.observables.spectrum:
         edges = sweep.observables.spectrum.edges()
         coords["bin"] = 0.5 * (edges[1:] + edges[:-1])
-        shape = snr_shape[:-1] + (edges.size - 1,)
-        data["spectrum"] = (SNR_DIMS + ("bin",), da.full(shape, np.nan, chunks=snr_chunks[:-1] + (edges.size - 1,)),
-                            attrs["spectrum"])
-    ds = xr.Dataset(data, coords=coords)
+    ds = xr.Dataset(coords=coords).merge(theory)
     if "bin" in ds.coords:
         ds["bin"].attrs = {"long_name": "bin centre of eigenvalue / kappa", "units": "kappa",
                            "bin_width": float(edges[1] - edges[0])}
-    ds = ds.merge(theory)
     ds["replicate"].attrs = {"long_name": "Monte Carlo replicate", "units": "1"}
     ds["k"].attrs = {"long_name": "rank of the eigenpair (1 = largest)", "units": "1"}
     ds["delta"].attrs = {"long_name": "delta = d / V", "units": "1"}
@@ -100,6 +124,19 @@ def template(sweep: Sweep, theory: xr.Dataset, provenance: dict, replicate_chunk
     ds["weights"].attrs = {"long_name": "pooling-weight scheme", "units": "1"}
     ds.attrs.update(provenance)
     return ds
+
+
+@dataclass(frozen=True)
+class Template:
+    """A store before any task ran: its frame (written by xarray) and its empty per-replicate variables."""
+
+    frame: xr.Dataset
+    variables: list[Variable]
+
+
+def template(sweep: Sweep, theory: xr.Dataset, provenance: dict, blocking: tuple[int, int, int, int]) -> Template:
+    """The store's template: no per-chunk work, whatever the size of the grid."""
+    return Template(frame(sweep, theory, provenance), data_variables(sweep, blocking))
 
 
 def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) -> dict:

@@ -1,8 +1,10 @@
 """Rerunning a store with a changed sweep file: extend what can be extended, refuse the rest.
 
 Adding replicates or adding values on the ``delta``, ``gamma``, ``T`` or ``weights`` axes extends the
-store: a new template is written beside it, every finished replicate is copied over by coordinate
-*value*, and the two directories are swapped; only the new work is then computed. Because each
+store: a new template (with the store's own batching) is written beside it, every finished replicate
+is copied over by coordinate *value*, chunk by chunk, and the two directories are swapped; only the
+new work is then computed. A change of ``cells_per_task`` or ``replicates_per_task`` alone changes
+nothing: the store keeps the batching it was made with. Because each
 replicate's random stream is keyed by its coordinate values, the copied results are exactly what a
 fresh run of the larger sweep would compute.
 
@@ -14,16 +16,17 @@ dropping axis values is refused with the field, both values and the way out.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 import zarr
 
 from ..dims import AXES
 from ..errors import StoreError
 from ..spec import Sweep
+from .writer import per_replicate_arrays
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
 OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
@@ -40,8 +43,8 @@ def _labels(sweep: Sweep, axis: str) -> list:
 
 def plan(stored: Sweep, new: Sweep, path: Path) -> str:
     """``"same"``, ``"extend"`` or a :class:`StoreError` saying which field differs and what to do."""
-    if stored.digest() == new.digest():
-        return "same"
+    if stored.canonical(batching=False) == new.canonical(batching=False):
+        return "same"          # at most the batching differs: the store keeps its own chunks
     way_out = "start a new store with --store NEW_PATH"
     for field in FIXED:
         a, b = stored.canonical()[field], new.canonical()[field]
@@ -76,21 +79,42 @@ def recover(path: Path) -> None:
         shutil.rmtree(new)
 
 
+def _positions(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """For each value of ``new``, its position in ``old`` (-1 where absent)."""
+    lookup = {v: i for i, v in enumerate(old.tolist())}
+    return np.array([lookup.get(v, -1) for v in new.tolist()], dtype=np.int64)
+
+
 def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
     """Copy every per-replicate array of ``old_path`` into ``new_path``, matching coordinate values.
 
-    Returns the number of replicates carried over as done.
+    Streams chunk by chunk of the new store: memory holds one chunk of one variable at a time, and
+    a chunk that holds nothing of the old store is not touched. Returns the number of replicates
+    carried over as done.
     """
     if recompute_all:
         return 0
-    old, new = xr.open_zarr(old_path), xr.open_zarr(new_path)
-    group = zarr.open_group(str(new_path), mode="r+")
-    for name in [v for v in old.data_vars if "replicate" in old[v].dims]:
-        target = {d: new[d].values for d in old[name].dims}
-        fill = False if old[name].dtype == bool else (-1 if old[name].dtype.kind == "i" else np.nan)
-        values = old[name].reindex(target, fill_value=fill).transpose(*new[name].dims).values
-        group[name][...] = values
-    return int(group["done"][...].sum())
+    old, new = zarr.open_group(str(old_path), mode="r"), zarr.open_group(str(new_path), mode="r+")
+    axes = ("delta", "gamma", "T", "weights", "replicate")
+    where = [_positions(old[a][...], new[a][...]) for a in axes]
+    chunks = new["done"].chunks
+    starts = [range(0, len(w), c) for w, c in zip(where, chunks)]
+    names = [n for n in per_replicate_arrays(old) if n in new]
+    carried = 0
+    for start in itertools.product(*starts):
+        region = tuple(slice(s, min(s + c, len(w))) for s, c, w in zip(start, chunks, where))
+        pos = [w[r] for w, r in zip(where, region)]
+        if any((p < 0).all() for p in pos):
+            continue                                         # nothing of the old store in this chunk
+        present = [np.flatnonzero(p >= 0) for p in pos]
+        for name in names:
+            src = old[name].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present)))
+            block = new[name][region]
+            block[np.ix_(*present)] = src
+            new[name][region] = block
+            if name == "done":
+                carried += int(src.sum())
+    return carried
 
 
 def swap(path: Path, new_path: Path) -> None:

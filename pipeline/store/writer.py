@@ -1,69 +1,62 @@
-"""Writes finished tasks into their chunks: every data variable first, then ``done``.
+"""Writes finished tasks into their chunks: the data (by whoever computed it), then ``done`` (the driver).
 
-Only the driver process writes (workers return arrays), data first and ``done`` last, so a reader
-never sees a ``done`` replicate without its data, and the store is readable while a sweep runs.
-Unwritten chunks read back as the fill value (NaN, and ``False`` for ``done``).
+Each task owns one chunk of every per-replicate variable, so two writers never touch one chunk.
+The data of a task is written first — by the worker that computed it, or by the driver — and its
+``done`` flags only afterwards, by the driver, once the data write has returned: a reader never
+sees a ``done`` replicate without its data, and the store is readable while a sweep runs.
+Unwritten chunks read back as the fill value (NaN, ``False`` for ``done``, -1 for ``run``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import zarr
 
-from .layout import OPTIONAL, PER_REPLICATE, PER_SNR
+from ..dims import REPLICATE_DIMS
 
-__all__ = ["Writer", "task_mask"]
+__all__ = ["Writer", "per_replicate_arrays"]
 
 
-@dataclass
+def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
+    """The group's per-replicate variables (dims starting ``delta, gamma, T, weights, replicate``)."""
+    return {name: arr for name, arr in group.arrays()
+            if tuple(arr.attrs.get("_ARRAY_DIMENSIONS", ()))[:len(REPLICATE_DIMS)] == REPLICATE_DIMS}
+
+
 class Writer:
-    """Writes finished tasks into their chunks of an existing store (the driver's only job)."""
+    """The per-replicate arrays of an existing store, opened once, written chunk by chunk."""
 
-    path: Path
-    run: int = -1
-
-    def __post_init__(self) -> None:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
         group = zarr.open_group(str(self.path), mode="r+")
-        names = PER_SNR + PER_REPLICATE + tuple(n for n in OPTIONAL if n in group)
-        self.arrays = {name: group[name] for name in names}
-        self.chunk = self.arrays["done"].chunks[-1]
+        self.arrays = per_replicate_arrays(group)
+        self.done = self.arrays["done"]
 
-    def write(self, index: tuple[int, int, int], weights: tuple[int, ...], replicates: tuple[int, int],
-              values: dict[str, np.ndarray]) -> None:
-        """Write one task's block: every data variable first, then ``done``.
+    def write_block(self, region: tuple[slice, ...], values: dict[str, np.ndarray], todo: np.ndarray | None,
+                    run: int) -> None:
+        """Write one task's data (not ``done``) into its chunk; ``run`` marks the replicates it computed.
 
-        ``values`` hold the task's schemes (positions ``weights``) along their first axis. A task with
-        every scheme fills its chunk in one write per variable; one with some (a store extended with
-        new schemes) updates those schemes inside the chunk.
+        ``todo`` (``(delta, gamma, T, weights, replicate)`` of the chunk, or ``None`` for all) says
+        which entries ``values`` holds; the others keep what the chunk already has.
         """
-        r0, r1 = replicates
-        n_w, n = self.arrays["done"].shape[-2:]
-        if r0 % self.chunk or (r1 % self.chunk and r1 != n):
-            raise ValueError(f"replicates {r0}:{r1} are not aligned to the store's chunk of {self.chunk}")
-        # (position on the weights axis, row of `values`): the whole chunk at once, or scheme by scheme
-        parts = [(slice(None), None)] if tuple(weights) == tuple(range(n_w)) else \
-            [(w, row) for row, w in enumerate(weights)]
         for name, array in self.arrays.items():
             if name == "done":
                 continue
-            for w, row in parts:
-                region = tuple(index) + (w, slice(r0, r1))
-                array[region] = self.run if name == "run" else (values[name] if row is None else values[name][row])
-        for w, _ in parts:
-            self.arrays["done"][tuple(index) + (w, slice(r0, r1))] = True
+            new = np.full(self.done[region].shape, run, np.int16) if name == "run" else values.get(name)
+            if new is None:
+                continue
+            if todo is not None:
+                old = array[region]
+                mask = todo.reshape(todo.shape + (1,) * (old.ndim - todo.ndim))
+                new = np.where(mask, new, old)
+            array[region] = new
 
-    def done_tasks(self, blocks: list[tuple[int, int]]) -> np.ndarray:
-        """Done mask per task (see :func:`task_mask`)."""
-        return task_mask(self.arrays["done"][...], blocks)
+    def mark_done(self, region: tuple[slice, ...]) -> None:
+        """Set ``done`` for the whole chunk (after its data is written)."""
+        self.done[region] = True
 
-
-def task_mask(done: np.ndarray, blocks: list[tuple[int, int]]) -> np.ndarray:
-    """Done mask per scheme and replicate block, shape ``task_shape + (n_weights, n_blocks)``.
-
-    ``done`` has dims ``(delta, gamma, T, weights, replicate)``; a block is done when all its
-    replicates are.
-    """
-    return np.stack([done[..., a:b].all(axis=-1) for a, b in blocks], axis=-1)
+    def done_mask(self) -> np.ndarray:
+        """The whole ``done`` array (one read per chunk)."""
+        return self.done[...]

@@ -1,0 +1,104 @@
+"""How long a task takes, and how many cells and replicates it should hold (the batching).
+
+A task should run about :data:`TARGET_TASK_SECONDS` whatever ``d`` is: long enough that dask's
+per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
+noise, short enough that the work spreads over many workers and a kill loses little. The model
+below predicts one replicate of one ``(delta, gamma, T)`` point with every weights scheme; its
+constants were fitted on a 2-core development machine (single BLAS thread per task; see
+``benchmarks/README.md``, "Cost model"), within about 30 % of measured times from d = 8 to 300.
+A faster or slower machine shifts every task by the same factor, which keeps tasks within the
+0.5-2 s band on any ordinary CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..spec import Sweep
+
+__all__ = ["TARGET_TASK_SECONDS", "Blocking", "choose_blocking", "point_seconds"]
+
+TARGET_TASK_SECONDS = 1.0
+
+# seconds per unit, fitted by non-negative least squares on measured replicates (cost.py docstring)
+_PER_SCHEME_RANK2 = 1.1e-3     # Python overhead of the rank-2 path (bisection set-up), per scheme
+_PER_SCHEME_SNR = 9.7e-5       # one direct top-k solve of a small matrix, per scheme and SNR value
+_TABLE = 2.24e-8               # Gaussian table draw, per d * V
+_POOL = 9.1e-8                 # sparse pooling, per scheme and N * T
+_GRAM = 1.33e-10               # Gram product, per scheme and N * d * min(d, N)
+_EIGH = 1.5e-10                # full decomposition (rank-2 path, spectrum observable), per n^3
+_BISECT = 5.3e-9 * 80          # rank-2 bisection, per scheme, SNR value and n
+_RIDGE = 2.0e-10               # ridge solve, per scheme, SNR value and (N + test) d^2
+
+
+def point_seconds(sweep: Sweep) -> np.ndarray:
+    """Predicted seconds of one replicate of each ``(delta, gamma, T)`` point, every scheme included.
+
+    Returns
+    -------
+    ndarray, shape (n_delta, n_gamma, n_T)
+    """
+    g = sweep.grid
+    d, S, k = sweep.d, len(g.weights), sweep.top_k
+    n_snr = len(g.snr)
+    rank2 = sum(1 for s in g.snr if s > 0) >= 6
+    V = np.array([round(d / x) for x in g.delta], float)[:, None, None]
+    N = np.array([round(d / x) for x in g.gamma], float)[None, :, None]
+    T = np.array(g.T, float)[None, None, :]
+    n = np.minimum(d, N)
+    eig = (_PER_SCHEME_RANK2 + _EIGH * n**3 + _BISECT * n_snr * n) if rank2 else \
+        n_snr * (_PER_SCHEME_SNR + _EIGH * n * n * k)
+    t = _TABLE * d * V + S * (_POOL * N * T + _GRAM * N * d * n + eig)
+    obs = sweep.observables
+    if obs.spectrum:
+        t = t + S * n_snr * (_EIGH * n**3 + _GRAM * N * d * n)
+    if obs.ridge:
+        t = t + S * n_snr * _RIDGE * (N + obs.ridge.test_samples) * d * d
+    return np.broadcast_to(t, (len(g.delta), len(g.gamma), len(g.T))).copy()
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """How the grid is cut into tasks: points per task along ``delta``, ``gamma``, ``T``, and replicates.
+
+    One task is one chunk of every per-replicate variable of the store (every weights scheme).
+    """
+
+    delta: int
+    gamma: int
+    T: int
+    replicate: int
+
+    @property
+    def cells(self) -> int:
+        """``(delta, gamma, T)`` points per task."""
+        return self.delta * self.gamma * self.T
+
+    def as_tuple(self) -> tuple[int, int, int, int]:
+        """``(delta, gamma, T, replicate)``."""
+        return self.delta, self.gamma, self.T, self.replicate
+
+
+def choose_blocking(sweep: Sweep, target: float = TARGET_TASK_SECONDS) -> Blocking:
+    """The batching of a new store: ``replicates_per_task`` and ``cells_per_task`` if given, else the cost model.
+
+    Replicates are grouped first (up to all of them, while one point's replicates fit the target),
+    then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
+    task of average cost takes about ``target`` seconds.
+    """
+    g = sweep.grid
+    cost = point_seconds(sweep)
+    R = sweep.replicates
+    reps = sweep.replicates_per_task or max(1, min(R, math.floor(target / float(cost.max()))))
+    reps = min(reps, R)
+    cells = sweep.cells_per_task or max(1, math.floor(target / (reps * float(cost.mean()))))
+    sizes = []
+    for n in (len(g.T), len(g.gamma), len(g.delta)):
+        take = max(1, min(n, cells))
+        sizes.append(take)
+        cells = max(1, cells // take)
+    cT, cg, cd = sizes
+    return Blocking(delta=cd, gamma=cg, T=cT, replicate=reps)

@@ -1,0 +1,77 @@
+"""Progress of a run: a bar on a terminal, one line every :data:`LINE_SECONDS` in a batch log."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from tqdm.auto import tqdm
+
+__all__ = ["LINE_SECONDS", "Progress"]
+
+LINE_SECONDS = 15.0
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+class Progress:
+    """Counts tasks and cells; shows them as a tqdm bar (TTY) or as periodic plain lines (no TTY).
+
+    Parameters
+    ----------
+    name
+        The sweep's name, first on every line.
+    total, done
+        Tasks in the sweep and tasks already done before this run.
+    cells_total
+        ``(delta, gamma, T)`` points in the sweep (for the rate in cells/s).
+    enabled
+        ``False`` prints nothing.
+    stream
+        Where to write (default stderr); a bar only if it is a terminal.
+    """
+
+    def __init__(self, name: str, total: int, done: int, cells_total: int, enabled: bool = True,
+                 stream: TextIO | None = None, every: float = LINE_SECONDS) -> None:
+        self.name, self.total, self.done, self.cells_total = name, total, done, cells_total
+        self.stream = stream or sys.stderr
+        self.enabled, self.every = enabled, every
+        self.cells = self.now_done = 0
+        self.start = self.last = time.monotonic()
+        tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.bar = tqdm(total=total, initial=done, desc=f"{name}: tasks", unit="task", file=self.stream,
+                        dynamic_ncols=True) if enabled and tty else None
+
+    def update(self, cells: int) -> None:
+        """One task finished, holding ``cells`` points."""
+        self.done += 1
+        self.now_done += 1
+        self.cells += cells
+        if self.bar is not None:
+            self.bar.update()
+        elif self.enabled and time.monotonic() - self.last >= self.every:
+            self.line()
+
+    def line(self) -> None:
+        """Print ``name: tasks a/b (p%), c cells in t, r cells/s, ETA e``."""
+        now = time.monotonic()
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        left = self.total - self.done
+        eta = left * elapsed / max(self.now_done, 1)
+        print(f"{self.name}: tasks {self.done}/{self.total} ({100 * self.done / max(self.total, 1):.0f}%), "
+              f"{self.cells} cells in {_duration(elapsed)}, {self.cells / elapsed:,.1f} cells/s, "
+              f"ETA {_duration(eta)}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """Close the bar, or print the last line."""
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled and self.cells:
+            self.line()
