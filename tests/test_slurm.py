@@ -108,6 +108,34 @@ def test_sweep_on_slurm_equals_local_cluster(slurm, reference, tmp_path):
     wait_until(lambda: not (queued_jobs() - before), 60, "the sweep's worker jobs to leave squeue")
 
 
+def running_jobs() -> set[str]:
+    out = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%i"], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_run_with_four_jobs_reaches_four_running_jobs(slurm, sweep_data, write_sweep, tmp_path):
+    """The in-flight window is sized for the adaptive maximum before any worker joins: --jobs 4 gets 4 jobs."""
+    sweep_data.update(d=60, replicates=8, replicates_per_task=1, cells_per_task=1)
+    sweep_data["grid"].update(delta=[0.5, 0.75, 1.0, 1.5], gamma=[0.5, 1.0], T=[4, 8])    # 16 points x 8 = 128 tasks
+    before = queued_jobs()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmtsweep.cli", "run", str(write_sweep(sweep_data)), "--store", str(tmp_path / "s.zarr"),
+         "--cluster", "slurm", "--jobs", "4", "--queue", "debug", "--cores", "1", "--memory", "500MB",
+         "--walltime", "00:10:00", "--interface", "lo", "--no-progress"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline:
+        peak = max(peak, len(running_jobs() - before))
+        if peak >= 4:
+            break
+        time.sleep(0.5)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert peak == 4, f"at most {peak} worker jobs ran at once"
+    wait_until(lambda: not (queued_jobs() - before), 60, "the sweep's worker jobs to leave squeue")
+
+
 def test_submit_runs_the_sweep_as_a_driver_job(slurm, reference, tmp_path):
     """`rmtsweep submit`: a driver job that starts its own worker jobs and writes the store."""
     sweep_path, local_store = reference

@@ -40,6 +40,7 @@ __all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "open_source", 
 
 MARGIN_FACTOR = 1.0
 GROUP = "comparison"
+LIST_ALL = 24          # the summary lists every SNR line up to this many, else the worst ones
 
 
 def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr.Dataset:
@@ -250,6 +251,11 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
     lines.append(f"phase agrees in {int(agree.sum())}/{int(agree.count())} cells")
     lines.append("transition SNR (detection rate crosses 1/2) vs theory_snr_sample:")
     t = cmp[["transition_snr_empirical", "transition_snr_theory", "transition_snr_error"]].to_dataframe()
+    if len(t) > LIST_ALL:
+        shown = max(worst, 1)
+        lines[-1] = (f"transition SNR vs theory_snr_sample on {len(t)} lines ({int(t.transition_snr_error.notna().sum())} "
+                     f"with a crossing); the {shown} largest |error| (all in transition_snr_*):")
+        t = t.reindex(t.transition_snr_error.abs().sort_values(ascending=False, na_position="last").index[:shown])
     for idx, row in t.iterrows():
         lines.append("   " + " ".join(f"{k}={v}" for k, v in zip(t.index.names, idx)) +
                      f"  empirical {row.transition_snr_empirical:.3g}  theory {row.transition_snr_theory:.3g}"

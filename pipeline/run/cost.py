@@ -19,9 +19,13 @@ import numpy as np
 
 from ..spec import Sweep
 
-__all__ = ["TARGET_TASK_SECONDS", "Blocking", "choose_blocking", "point_seconds"]
+__all__ = ["DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "choose_blocking", "point_seconds", "task_target"]
 
 TARGET_TASK_SECONDS = 1.0
+DRIVER_TASKS_PER_SECOND = 100.0
+"""Tasks per second the driver is asked to handle at most (it spends about 4 ms of CPU on each, the
+scheduler included: ``benchmarks/scale.py``), so a large cluster gets longer tasks, not a saturated
+driver: the target is ``max(TARGET_TASK_SECONDS, threads / DRIVER_TASKS_PER_SECOND)``."""
 
 # seconds per unit, fitted by non-negative least squares on measured replicates (cost.py docstring)
 _PER_SCHEME_RANK2 = 1.1e-3     # Python overhead of the rank-2 path (bisection set-up), per scheme
@@ -82,12 +86,17 @@ class Blocking:
         return self.delta, self.gamma, self.T, self.replicate
 
 
+def task_target(threads: int = 0) -> float:
+    """Seconds a task should take on a cluster of ``threads`` worker threads (see :data:`DRIVER_TASKS_PER_SECOND`)."""
+    return max(TARGET_TASK_SECONDS, threads / DRIVER_TASKS_PER_SECOND)
+
+
 def choose_blocking(sweep: Sweep, target: float = TARGET_TASK_SECONDS) -> Blocking:
     """The batching of a new store: ``replicates_per_task`` and ``cells_per_task`` if given, else the cost model.
 
     Replicates are grouped first (up to all of them, while one point's replicates fit the target),
     then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
-    task of average cost takes about ``target`` seconds.
+    task of average cost takes about ``target`` seconds (:func:`task_target`).
     """
     g = sweep.grid
     cost = point_seconds(sweep)

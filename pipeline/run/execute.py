@@ -96,7 +96,7 @@ class Window:
         return self.value
 
 
-def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[Task, dict], None], path: Path,
+def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tuple[Task, dict]]], None], path: Path,
               run: int, writes: Writes = "workers", window: Window | None = None, retries: int = 2,
               on_submit: Callable[[Task], None] | None = None) -> RunReport:
     """Compute ``tasks`` on ``client``, keeping a window in flight; call ``on_done`` as each one's data is written.
@@ -108,8 +108,9 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[Task, di
     tasks
         The tasks still to do (consumed lazily).
     on_done
-        Called in this process once a task's data is in the store (mark ``done``, journal, progress),
-        with the task and ``{"cells", "seconds"}``.
+        Called in this process once tasks' data are in the store (mark ``done``, journal, progress),
+        with a list of ``(task, {"cells", ...})``: every task that finished since the last call, so a
+        busy driver handles many at once.
     path, run
         The store and this run's index (recorded in ``run``).
     writes
@@ -153,23 +154,27 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[Task, di
     computed = cells = 0
     top_up()
     while queue.count():
-        fut = next(queue)
-        task = by_key.pop(fut.key)
-        try:
-            # a result lost with its worker (status "lost") is recomputed by dask: result() waits for it
-            result = fut.result()
-        except (Exception, asyncio.CancelledError) as exc:
-            for other in list(queue.futures):
-                other.cancel()
-            raise TaskFailedError(f"task {task.name} failed after {retries} retries: "
-                                  f"{type(exc).__name__}: {exc}") from None
-        if writer is not None:
-            writer.write_block(task.region, result, task.todo, run)
-            result = {"cells": task.cells}
-        fut.release()
-        on_done(task, result)
-        computed += 1
-        cells += task.cells
+        finished = []
+        for fut in queue.next_batch(block=True):               # every future done by now, at least one
+            task = by_key.pop(fut.key)
+            try:
+                # a result lost with its worker (status "lost") is recomputed by dask: result() waits for it
+                result = fut.result()
+            except (Exception, asyncio.CancelledError) as exc:
+                if finished:
+                    on_done(finished)                          # what finished before the failure stays done
+                for other in list(queue.futures):
+                    other.cancel()
+                raise TaskFailedError(f"task {task.name} failed after {retries} retries: "
+                                      f"{type(exc).__name__}: {exc}") from None
+            if writer is not None:
+                writer.write_block(task.region, result, task.todo, run)
+                result = {"cells": task.cells}
+            fut.release()
+            finished.append((task, result))
+            computed += 1
+            cells += task.cells
+        on_done(finished)
         top_up()
     return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=window.largest,
                      cells_computed=cells)

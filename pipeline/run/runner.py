@@ -34,7 +34,7 @@ import numpy as np
 from ..spec import SweepFile
 from ..store import Store, Template, now, provenance, template
 from ..theory.on_grid import theory_dataset
-from .cost import Blocking, choose_blocking
+from .cost import Blocking, choose_blocking, task_target
 from .execute import RunReport, Window, Writes, check_memory, run_tasks
 from .grid import Task, grid_shape, n_tasks, task_memory_bytes, tasks
 from .progress import Progress
@@ -112,7 +112,8 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
     info = {"started": now(), "host": socket.gethostname(), "pid": os.getpid(),
             "rmtsweep_version": package_version(), "git_revision": git_revision() or "unknown",
             "sweep_hash": sweep.digest(), "sweep_file": sweep_file.path}
-    new = choose_blocking(sweep).as_tuple()
+    threads = max(expected_threads, sum(client.nthreads().values()))
+    new = choose_blocking(sweep, task_target(threads)).as_tuple()       # used only if the store is new
     with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) as run:
         blocking = Blocking(*run.blocking)
         done = run.writer.done_mask()
@@ -122,16 +123,18 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
              f"({len(todo)} to compute)")
         bar = Progress(sweep.name, total, total - len(todo), int(np.prod(grid_shape(sweep)[:3])), enabled=progress)
 
-        def finished(task: Task, result: dict) -> None:
-            run.writer.mark_done(task.region)
-            run.log("write", task.key)
-            bar.update(task.cells)
+        def finished(batch: list[tuple[Task, dict]]) -> None:
+            run.writer.mark_done_many([task.region for task, _ in batch])
+            for task, _ in batch:
+                run.log("write", task.key)
+                bar.update(task.cells)
 
         try:
             return run_tasks(client, todo, finished, store.path, run.index, writes=writes,
                              window=Window(client, expected_threads), on_submit=lambda t: run.log("submit", t.key))
         finally:
             bar.close()
+            run.writer.close()
 
 
 def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:

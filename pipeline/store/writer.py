@@ -9,6 +9,7 @@ Unwritten chunks read back as the fill value (NaN, ``False`` for ``done``, -1 fo
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,9 @@ import zarr
 
 from ..dims import REPLICATE_DIMS
 
-__all__ = ["Writer", "per_replicate_arrays"]
+__all__ = ["DONE_WRITERS", "Writer", "per_replicate_arrays"]
+
+DONE_WRITERS = 8   # threads that write done chunks concurrently (each chunk has its own file)
 
 
 def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
@@ -33,6 +36,7 @@ class Writer:
         group = zarr.open_group(str(self.path), mode="r+")
         self.arrays = per_replicate_arrays(group)
         self.done = self.arrays["done"]
+        self._pool: ThreadPoolExecutor | None = None
 
     def write_block(self, region: tuple[slice, ...], values: dict[str, np.ndarray], todo: np.ndarray | None,
                     run: int) -> None:
@@ -56,6 +60,23 @@ class Writer:
     def mark_done(self, region: tuple[slice, ...]) -> None:
         """Set ``done`` for the whole chunk (after its data is written)."""
         self.done[region] = True
+
+    def mark_done_many(self, regions: list[tuple[slice, ...]]) -> None:
+        """Set ``done`` for several chunks at once: their writes overlap (a small thread pool), so a
+        driver that finishes many tasks at a time pays about one write's latency, not one per task."""
+        if len(regions) <= 1:
+            for region in regions:
+                self.mark_done(region)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=DONE_WRITERS, thread_name_prefix="rmtsweep-done")
+        list(self._pool.map(self.mark_done, regions))          # re-raises the first write error
+
+    def close(self) -> None:
+        """Stop the writer's threads (if any)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     def done_mask(self) -> np.ndarray:
         """The whole ``done`` array (one read per chunk)."""
