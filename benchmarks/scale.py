@@ -62,7 +62,7 @@ def first_event_seconds(sweep: dict, tmp: Path, event: str, workers: int = 2) ->
         shutil.rmtree(store, ignore_errors=True)
 
 
-def throughput(sweep: dict, tmp: Path, workers: int, keep: bool = False) -> dict:
+def throughput(sweep: dict, tmp: Path, workers: int, keep: bool = False, writes: str = "workers") -> dict:
     """Run ``sweep`` end to end in this process on a LocalCluster; wall time, driver CPU, files."""
     from distributed import Client, LocalCluster
 
@@ -74,7 +74,7 @@ def throughput(sweep: dict, tmp: Path, workers: int, keep: bool = False) -> dict
         client.run(lambda: None)
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
-        report = run_sweep(sf, store, client, progress=False)
+        report = run_sweep(sf, store, client, progress=False, writes=writes)
         wall = time.perf_counter() - t0
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
@@ -201,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         t = throughput(trivial_sweep("tp", *big), tmp, 2, keep=True)
         out["throughput"] = {**t, "cells_per_s": t["cells"] / t["wall"]}
         out["analysis_mb"] = analysis_memory(tmp / "tp.zarr", tmp)
+        w20 = {"cells_per_task": 20}                   # many small tasks: where who writes matters
+        out["writes"] = {who: throughput(trivial_sweep(f"w-{who}", *big, **w20), tmp, 4, writes=who)
+                         for who in ("workers", "driver")}
         out["driver"] = driver_cost(tmp, big)
         f = throughput(trivial_sweep("files", *files_grid), tmp, 2)
         out["files"] = f
@@ -217,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
          f"{dv['ms_per_cell']:.4f} ms", "≤ 0.2 ms"),
         ("driver CPU per task (scheduler included)", f"{d20['cells']:,} points in {d20['tasks']} tasks of 20, 4 workers",
          f"{d20['ms_per_task']:.1f} ms per task = {d20['ms_per_cell']:.3f} ms per cell", "n/a"),
+        ("who writes: workers vs driver (tasks of 20 points)", f"{n(big):,} points, 4 workers",
+         " vs ".join(f"{out['writes'][w]['cells'] / out['writes'][w]['wall']:,.0f} cells/s, driver CPU "
+                     f"{out['writes'][w]['driver_cpu']:.1f} s" for w in ("workers", "driver")), "n/a"),
         ("files per store", f"{n(files_grid):,}-point store", f"{f['files']}", "≤ 600 (2x10^4 points)"),
         ("2-worker parallel efficiency vs 2 plain processes", f"demo grid, {out['efficiency']['tasks']} tasks",
          f"{100 * out['efficiency']['efficiency']:.0f}% ({out['efficiency']['plain']:.1f} s vs {out['efficiency']['ours']:.1f} s)",

@@ -6,8 +6,11 @@ status 2, never a traceback.
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +21,7 @@ import click
 from dask.utils import parse_bytes
 
 from . import store
-from .errors import ClusterError, RmtsweepError
+from .errors import ClusterError, RmtsweepError, RunError
 from .run import run_sweep
 from .spec import SweepFile, load_sweep
 
@@ -307,19 +310,62 @@ def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: 
     click.echo(export_store(store_path, out, fmt, group, list(variables) or None))
 
 
+class Stopped(BaseException):
+    """Raised in the main thread by SIGTERM (a batch system's walltime, ``kill``): unwinds like Ctrl-C."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    _quiet()
+    raise Stopped()
+
+
+def _quiet() -> None:
+    """Silence dask's shutdown chatter: the one line below says what happened."""
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}" if exc.strerror else f"{where}{type(exc).__name__}: {exc}"
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``rmtsweep`` script."""
+    """Entry point of the ``rmtsweep`` script.
+
+    Exit status: 0 done; 1 a run failure (a task that keeps failing, an I/O error such as a full disk,
+    a lost lock); 2 a user mistake (bad sweep file, option or store path); 130 interrupted (Ctrl-C);
+    143 stopped by SIGTERM. Each failure prints one line, never a traceback; finished tasks stay in
+    the store and rerunning the same command resumes.
+    """
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
         cli.main(args=argv, standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
+        _quiet()
         click.echo("rmtsweep: interrupted; finished tasks are in the store: rerun the same command to resume",
                    err=True)
         sys.exit(130)
+    except Stopped:
+        click.echo("rmtsweep: stopped by SIGTERM; rerun the same command to resume", err=True)
+        sys.exit(143)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except RmtsweepError as exc:
         click.echo(f"rmtsweep: error: {exc}", err=True)
         sys.exit(2)
+    except RunError as exc:
+        click.echo(f"rmtsweep: error: {exc}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        click.echo(f"rmtsweep: error: {_os_error(exc)}", err=True)
+        sys.exit(1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 if __name__ == "__main__":
     main()

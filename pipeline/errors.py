@@ -1,12 +1,15 @@
 """The error hierarchy: every user mistake is an :class:`RmtsweepError`.
 
-The CLI maps these to one line on stderr and exit status 2, with no traceback. The classes also
-subclass the matching builtin so ordinary ``except ValueError`` code keeps working.
+The CLI maps these to one line on stderr and exit status 2, with no traceback. A :class:`RunError`
+is a run that could not finish through no fault of its input (a task that keeps failing, a disk
+that fills, a lock that cannot be kept): one line and exit status 1. The classes also subclass the
+matching builtin so ordinary ``except ValueError`` code keeps working.
 """
 
 from __future__ import annotations
 
-__all__ = ["ClusterError", "RmtsweepError", "SelectionError", "StoreError", "SweepDefinitionError", "TaskFailedError"]
+__all__ = ["ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError", "SweepDefinitionError",
+           "TaskFailedError"]
 
 
 class RmtsweepError(Exception):
@@ -29,5 +32,9 @@ class SelectionError(RmtsweepError, ValueError):
     """A variable, axis, group or format that the store or command does not have."""
 
 
-class TaskFailedError(RmtsweepError, RuntimeError):
-    """A grid cell whose computation failed repeatedly."""
+class RunError(RuntimeError):
+    """A run that stopped on a failure that is not a user mistake (exit status 1)."""
+
+
+class TaskFailedError(RunError):
+    """A task whose computation failed repeatedly."""

@@ -109,7 +109,7 @@ class SpectrumSpec(BaseModel):
 
 
 class RidgeSpec(BaseModel):
-    """The downstream task: ridge regression of the labels on the pooled vectors (THEORY.md §6)."""
+    """The downstream task: ridge regression of the labels on the pooled vectors (docs/theory.md)."""
 
     model_config = _STRICT
     penalty: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 0.1

@@ -1,4 +1,4 @@
-"""Finite-d causal softmax attention (issue 11): the fast path against its definition, limits, theory."""
+"""Finite-d causal softmax attention: the fast path against its definition, limits, theory."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_scheme_class():
 
 
 def test_distance_to_causal_shrinks_with_d():
-    """Scale d, tau = 1: the L1 distance falls roughly as d^-1/2 (THEORY.md §2 probe: 0.033 at d = 100)."""
+    """Scale d, tau = 1: the L1 distance falls roughly as d^-1/2 (docs/theory.md §6.3: 0.033 at d = 100)."""
     dist = {}
     for d in (50, 400):
         model, dr = _draws(d=d, V=2 * d, N=2 * d, T=16, seed=d, L=4)

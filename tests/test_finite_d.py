@@ -145,7 +145,7 @@ def _rates(corr, scheme, snr, d=100, reps=64, seed=0):
 ], ids=["prefix4", "iid"])
 def test_detection_rate_at_small_d(corr, snr):
     """d = 100, delta = gamma = 0.5, T = 16, mean weights, class-centred: 64 replicates per SNR; the
-    measured rate is within 3 binomial standard errors + 0.03 of the prediction (issue 13's criterion).
+    measured rate is within 3 binomial standard errors + 0.03 of the prediction.
     The SNR values avoid the point just below rho_c, where the max-of-two interpolation is known to
     miss the subcritical push-up (module docstring)."""
     rate, pred, lam1 = _rates(corr, "mean", snr, seed=13)

@@ -2,11 +2,11 @@
 
 Each comparison allows ``4 SE`` plus a stated finite-size allowance:
 
-- outlier location: 1 % of the prediction (THEORY.md §5 found agreement within about 0.5 % at
+- outlier location: 1 % of the prediction (docs/theory.md §4 reports agreement within about 0.5 % at
   d = 400-800; the O(1/sqrt(d)) fluctuation is in the SE, the allowance covers the O(1/d) bias);
-- top alignment: 0.01 (measured bias about +0.004 at d = 400; THEORY.md §5 says within about 0.006);
+- top alignment: 0.01 (measured bias about +0.004 at d = 400; docs/theory.md §4 says within about 0.006);
 - bulk edge without signal: 0.15 kappa below lambda_+ (the largest bulk eigenvalue sits O(d^-2/3)
-  below the edge; measured about 0.10 below at d = 400, as THEORY.md §5 reports), and never above
+  below the edge; measured about 0.10 below at d = 400, as docs/theory.md §5.2 reports), and never above
   it by more than 4 SE.
 """
 
@@ -62,7 +62,7 @@ def test_bulk_edge_without_signal():
 
 
 def test_uncentred_table_common_mean_outlier_is_on_top():
-    """THEORY.md §5: with the literal (uncentred) table and mean weights, the top eigenvalue at SNR 0
+    """docs/theory.md §3.5: with the literal (uncentred) table and mean weights, the top eigenvalue at SNR 0
     is the common-mean outlier at rho_b = T delta, and its eigenvector ignores the signal."""
     sweep = _sweep("none", [0.0])
     res, th = _run(sweep)

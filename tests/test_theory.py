@@ -1,4 +1,4 @@
-"""Tests of rmtsweep.theory: the bulk law MP_delta ⊠ MP_gamma and the spike formulas (THEORY.md §3-5)."""
+"""Tests of rmtsweep.theory: the bulk law MP_delta ⊠ MP_gamma and the spike formulas (docs/theory.md §3)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def mp_density(x: np.ndarray, c: float) -> np.ndarray:
 
 
 def psi_prime_theory(rho: float, delta: float, gamma: float) -> float:
-    """``psi'(ell(rho))`` written exactly as in THEORY.md §4 (independent of the module's algebra)."""
+    """``psi'(ell(rho))`` written exactly as in docs/theory.md §3.3 (independent of the module's algebra)."""
     ell = rho * (rho + 1 - delta) / (rho - delta)
     zeta = 1 - delta / (rho - delta) ** 2
     return 1 - gamma + 2 * gamma * ell / rho - gamma * ell**2 / (rho**2 * zeta)
@@ -263,7 +263,7 @@ def test_uncentred_mean_weights_at_zero_snr() -> None:
     T, delta, gamma = 16, 0.5, 0.5
     out = uncentred(0.0, 1 / T, 1 / T, 1.0, delta, gamma)
     assert float(out["rho_mean"]) == pytest.approx(T * delta)
-    # rho_b = 8, a = 7.5: psi = 8.5 * 8 * 8 / 7.5^2 = 2176/225 = 9.671. THEORY.md's "≈ 9.9" is a d = 400
+    # rho_b = 8, a = 7.5: psi = 8.5 * 8 * 8 / 7.5^2 = 2176/225 = 9.671. The "≈ 9.9" quoted in earlier notes is a d = 400
     # Monte Carlo figure; ||b||^2 fluctuates by sqrt(2/d), so that estimate has sd ≈ 0.7 per replicate.
     assert float(out["mean_outlier"]) == pytest.approx(2176 / 225, rel=1e-12)
     assert float(out["top"]) == float(out["mean_outlier"])

@@ -1,4 +1,4 @@
-"""Monte Carlo against theory, per grid cell, as an ``xarray.Dataset`` (THEORY.md §4-5).
+"""Monte Carlo against theory, per grid cell, as an ``xarray.Dataset`` (docs/theory.md §3.7).
 
 For every cell ``(delta, gamma, T, weights, snr)`` the comparison holds the Monte Carlo mean and
 standard error over the replicates whose ``done`` flag is set (so it works on a store still being

@@ -1,4 +1,4 @@
-"""Finite-d causal softmax attention: per-sequence, per-SNR pooling weights (THEORY.md §2, issue 11).
+"""Finite-d causal softmax attention: per-sequence, per-SNR pooling weights (docs/theory.md §6.3).
 
 For sequence ``n`` with token embeddings ``x_t = s_{v_t} mu + z_{v_t}`` (rows of the table *including*
 the signal; ``s_v = +1`` for the first ``V // 2`` tokens, ``-1`` for the rest; ``mu = sqrt(snr) u``)::

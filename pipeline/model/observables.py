@@ -39,7 +39,7 @@ def spectrum_density(C0T: np.ndarray, a: np.ndarray, u: np.ndarray, snr: np.ndar
 
 def ridge_accuracy(train: tuple[np.ndarray, np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray, np.ndarray],
                    u: np.ndarray, snr: np.ndarray, penalty: float) -> np.ndarray:
-    """Test accuracy of ridge regression from pooled vectors to sequence labels (THEORY.md §6).
+    """Test accuracy of ridge regression from pooled vectors to sequence labels (docs/theory.md).
 
     Parameters
     ----------

@@ -120,7 +120,7 @@ def draw_tokens(model: CellModel, xi: np.ndarray, rng: np.random.Generator) -> n
 
 
 def token_weight_matrix(tokens: np.ndarray, w: np.ndarray, V: int) -> scipy.sparse.csr_array:
-    """``A`` (N x V) with ``A[n, v] = sum_t w_t 1[v_{n,t} = v]`` (the transpose of THEORY.md §5's A)."""
+    """``A`` (N x V) with ``A[n, v] = sum_t w_t 1[v_{n,t} = v]`` (the transpose of docs/theory.md §6.1's A)."""
     N, T = tokens.shape
     # built directly in CSR form (row n holds its T tokens; a token repeated within a sequence is a
     # duplicate entry, which the sparse product sums), skipping the COO sort

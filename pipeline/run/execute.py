@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Literal
 
 import numpy as np
-from distributed import Client, as_completed
+from distributed import Client, Future, as_completed
 
 from ..errors import RmtsweepError, TaskFailedError
 from ..store import Writer
@@ -132,7 +132,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     token = uuid.uuid4().hex
     writer = Writer(path) if writes == "driver" else None
     pending = iter(tasks)
-    by_key: dict[str, Task] = {}
+    by_key: dict[str, Task] = {}              # submitted and not yet handed to on_done
+    futures: dict[str, Future] = {}
     queue = as_completed()
     exhausted = False
 
@@ -147,24 +148,45 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
             fut = (client.submit(write_task, task, str(path), run, token, retries=retries, key=key) if writer is None
                    else client.submit(compute_block, task, retries=retries, key=key))
             by_key[fut.key] = task
+            futures[fut.key] = fut
             queue.add(fut)
             if on_submit is not None:
                 on_submit(task)
 
     computed = cells = 0
     top_up()
+    try:
+        computed, cells = _drain(queue, by_key, futures, writer, run, retries, on_done, top_up)
+    except BaseException:
+        # stopped (Ctrl-C, SIGTERM) or failed: what has already come back is marked done, the rest cancelled
+        ready = [(by_key[k], f) for k, f in futures.items() if k in by_key and f.status == "finished"]
+        if ready and writer is None:
+            try:
+                on_done([(task, fut.result(timeout=5)) for task, fut in ready])
+            except BaseException:  # noqa: BLE001 - best effort; the original exception is the one to report
+                pass
+        for key in by_key:
+            futures[key].cancel()
+        raise
+    return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=window.largest,
+                     cells_computed=cells)
+
+
+def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | None, run: int, retries: int,
+           on_done: Callable[[list[tuple[Task, dict]]], None], top_up: Callable[[], None]) -> tuple[int, int]:
+    """Hand finished tasks to ``on_done`` in batches until none is left; returns (tasks, cells)."""
+    computed = cells = 0
     while queue.count():
         finished = []
         for fut in queue.next_batch(block=True):               # every future done by now, at least one
             task = by_key.pop(fut.key)
+            futures.pop(fut.key, None)
             try:
                 # a result lost with its worker (status "lost") is recomputed by dask: result() waits for it
                 result = fut.result()
             except (Exception, asyncio.CancelledError) as exc:
                 if finished:
                     on_done(finished)                          # what finished before the failure stays done
-                for other in list(queue.futures):
-                    other.cancel()
                 raise TaskFailedError(f"task {task.name} failed after {retries} retries: "
                                       f"{type(exc).__name__}: {exc}") from None
             if writer is not None:
@@ -176,8 +198,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
             cells += task.cells
         on_done(finished)
         top_up()
-    return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=window.largest,
-                     cells_computed=cells)
+    return computed, cells
 
 
 def check_memory(client: Client, need: int, force: bool = False, fallback: float | None = None) -> str:

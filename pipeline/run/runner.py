@@ -124,6 +124,7 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
         bar = Progress(sweep.name, total, total - len(todo), int(np.prod(grid_shape(sweep)[:3])), enabled=progress)
 
         def finished(batch: list[tuple[Task, dict]]) -> None:
+            run.check()                                   # never mark done under a lock we may have lost
             run.writer.mark_done_many([task.region for task, _ in batch])
             for task, _ in batch:
                 run.log("write", task.key)

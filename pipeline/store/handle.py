@@ -43,8 +43,13 @@ class PreparedRun:
     writer: Writer
     journal: TextIO
     blocking: tuple[int, int, int, int]
+    lock: StoreLock
     carried: int = 0
     plan: str = "same"
+
+    def check(self) -> None:
+        """Raise :class:`~rmtsweep.errors.RunError` if the run may no longer write (its lock failed)."""
+        self.lock.check()
 
     def log(self, event: str, name: str) -> None:
         """One line in the run's journal (``submit`` / ``write`` of a task)."""
@@ -108,7 +113,7 @@ class Store:
             The path is not a store, holds an incompatible sweep, or another run is writing it.
         """
         self.create_if_missing(make_template, blocking)
-        with StoreLock(self.path):
+        with StoreLock(self.path) as lock:
             attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)      # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
             plan = migrate.plan(stored, sweep_file.sweep, self.path)
@@ -119,7 +124,7 @@ class Store:
                                        recompute_all=stored.grid.snr != sweep_file.sweep.grid.snr)
             index = record_run(self.path, run_info)
             with open(self.journal_path, "a", buffering=1) as journal:
-                yield PreparedRun(index, Writer(self.path), journal, own, carried, plan)
+                yield PreparedRun(index, Writer(self.path), journal, own, lock, carried, plan)
 
     def _extend(self, tpl: Template, attrs: dict, recompute_all: bool) -> int:
         """Rebuild the store for the larger sweep, carrying finished replicates over. Returns how many."""

@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ..errors import StoreError
+from ..errors import RunError, StoreError
 
 __all__ = ["HEARTBEAT", "LOCK_NAME", "STALE_AFTER", "StoreLock", "is_stale"]
 
@@ -64,8 +64,10 @@ class StoreLock:
     ...     pass
     """
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path, heartbeat: float = HEARTBEAT) -> None:
         self.path = Path(store) / LOCK_NAME
+        self.heartbeat = heartbeat
+        self.failure: OSError | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -102,11 +104,22 @@ class StoreLock:
         self._thread.start()
 
     def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT):
+        while not self._stop.wait(self.heartbeat):
             try:
                 os.utime(self.path)
-            except OSError:
+            except OSError as exc:
+                self.failure = exc          # the run stops at its next check (see check)
                 return
+
+    def check(self) -> None:
+        """Raise :class:`RunError` if the heartbeat could not be written.
+
+        A lock whose heartbeat stops looks stale to other hosts after ``STALE_AFTER`` seconds, so a
+        run that cannot refresh it must stop before another run may take the store over.
+        """
+        if self.failure is not None:
+            raise RunError(f"{self.path.parent}: cannot refresh the store's lock ({self.failure.strerror or self.failure}); "
+                           f"stopped so that no other run can take the store over; rerun to resume")
 
     def release(self) -> None:
         """Stop the heartbeat and remove the lock."""

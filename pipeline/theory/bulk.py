@@ -1,4 +1,4 @@
-"""Bulk law of ``S / kappa``: the free multiplicative convolution ``MP_delta ⊠ MP_gamma`` (THEORY.md §3).
+"""Bulk law of ``S / kappa``: the free multiplicative convolution ``MP_delta ⊠ MP_gamma`` (docs/theory.md §3.1).
 
 With ``G(z) = ∫ dmu(t) / (z - t)`` and ``g = z G(z)``, the S-transform
 ``S(w) = 1 / ((1 + delta w)(1 + gamma w))`` gives ``z = z(g) = g (1 - delta + delta g)(1 - gamma + gamma g)

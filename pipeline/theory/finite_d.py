@@ -1,4 +1,4 @@
-"""Finite-``d`` theory: edge fluctuations, outlier fluctuations and the detection probability (issue 13).
+"""Finite-``d`` theory: edge fluctuations, outlier fluctuations and the detection probability (docs/theory.md §6.2).
 
 All eigenvalues are those of ``S / kappa`` (so the bulk edge is ``lambda_+`` of :func:`.bulk.edge`).
 
@@ -22,7 +22,7 @@ edge only through a smooth linear statistic of its spectrum, ``O(1/d)``, below t
 solves ``u^T (ell - W)^(-1) u = 1/rho``, and the quadratic form of a uniform unit vector has variance
 ``(2/d)(-G' - G^2)``, so ``Var(ell) = (2/d) rho^2 zeta_pop (1 - zeta_pop)``. (2) The samples, given the
 table: Bai & Yao 2008 (Paul 2007 for a white bulk), ``Var(lambda_1) = (ell^2 / N)(2 psi' + k4 psi'^2)``
-with ``psi'`` of THEORY.md §4 and ``k4`` the excess kurtosis of the samples' projection on the population
+with ``psi'`` of docs/theory.md §3.3 and ``k4`` the excess kurtosis of the samples' projection on the population
 spike, ``k4 = (rho zeta_pop / ell)^2 kurt(b)``, ``b = w^T xi`` the pooled signs (the noise part of the
 projection is Gaussian). Total ``Var = psi'^2 Var(ell) + (ell^2 gamma / d)(2 psi' + k4 psi'^2)``. Check:
 near ``rho_c`` it is ``4 w sigma_d^2`` (``w^2 sigma_d`` = the outlier's exit above the edge), the GOE
@@ -39,7 +39,7 @@ tends to the Tracy-Widom false-alarm rate below and to the Gaussian law above; i
 **Derived vs calibrated.** Nothing here is fitted: ``sigma_d``, the outlier variance and the
 interpolation are derived; ``F_1`` is Bornemann's tabulation (``tracywidom``). Checks, on runs not used
 for anything else: the null mean/sd and the detection rate at d = 150, 300 (96 replicates) and
-d = 100, 200, 400 (48 replicates, issue 13's sweep) agree with the prediction in 98 % of cells
+d = 100, 200, 400 (48 replicates) agree with the prediction in 98 % of cells
 (3 binomial sigma + 0.03). Known bias, measured on the GOE rank-one spike (tridiagonal model,
 n = 1e6, 4000 draws; universal, so not our model's data): for ``x_t = 1.23`` the exact window law
 gives ``P = 0.05, 0.10, 0.20, 0.32`` at ``w = -3, -1, 0, 0.5`` where this interpolation gives
@@ -171,7 +171,7 @@ def pooled_sign_excess_kurtosis(w: ArrayLike, q: ArrayLike) -> float:
 
 
 def _dpsi(rho: Float, delta: Float, gamma: Float) -> Float:
-    """``psi'(ell(rho))`` of THEORY.md §4 in closed form, ``(a^3 - p a - q) / (a (a^2 - delta))``, ``a = rho - delta``."""
+    """``psi'(ell(rho))`` of docs/theory.md §3.3 in closed form, ``(a^3 - p a - q) / (a (a^2 - delta))``, ``a = rho - delta``."""
     a = rho - delta
     with np.errstate(divide="ignore", invalid="ignore"):
         return (a**3 - (delta + gamma + delta * gamma) * a - 2 * delta * gamma) / (a * (a**2 - delta))

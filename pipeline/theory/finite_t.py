@@ -1,4 +1,4 @@
-"""Finite-T bulk law and outliers of ``S / kappa`` (THEORY.md §5, "Finite T (sparse token sharing)").
+"""Finite-T bulk law and outliers of ``S / kappa`` (docs/theory.md §6.1).
 
 **Model.** With ``E = Z + mu s^T`` (d x V, ``Z s = 0`` after class centring) and the token-weight
 matrix ``A`` (V x N, ``A_{vn} = sum_t w_t 1[v_{n,t} = v]``), ``S / kappa = (1/V) E D E^T`` with
@@ -33,7 +33,7 @@ it (exact separation). The atom at 0 is ``max(0, 1 - nu(p > 0) / delta)`` (rank 
 **Outliers** (:func:`outlier`). With ``e = s / sqrt(V)`` (spectral law ``nu`` w.r.t. ``D``: exact at
 ``T = 1`` and for i.i.d. signs), ``r = Z D s / V`` and ``K(l) = r^T (l - B)^{-1} r``, a Schur complement
 gives ``K = c - 1 - 1 / E_nu[1/(c - p)]``, ``c = 1/(delta G)``, and the 2x2 determinant gives
-``snr G (1 + K) = 1``. This is THEORY.md's ``rho G (1 + h(G)) = 1`` (``h = K``) and simplifies to
+``snr G (1 + K) = 1``. This is the ``rho G (1 + h(G)) = 1`` (``h = K``) and simplifies to
 
     E_nu[beta(G)] = rho / (rho - delta),   outlier l = l(G),
 

@@ -1,4 +1,4 @@
-"""Spikes of ``S / kappa``: thresholds, outlier locations and alignments (THEORY.md §4, §5).
+"""Spikes of ``S / kappa``: thresholds, outlier locations and alignments (docs/theory.md §3.2-3.5).
 
 ``rho = alpha * snr / kappa`` is the effective SNR. Population level (``N -> inf``): an outlier
 ``ell = rho (rho + 1 - delta) / (rho - delta)`` with alignment ``zeta_pop = 1 - delta / (rho - delta)^2``
@@ -140,7 +140,7 @@ def transition_snr(kind: str, alpha: ArrayLike, kappa: ArrayLike, delta: ArrayLi
 def uncentred(
     snr: ArrayLike, alpha: ArrayLike, kappa: ArrayLike, w1: ArrayLike, delta: ArrayLike, gamma: ArrayLike
 ) -> dict[str, Float]:
-    """Theory for the uncentred table (THEORY.md §5): a signal spike and a common-mean spike.
+    """Theory for the uncentred table (docs/theory.md §3.5): a signal spike and a common-mean spike.
 
     ``Sigma / kappa = W' + (alpha/kappa) m m^T + (w1^2/kappa) b b^T`` with ``||m||^2 ≈ snr + delta``,
     ``||b||^2 ≈ delta`` and ``b ⟂ m``; each spike follows §4 on its own.

@@ -1,0 +1,83 @@
+"""Faults end one line long: SIGTERM stops cleanly and resumes, I/O errors and a lost lock are run failures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from rmtsweep.errors import RunError
+from rmtsweep.store.lock import LOCK_NAME, StoreLock
+from tests.test_resume import MEDIUM, _writes
+
+pytestmark = pytest.mark.slow
+
+
+def test_sigterm_stops_within_ten_seconds_and_resumes(tmp_path):
+    from rmtsweep.testing import assert_stores_equal
+    sweep = tmp_path / "medium.yaml"
+    sweep.write_text(yaml.safe_dump(MEDIUM))
+    store, clean = tmp_path / "term.zarr", tmp_path / "clean.zarr"
+    cmd = [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep), "--workers", "2", "--no-progress"]
+    proc = subprocess.Popen(cmd + ["--store", str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while _writes(store) < 5 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, proc.stderr.read()[-2000:]
+    t0 = time.monotonic()
+    os.kill(proc.pid, signal.SIGTERM)                      # the driver only, as a batch system does
+    out, err = proc.communicate(timeout=60)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 143, err[-3000:]
+    assert elapsed < 10, f"took {elapsed:.1f} s to stop"
+    assert err.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
+    assert "Traceback" not in err
+    assert not (store / LOCK_NAME).exists()                 # the lock went with the run
+    assert 5 <= _writes(store) < 64                         # stopped mid-sweep, finished tasks kept
+    for path in (store, clean):
+        done = subprocess.run(cmd + ["--store", str(path)], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert_stores_equal(store, clean)
+
+
+def test_an_io_error_is_one_line_and_exit_1(reference, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from rmtsweep.cli import main
+    from rmtsweep.store import Writer
+    sweep_path, small = reference
+    store = tmp_path / "full.zarr"
+    shutil.copytree(small, store)
+    import zarr
+    zarr.open_group(str(store), mode="r+")["done"][...] = False        # everything to recompute
+
+    def full(self, regions):
+        raise OSError(28, "No space left on device", str(store / "done" / "0.0.0.0.0"))
+
+    monkeypatch.setattr(Writer, "mark_done_many", full)
+    with pytest.raises(SystemExit) as exc:
+        main(["run", str(sweep_path), "--store", str(store), "--workers", "1", "--no-progress"])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"rmtsweep: error: {store / 'done' / '0.0.0.0.0'}: No space left on device"
+    assert not zarr.open_group(str(store))["done"][...].any()          # nothing marked done without its data
+    assert not (store / LOCK_NAME).exists()
+
+
+def test_a_heartbeat_that_cannot_be_written_stops_the_run(tmp_path):
+    lock = StoreLock(tmp_path, heartbeat=0.05)
+    lock.acquire()
+    try:
+        lock.check()                                          # healthy
+        (tmp_path / LOCK_NAME).unlink()                       # e.g. the filesystem went away under the run
+        time.sleep(0.3)
+        with pytest.raises(RunError, match=r"cannot refresh the store's lock .*stopped so that no other run"):
+            lock.check()
+    finally:
+        lock.release()
