@@ -23,11 +23,11 @@ from dask.utils import parse_bytes
 from . import store
 from .errors import ClusterError, RmtsweepError, RunError
 from .run import run_sweep
+from .shipped import resolve_sweep, sweeps as shipped_sweeps
 from .spec import SweepFile, load_sweep
 
 __all__ = ["cli", "main"]
 
-DEMO = Path(__file__).resolve().parents[1] / "sweeps" / "demo.yaml"
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
 
 def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
          writes: str = "workers") -> Path:
-    sweep_file = load_sweep(sweep_path)
+    sweep_file = load_sweep(resolve_sweep(sweep_path))
     path = _store_path(sweep_file, store_path)
     store.Store(path).check()
     start = time.perf_counter()
@@ -165,7 +165,7 @@ def _engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_confi
                    "see) or this process.")
 @_progress
 def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, writes: str, **engine) -> None:
-    """Run, resume or extend the sweep defined in SWEEP."""
+    """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`)."""
     _run(sweep, store_path, _engine(**engine), progress, force, writes)
 
 
@@ -180,6 +180,7 @@ def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> Non
     """Submit a driver job that runs SWEEP on the batch system and prints its job id."""
     from .clusters import driver_script, submit_driver, worker_job_script
 
+    sweep = resolve_sweep(sweep)
     sweep_file = load_sweep(sweep)
     path = _store_path(sweep_file, store_path)
     eng = _engine(**engine)
@@ -198,11 +199,8 @@ def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> Non
 @_workers
 @_progress
 def demo(store_path: Path, workers: int | None, progress: bool) -> None:
-    """Run sweeps/demo.yaml on a local dask cluster."""
-    if not DEMO.exists():
-        raise RmtsweepError(f"{DEMO}: the demo sweep is missing (install from a source checkout)")
-    store_path.parent.mkdir(parents=True, exist_ok=True)
-    _run(DEMO, store_path, Engine(workers=workers), progress)
+    """Run the shipped demo sweep on a local dask cluster, compare it with theory, draw two maps."""
+    _run(resolve_sweep("demo"), store_path, Engine(workers=workers), progress)
     click.echo(f"read it with: python -c \"import xarray as xr; print(xr.open_zarr('{store_path}'))\"")
     from .analysis.compare import compare as compare_store, write_comparison
     from .analysis.plots import plot_map
@@ -214,6 +212,13 @@ def demo(store_path: Path, workers: int | None, progress: bool) -> None:
     for x, y, var in (("snr", "gamma", "overlap"), ("snr", "weights", "lambda1_z")):
         html, png = plot_map(store_path, x, y, var, maps)
         click.echo(f"map of {var} over ({x}, {y}): {html} and {png}")
+
+
+@cli.command(name="sweeps")
+def list_sweeps() -> None:
+    """List the sweeps shipped with rmtsweep (run any of them by name: `rmtsweep run NAME`)."""
+    for name, (path, description) in shipped_sweeps().items():
+        click.echo(f"{name:28s} {description or '(no description)'}")
 
 
 @cli.command()

@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,17 +30,17 @@ from dask.utils import parse_bytes, parse_timedelta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ClusterError
+from .shipped import cluster_config
 from .types import ClusterKind
 
-__all__ = ["ClusterConfig", "driver_script", "load_cluster_config", "make_cluster", "scale_cluster", "submit_driver",
-           "worker_job_script"]
+__all__ = ["ClusterConfig", "driver_script", "load_cluster_config", "make_cluster", "rmtsweep_command", "scale_cluster",
+           "submit_driver", "worker_job_script"]
 
 if TYPE_CHECKING:
     from dask_jobqueue import JobQueueCluster
     from distributed.deploy.adaptive import Adaptive
 
 Kind = ClusterKind
-DEPLOY_DIR = Path(__file__).resolve().parents[1] / "deploy"
 _SUBMIT = {"slurm": ["sbatch", "--parsable"], "pbs": ["qsub"]}
 # distributed's nanny already sets these for every worker; the exports also cover the job script.
 _ONE_BLAS_THREAD = "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1"
@@ -174,7 +175,7 @@ def load_cluster_config(
     """
     if kind not in _SUBMIT:
         raise ClusterError(f"unknown cluster kind {kind!r}; choose one of: {', '.join(_SUBMIT)}")
-    path = Path(path) if path is not None else DEPLOY_DIR / kind / "jobqueue.yaml"
+    path = Path(path) if path is not None else cluster_config(kind)
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except OSError as exc:
@@ -286,8 +287,8 @@ def driver_script(
         log_directory=config.log_directory, job_name="rmtsweep-driver",
         job_extra_directives=list(config.job_extra_directives),
     ).job_header
-    cfg = Path(cluster_config_path) if cluster_config_path else DEPLOY_DIR / kind / "jobqueue.yaml"
-    cmd = ["rmtsweep", "run", str(Path(sweep_path).resolve()), "--store", str(Path(store_path).resolve()),
+    cfg = Path(cluster_config_path) if cluster_config_path else cluster_config(kind)
+    cmd = [rmtsweep_command(), "run", str(Path(sweep_path).resolve()), "--store", str(Path(store_path).resolve()),
            "--cluster", kind, "--cluster-config", str(cfg.resolve())]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
@@ -297,6 +298,12 @@ def driver_script(
     lines = ["#!/usr/bin/env bash", header, "set -eo pipefail", *config.job_script_prologue,
              _ONE_BLAS_THREAD, "exec " + shlex.join(cmd)]
     return "\n".join(lines) + "\n"
+
+
+def rmtsweep_command() -> str:
+    """The ``rmtsweep`` script of this interpreter (absolute), as the worker jobs use its ``python``."""
+    script = Path(sys.executable).parent / "rmtsweep"
+    return str(script) if script.exists() else "rmtsweep"
 
 
 def submit_driver(kind: Kind, script_text: str, directory: Path) -> str:

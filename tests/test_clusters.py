@@ -13,7 +13,6 @@ import yaml
 from pydantic import ValidationError
 
 from rmtsweep.clusters import (
-    DEPLOY_DIR,
     ClusterConfig,
     driver_script,
     load_cluster_config,
@@ -23,8 +22,11 @@ from rmtsweep.clusters import (
     worker_job_script,
 )
 from rmtsweep.errors import ClusterError
+from rmtsweep.clusters import rmtsweep_command
+from rmtsweep.shipped import cluster_config
 
 ROOT = Path(__file__).resolve().parents[1]
+DEPLOY_DIR = ROOT / "deploy"
 KINDS = ["slurm", "pbs"]
 SITE = dict(queue="compute", account="proj42", cores=4, memory="8GB", walltime="02:00:00",
             interface="lo", processes=2, job_script_prologue=["source /opt/venv/bin/activate"],
@@ -191,9 +193,9 @@ def test_driver_script_runs_rmtsweep(kind, tmp_path, monkeypatch):
     assert lines[0] == "#!/usr/bin/env bash" and "source /opt/venv/bin/activate" in lines
     assert any(line.startswith(prefix) and "rmtsweep-driver" in line for line in lines)
     assert any(line.startswith(prefix) and "12:00:00" in line for line in lines)
-    assert lines[-1].startswith("exec rmtsweep run ")
+    assert lines[-1].startswith(f"exec {rmtsweep_command()} run ")       # the same interpreter's rmtsweep
     args = shlex.split(lines[-1])[1:]
-    assert args[:3] == ["rmtsweep", "run", str(tmp_path / "sweeps/big.yaml")]
+    assert args[:3] == [rmtsweep_command(), "run", str(tmp_path / "sweeps/big.yaml")]
     options = dict(zip(args[3::2], args[4::2], strict=True))
     assert options == {
         "--store": str(tmp_path / "store/big.zarr"), "--cluster": kind, "--jobs": "20",
@@ -204,8 +206,11 @@ def test_driver_script_runs_rmtsweep(kind, tmp_path, monkeypatch):
 
 def test_driver_script_defaults_to_the_shipped_config():
     script = driver_script("slurm", load_cluster_config("slurm"), Path("s.yaml"), Path("s.zarr"), None, None)
-    assert f"--cluster-config {DEPLOY_DIR / 'slurm' / 'jobqueue.yaml'}" in script
+    assert f"--cluster-config {cluster_config('slurm').resolve()}" in script
+    assert cluster_config("slurm").read_text() == (DEPLOY_DIR / "slurm" / "jobqueue.yaml").read_text()
     assert "--jobs" not in script and "--account" not in script
+    assert script.splitlines()[-1].startswith(f"exec {rmtsweep_command()} run ")
+    assert rmtsweep_command() == str(Path(sys.executable).parent / "rmtsweep")     # this interpreter's script
 
 
 def fake_command(tmp_path: Path, name: str, body: str, monkeypatch) -> None:

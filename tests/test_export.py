@@ -70,3 +70,29 @@ def test_cli_export(tiny_store, tmp_path):  # noqa: F811
     with pytest.raises(SystemExit) as exc:
         main(["export", str(tiny_store), "--format", "parquet", "--out", str(out)])
     assert exc.value.code == 2
+
+
+def test_netcdf_export_of_a_real_store_reopens(reference, tmp_path):
+    """A store made by `run` carries a list of runs in its attrs: exported as JSON, the file reopens."""
+    import json
+
+    _, store = reference
+    out = export(store, tmp_path / "real.nc", "netcdf")
+    back = xr.open_dataset(out, engine="scipy")
+    runs = json.loads(back.attrs["runs"])
+    assert runs and runs[0]["run"] == 0 and "started" in runs[0]
+    src = open_source(store)
+    assert np.array_equal(back["eigenvalues"].values, src["eigenvalues"].values)
+    assert not list(tmp_path.glob(".*.tmp"))                      # the temporary file was renamed into place
+
+
+def test_store_parents_are_created(reference, tmp_path):
+    from distributed import Client, LocalCluster
+
+    from rmtsweep import load_sweep, run_sweep
+    sweep_path, _ = reference
+    deep = tmp_path / "a" / "b" / "c.zarr"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
+            Client(c) as client:
+        run_sweep(load_sweep(sweep_path), deep, client, progress=False)
+    assert open_source(deep)["done"].values.all()

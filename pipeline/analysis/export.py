@@ -10,6 +10,8 @@ string coordinates fixed-width characters, and it reads back with ``xr.open_data
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import get_args
 import numpy as np
@@ -84,9 +86,23 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
             v.encoding = {}
             if v.dtype == bool:
                 v.attrs["flag_values"], v.attrs["flag_meanings"] = [0, 1], "false true"
-        ds.attrs = {k: (int(v) if isinstance(v, (bool, np.integer)) else v) for k, v in ds.attrs.items()}
-        ds.to_netcdf(out, engine="scipy", format="NETCDF3_64BIT")
+        ds.attrs = {k: _netcdf_attr(v) for k, v in ds.attrs.items()}
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        try:
+            ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT")
+            os.replace(tmp, out)          # never a half-written file under the requested name
+        finally:
+            tmp.unlink(missing_ok=True)
     return out
+
+
+def _netcdf_attr(value):
+    """A netCDF-3 attribute: numbers and strings as they are, anything else (lists of runs, dicts) as JSON."""
+    if isinstance(value, (bool, np.bool_, np.integer)):
+        return int(value)
+    if isinstance(value, (str, float, int, np.floating)):
+        return value
+    return json.dumps(value, default=str)
 
 
 def read_tidy(path: str | Path) -> xr.Dataset:

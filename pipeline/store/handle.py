@@ -87,15 +87,17 @@ class Store:
                 raise StoreError(f"{path}: the store is not writable")
             return
         parent = path.absolute().parent
-        if not parent.is_dir():
-            raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
-        if not os.access(parent, os.W_OK):
-            raise StoreError(f"{path}: cannot create the store: {parent} is not writable")
+        existing = next(p for p in (parent, *parent.parents) if p.exists())     # created as `mkdir -p` would
+        if not existing.is_dir():
+            raise StoreError(f"{path}: cannot create the store: {existing} is not a directory")
+        if not os.access(existing, os.W_OK):
+            raise StoreError(f"{path}: cannot create the store: {existing} is not writable")
 
     def create_if_missing(self, make_template: Callable[[Blocking], Template], blocking: Blocking) -> None:
         """Write the template if there is no store yet (refuses a path that is something else)."""
         self.check()
         if not self.path.exists():
+            self.path.absolute().parent.mkdir(parents=True, exist_ok=True)
             create(self.path, make_template(blocking))
             self._created = True
 

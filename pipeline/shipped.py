@@ -1,0 +1,62 @@
+"""Files shipped with the package: the sweeps of ``sweeps/`` and the cluster configs of ``deploy/``.
+
+Both folders stay where the project keeps them; ``pyproject.toml`` installs them as package data
+(``rmtsweep/sweeps``, ``rmtsweep/deploy``), so a plain ``pip install .`` (not only an editable one)
+carries them and ``rmtsweep run demo`` works from any directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .errors import SweepDefinitionError
+
+__all__ = ["cluster_config", "resolve_sweep", "sweeps"]
+
+
+def _root(name: str) -> Path:
+    """The folder ``sweeps`` / ``deploy``: inside the installed package (``pip install .``), or, in a
+    source checkout (an editable install), beside the package folder."""
+    here = Path(__file__).resolve().parent
+    installed = here / name
+    return installed if installed.is_dir() else here.parent / name
+
+
+def sweeps() -> dict[str, tuple[Path, str]]:
+    """Every shipped sweep: name (``demo``, ``convergence/d400``) -> (file, description)."""
+    root = _root("sweeps")
+    out = {}
+    for path in sorted(root.rglob("*.yaml")):
+        name = path.relative_to(root).with_suffix("").as_posix()
+        try:
+            description = str((yaml.safe_load(path.read_text()) or {}).get("description", "")).strip()
+        except yaml.YAMLError:
+            description = ""
+        out[name] = (path, " ".join(description.split()))
+    return out
+
+
+def resolve_sweep(sweep: str | Path) -> Path:
+    """A SWEEP argument: an existing file, or the name of a shipped sweep (``demo``, ``paper-phase``).
+
+    Raises
+    ------
+    SweepDefinitionError
+        Neither a file nor a shipped sweep; the message lists the shipped names.
+    """
+    path = Path(sweep)
+    if path.exists():
+        return path
+    shipped = sweeps()
+    name = path.as_posix().removesuffix(".yaml")
+    if name in shipped:
+        return shipped[name][0]
+    raise SweepDefinitionError(f"{sweep}: no such sweep file, and not a shipped sweep (shipped: "
+                               f"{', '.join(shipped)}; `rmtsweep sweeps` describes them)")
+
+
+def cluster_config(kind: str) -> Path:
+    """The shipped dask-jobqueue config of a batch system (``deploy/<kind>/jobqueue.yaml``)."""
+    return _root("deploy") / kind / "jobqueue.yaml"
