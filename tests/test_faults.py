@@ -81,3 +81,46 @@ def test_a_heartbeat_that_cannot_be_written_stops_the_run(tmp_path):
             lock.check()
     finally:
         lock.release()
+
+
+def test_a_store_that_cannot_be_read_is_told_from_one_that_is_not_a_store(reference, tmp_path):
+    import shutil
+
+    from rmtsweep.errors import StoreError
+    from rmtsweep.store import open_dataset, store_problem
+    _, small = reference
+    broken = tmp_path / "broken.zarr"
+    shutil.copytree(small, broken)
+    (broken / ".zattrs").write_text((broken / ".zattrs").read_text()[:40])       # truncated metadata
+    assert store_problem(broken).startswith("cannot read its metadata (.zattrs is truncated or corrupt")
+    with pytest.raises(StoreError, match=r"broken\.zarr: cannot read its metadata"):
+        open_dataset(broken)
+    other = tmp_path / "plain"
+    other.mkdir()
+    assert store_problem(other) == "not an rmtsweep store (no 'rmtsweep-store-1' marker)"
+    assert store_problem(small) is None
+
+
+def test_compare_write_and_a_starting_run_wait_for_the_metadata_lock(reference, tmp_path):
+    """Both rewrite the consolidated metadata, so each waits while the other holds the metadata lock."""
+    import json
+    import shutil
+    import threading
+
+    from rmtsweep.analysis.compare import compare, write_comparison
+    from rmtsweep.store import metadata_lock, record_run
+    _, small = reference
+    store = tmp_path / "busy.zarr"
+    shutil.copytree(small, store)
+    cmp = compare(store)
+    for writer in (lambda: write_comparison(store, cmp), lambda: record_run(store, {"started": "now"})):
+        with metadata_lock(store):
+            thread = threading.Thread(target=writer)
+            thread.start()
+            thread.join(timeout=0.5)
+            assert thread.is_alive()                                  # it waits for the lock ...
+        thread.join(timeout=30)
+        assert not thread.is_alive()                                  # ... and then writes
+    meta = json.loads((store / ".zmetadata").read_text())["metadata"]
+    assert "comparison/.zgroup" in meta and meta[".zattrs"]["runs"][-1]["started"] == "now"
+    assert not (store / ".rmtsweep-metadata.lock").exists()

@@ -32,7 +32,7 @@ import zarr
 from .. import theory
 from ..dims import CELL_DIMS
 from ..errors import SelectionError
-from ..store import ZARR_FORMAT, open_dataset
+from ..store import ZARR_FORMAT, metadata_lock, open_dataset
 from .stats import mean_sem
 
 __all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "open_source", "summary", "transition_snr",
@@ -208,6 +208,11 @@ def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
     cmp = cmp.assign_coords(weights=np.array([str(w) for w in cmp["weights"].values], dtype=object))
     for v in cmp.variables.values():
         v.encoding = {}
+    with metadata_lock(Path(path)):        # a run recording itself rewrites .zmetadata too
+        _write_group(Path(path), cmp)
+
+
+def _write_group(path: Path, cmp: xr.Dataset) -> None:
     cmp.to_zarr(str(path), group=GROUP, mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
     zarr.consolidate_metadata(str(path), path=GROUP, zarr_format=ZARR_FORMAT)
     root = Path(path) / ".zmetadata"

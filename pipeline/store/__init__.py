@@ -5,13 +5,14 @@ finished task and its ``done`` flags. Knows nothing of eigenvalues or dask.
 """
 
 from .handle import JOURNAL_NAME, PreparedRun, Store
-from .io import blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status, stored_sweep, write_template
+from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status,
+                 store_problem, stored_sweep, write_template)
 from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
-from .lock import LOCK_NAME, StoreLock
+from .lock import LOCK_NAME, StoreLock, metadata_lock
 from .writer import Writer
 
 __all__ = [
     "FORMAT", "JOURNAL_NAME", "LOCK_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Store", "StoreLock",
-    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "now",
-    "open_dataset", "provenance", "record_run", "status", "stored_sweep", "template", "write_template",
+    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "metadata_lock", "now",
+    "open_dataset", "provenance", "record_run", "status", "store_problem", "stored_sweep", "template", "write_template",
 ]

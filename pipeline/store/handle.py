@@ -22,7 +22,7 @@ import zarr
 from ..errors import StoreError
 from ..spec import SweepFile
 from . import migrate
-from .io import blocking_of, create, is_store, record_run, stored_sweep, write_template
+from .io import blocking_of, create, record_run, store_problem, stored_sweep, write_template
 from .layout import Template
 from .lock import LOCK_NAME, StoreLock
 from .writer import Writer
@@ -81,8 +81,11 @@ class Store:
         migrate.recover(self.path)
         path = self.path
         if path.exists():
-            if not is_store(path):
+            problem = store_problem(path)
+            if problem and problem.startswith("not an rmtsweep store"):
                 raise StoreError(f"{path}: exists and is not an rmtsweep store; choose another --store path")
+            if problem:
+                raise StoreError(f"{path}: {problem}")
             if not os.access(path, os.W_OK):
                 raise StoreError(f"{path}: the store is not writable")
             return

@@ -15,17 +15,41 @@ import zarr
 from ..errors import StoreError
 from ..spec import Sweep, parse_sweep
 from .layout import FORMAT, ZARR_FORMAT, Template
+from .lock import metadata_lock
 
-__all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "open_dataset", "record_run", "status", "stored_sweep",
+__all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "record_run", "status", "stored_sweep",
            "write_template"]
 
 
-def is_store(path: Path) -> bool:
-    """Whether ``path`` holds an rmtsweep store."""
+def store_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a readable rmtsweep store (``None`` when it is one), in a few words.
+
+    Tells "not an rmtsweep store" (no zarr group, or no format marker) from "cannot read it"
+    (permission denied, truncated or corrupt metadata), and says which.
+    """
+    path = Path(path)
+    meta = path / ".zattrs"
     try:
-        return zarr.open_group(str(path), mode="r").attrs.get("rmtsweep_format") == FORMAT
-    except Exception:  # noqa: BLE001 - any failure to open means "not a store"
-        return False
+        if path.is_dir() and meta.exists():
+            attrs = json.loads(meta.read_text())
+            return None if attrs.get("rmtsweep_format") == FORMAT else f"not an rmtsweep store (no '{FORMAT}' marker)"
+        zarr.open_group(str(path), mode="r")
+    except PermissionError as exc:
+        return f"cannot read it ({exc.strerror})"
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError, zarr.errors.NodeTypeValidationError):
+        return f"not an rmtsweep store (no '{FORMAT}' marker)"
+    except json.JSONDecodeError as exc:
+        return f"cannot read its metadata ({meta.name} is truncated or corrupt: {exc.msg})"
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    except Exception:  # noqa: BLE001 - zarr found no group here
+        return f"not an rmtsweep store (no '{FORMAT}' marker)"
+    return f"not an rmtsweep store (no '{FORMAT}' marker)"
+
+
+def is_store(path: Path) -> bool:
+    """Whether ``path`` holds a readable rmtsweep store."""
+    return store_problem(path) is None
 
 
 def open_dataset(path: str | Path) -> xr.Dataset:
@@ -36,8 +60,9 @@ def open_dataset(path: str | Path) -> xr.Dataset:
     variable already uses NaN for "not computed".
     """
     path = Path(path)
-    if not is_store(path):
-        raise StoreError(f"{path}: not an rmtsweep store (no '{FORMAT}' marker)")
+    problem = store_problem(path)
+    if problem:
+        raise StoreError(f"{path}: {problem}")
     return xr.open_zarr(str(path), mask_and_scale=False)
 
 
@@ -86,11 +111,12 @@ def create(path: Path, tpl: Template) -> None:
 
 def record_run(path: Path, info: dict) -> int:
     """Append a run's provenance to ``attrs['runs']`` and return its index."""
-    group = zarr.open_group(str(path), mode="r+")
-    runs = list(group.attrs.get("runs", []))
-    runs.append({"run": len(runs), **info})
-    group.attrs["runs"] = runs
-    consolidate(path)
+    with metadata_lock(path):
+        group = zarr.open_group(str(path), mode="r+")
+        runs = list(group.attrs.get("runs", []))
+        runs.append({"run": len(runs), **info})
+        group.attrs["runs"] = runs
+        consolidate(path)
     return len(runs) - 1
 
 

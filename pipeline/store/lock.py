@@ -9,6 +9,7 @@ that died). A live run's lock is never taken over.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -16,12 +17,14 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import RunError, StoreError
 
-__all__ = ["HEARTBEAT", "LOCK_NAME", "STALE_AFTER", "StoreLock", "is_stale"]
+__all__ = ["HEARTBEAT", "LOCK_NAME", "METADATA_LOCK_NAME", "STALE_AFTER", "StoreLock", "is_stale", "metadata_lock"]
 
 LOCK_NAME = ".rmtsweep.lock"
+METADATA_LOCK_NAME = ".rmtsweep-metadata.lock"
 HEARTBEAT = 5.0
 STALE_AFTER = 60.0
 
@@ -136,3 +139,35 @@ class StoreLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+@contextlib.contextmanager
+def metadata_lock(store: Path, timeout: float = 30.0) -> Iterator[None]:
+    """Exclusive right to rewrite the store's consolidated metadata, held for one read-merge-replace.
+
+    A run (recording itself) and ``rmtsweep compare --write`` (adding its group) both rewrite
+    ``.zmetadata``; taking this short-lived lock first means neither loses the other's entries. A
+    lock older than ``timeout`` belongs to a process that died mid-write and is broken.
+    """
+    path = Path(store) / METADATA_LOCK_NAME
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            try:
+                if time.time() - path.stat().st_mtime > timeout:
+                    path.unlink(missing_ok=True)
+                    continue
+            except FileNotFoundError:
+                continue
+            if time.monotonic() > deadline:
+                raise StoreError(f"{store}: another process is rewriting the store's metadata ({path.name} held "
+                                 f"for over {timeout:g} s); try again") from None
+            time.sleep(0.05)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
