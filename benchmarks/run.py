@@ -67,6 +67,17 @@ def case_b(d: int, repeats: int) -> list[dict]:
                 t["ours"], t["base"], bad)]
 
 
+# -- case f: finite-d attention weights over an SNR line ------------------------------------------
+def case_f(d: int, repeat: int) -> list[dict]:
+    """Attention weights for 16 SNR values: scores split as G0 + sqrt(snr) G1 + snr G2 vs the per-SNR einsum."""
+    from rmtsweep.model.attention import benchmark_attention
+    with threadpool_limits(limits=1):
+        b = benchmark_attention(d=d, n_snr=16, repeat=repeat)
+    # agreement: the largest absolute difference of the weights, against 1e-8 (REL_TOL)
+    return [row("f", f"d={d} V=N={2 * d} T=16, attention weights at 16 snr, 1 core", b["fast_s"], b["loop_s"],
+                b["max_abs_diff"] / REL_TOL, "scores split", "einsum per snr")]
+
+
 # -- case e: peak memory -------------------------------------------------------------------------
 def memory_probe(which: str, d: int, mode: str) -> dict:
     """Run one replicate of case a in this (fresh) process and report its peak memory."""
@@ -244,9 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     start = time.perf_counter()
     if args.quick:
-        rows = case_a([50, 100], {50: 3, 100: 3}) + case_b(40, 2)
+        rows = case_a([50, 100], {50: 3, 100: 3}) + case_b(40, 2) + case_f(60, 1)
     else:
-        rows = case_a([250, 500, 1000, 2000], {250: 9, 500: 7, 1000: 5, 2000: 3}) + case_b(500, 3)
+        rows = case_a([250, 500, 1000, 2000], {250: 9, 500: 7, 1000: 5, 2000: 3}) + case_b(500, 3) + case_f(500, 3)
     erow, info = case_e(100 if args.quick else 2000)      # before any dask cluster touches the environment
     if not args.skip_pipeline:
         prow, pinfo = pipeline_cases(args.quick, 2 if args.quick else 3)

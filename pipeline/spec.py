@@ -222,6 +222,9 @@ def _check_consistency(s: Sweep) -> list[str]:
     labels = s.weight_labels()
     for i, w in enumerate(s.grid.weights):
         problems += w.problems(Ts, f"grid.weights[{i}]")
+        if w.data_dependent and (s.observables.spectrum or s.observables.ridge):
+            problems.append(f"grid.weights[{i}]: {w.label} computes its weights per sequence; the spectrum and "
+                            f"ridge observables are not available with it yet (drop `observables` or the scheme)")
         if labels.count(labels[i]) > 1 and labels.index(labels[i]) == i:
             problems.append(f"grid.weights[{i}]: label {labels[i]!r} appears twice; give one a `name`")
     if s.replicates_per_task is not None and s.replicates_per_task > s.replicates:

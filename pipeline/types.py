@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["Centering", "ClusterKind", "CorrelationName", "ExportFormat", "Method", "SchemeName"]
+__all__ = ["AttentionScale", "Centering", "ClusterKind", "CorrelationName", "ExportFormat", "Method", "SchemeName"]
 
 CorrelationName = Literal["prefix", "iid", "full", "decay", "label", "markov"]
 """The correlation models of the sign sequences."""
 
-SchemeName = Literal["mean", "optimal", "harmonic", "harmonic_paper", "causal", "custom"]
+SchemeName = Literal["mean", "optimal", "harmonic", "harmonic_paper", "causal", "custom", "attention"]
 """The pooling-weight schemes (one class each in :mod:`rmtsweep.model.weights`)."""
+
+AttentionScale = Literal["d", "sqrt_d"]
+"""Score scale of finite-d attention: ``tau / d`` (the paper's regime) or ``tau / sqrt(d)`` (transformers)."""
 
 Centering = Literal["class", "none"]
 """``class``: class means of the table are exactly ``±mu``; ``none``: the model as literally stated."""

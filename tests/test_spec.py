@@ -75,6 +75,13 @@ BAD = [
     ("harmonic_paper at T=1", lambda d: (_set("grid.T", [1])(d), _set("correlation", {"model": "iid"})(d),
                                          _set("grid.weights", ["harmonic_paper"])(d)),
      r"grid\.weights\[0\]: harmonic_paper needs T >= 2"),
+    ("attention tau < 0", _set("grid.weights", [{"scheme": "attention", "tau": -1.0}]),
+     r"grid\.weights\[0\]\.tau: Input should be greater than or equal to 0 \(got -1\.0\)"),
+    ("attention unknown scale", _set("grid.weights", [{"scheme": "attention", "tau": 1.0, "scale": "d2"}]),
+     r"grid\.weights\[0\]\.scale: Input should be 'd' or 'sqrt_d' \(got 'd2'\)"),
+    ("attention with observables", lambda d: (_set("grid.weights", [{"scheme": "attention", "tau": 1.0}])(d),
+                                              _set("observables", {"spectrum": {"bins": 10}})(d)),
+     r"grid\.weights\[0\]: attention\(tau=1\) computes its weights per sequence; the spectrum and ridge"),
 ]
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse
 from pydantic import Field, field_validator
 
+from ..types import AttentionScale
 from .replicate import CellModel, Draws, draw_replicate
 from .topk import spectrum_top_k
 from .weights import Harmonic, Scheme, causal_weights
@@ -46,8 +47,7 @@ __all__ = [
     "literal_attention_weights", "measure_attention", "pool_attention", "score_scale",
 ]
 
-Scale = Literal["d", "sqrt_d"]
-"""Score scale of the attention: ``c = tau / d`` or ``c = tau / sqrt(d)``."""
+Scale = AttentionScale
 
 _GATHER_FLOATS = 1 << 22   # block size (floats) of the gathered noise rows when forming G0
 

@@ -48,6 +48,10 @@ class CellModel:
     ridge_penalty, test_samples
         The optional downstream ridge task (None: not computed); fresh test sequences are drawn
         after every training draw, so turning it on does not change the other observables.
+    attention
+        ``(tau, scale)`` for finite-d causal softmax attention (:mod:`rmtsweep.model.attention`):
+        the weights are then computed per sequence and SNR value from the replicate's embeddings,
+        and ``w`` is only their large-d limit.
     """
 
     d: int
@@ -61,6 +65,7 @@ class CellModel:
     spectrum_edges: np.ndarray | None = None
     ridge_penalty: float | None = None
     test_samples: int = 0
+    attention: tuple[float, str] | None = None
 
     @property
     def n_pos(self) -> int:
@@ -86,6 +91,13 @@ class ReplicateResult:
         Eigenvalue density of ``S / kappa`` on ``CellModel.spectrum_edges``.
     accuracy : ndarray, shape (n_snr,), optional
         Ridge test accuracy of the downstream task.
+    kappa_snr, alpha_snr : ndarray, shape (n_snr,)
+        Realised ``(1/N) sum_n ||w_n||^2`` and ``(1/N) sum_n (w_n . xi_n)^2`` at each SNR value (for
+        fixed weights the same at every SNR: ``kappa`` and ``alpha``; for attention the weights move
+        with the SNR, and ``kappa`` / ``alpha`` are NaN).
+    attention_distance : ndarray, shape (n_snr,)
+        Mean over sequences of the L1 distance of the attention weights to ``causal(tau)`` (NaN for
+        fixed weights).
     """
 
     eigenvalues: np.ndarray
@@ -94,6 +106,9 @@ class ReplicateResult:
     kappa: float
     spectrum: np.ndarray | None = None
     accuracy: np.ndarray | None = None
+    kappa_snr: np.ndarray | None = None
+    alpha_snr: np.ndarray | None = None
+    attention_distance: np.ndarray | None = None
 
 
 def draw_table_noise(model: CellModel, rng: np.random.Generator) -> np.ndarray:
@@ -184,7 +199,13 @@ def pool(model: CellModel, Z: np.ndarray, sequences: tuple[np.ndarray, np.ndarra
 
 
 def measure(model: CellModel, draws: Draws, snr: np.ndarray) -> ReplicateResult:
-    """Pool one replicate's draws with ``model.w`` and measure it at every SNR value."""
+    """Pool one replicate's draws with ``model.w`` (or finite-d attention) and measure it at every SNR value."""
+    snr = np.asarray(snr, dtype=float)
+    if model.attention is not None:
+        from .attention import measure_attention      # attention builds on this module's draws
+        res = measure_attention(draws, model.n_pos, snr, model.top_k, *model.attention)
+        return ReplicateResult(res.eigenvalues, res.overlap, alpha=np.nan, kappa=np.nan, kappa_snr=res.kappa,
+                               alpha_snr=res.alpha, attention_distance=res.attention_distance)
     C0T, a, y = pool(model, draws.Z, draws.train)
     eigenvalues, overlap = spectrum_top_k(C0T, a, draws.u, snr, model.top_k)
     kappa = float(model.w @ model.w)
@@ -194,8 +215,10 @@ def measure(model: CellModel, draws: Draws, snr: np.ndarray) -> ReplicateResult:
     if draws.test is not None:
         test = pool(model, draws.Z, draws.test)
         accuracy = ridge_accuracy((C0T, a, y), test, draws.u, snr, model.ridge_penalty)
-    return ReplicateResult(eigenvalues, overlap, alpha=float(a @ a) / model.N, kappa=kappa,
-                           spectrum=spectrum, accuracy=accuracy)
+    alpha = float(a @ a) / model.N
+    return ReplicateResult(eigenvalues, overlap, alpha=alpha, kappa=kappa, spectrum=spectrum, accuracy=accuracy,
+                           kappa_snr=np.full(snr.size, kappa), alpha_snr=np.full(snr.size, alpha),
+                           attention_distance=np.full(snr.size, np.nan))
 
 
 def simulate_replicate(model: CellModel, snr: np.ndarray, rng: np.random.Generator) -> ReplicateResult:

@@ -1,8 +1,8 @@
 """Pooling weights ``w`` and their scalars ``kappa = ||w||^2``, ``alpha = w^T R w``.
 
-One small frozen class per scheme; the registry :data:`SCHEMES` is what a sweep file's
-``grid.weights`` validates against (:data:`WeightsSpec`, told apart by ``scheme``), so adding a
-scheme is one class here plus its tests. Normalisation: the theory is scale-invariant in ``w``;
+One small frozen class per scheme; the registry :data:`rmtsweep.model.schemes.SCHEMES` is what a
+sweep file's ``grid.weights`` validates against, so adding a scheme is one class plus its entry
+there and its tests (finite-d ``attention`` lives in :mod:`rmtsweep.model.attention`). Normalisation: the theory is scale-invariant in ``w``;
 eigenvalues are stored in absolute units, so the normalisation shows up only through ``kappa``.
 
 - ``mean``: ``w_t = 1/T`` (sums to 1).
@@ -21,15 +21,14 @@ eigenvalues are stored in absolute units, so the normalisation shows up only thr
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 __all__ = [
-    "SCHEMES", "Causal", "Custom", "Harmonic", "HarmonicPaper", "Mean", "Optimal", "Scheme", "WeightsSpec",
-    "alpha", "causal_weights", "effective_length", "harmonic_numbers", "kappa", "make_scheme",
-    "optimal_weights", "pooling_weights",
+    "Causal", "Custom", "Harmonic", "HarmonicPaper", "Mean", "Optimal", "Scheme", "alpha", "causal_weights",
+    "effective_length", "harmonic_numbers", "kappa", "optimal_weights", "pooling_weights",
 ]
 
 
@@ -151,20 +150,6 @@ class Custom(Scheme):
         if any(len(self.values) != T for T in Ts):
             return [f"{where}.values: {len(self.values)} values but grid.T has {list(Ts)}"]
         return []
-
-
-SCHEMES: tuple[type[Scheme], ...] = (Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom)
-"""The registry: every weights scheme, one class each."""
-
-WeightsSpec = Annotated[Union[Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom], Field(discriminator="scheme")]
-"""What one entry of a sweep file's ``grid.weights`` validates against."""
-
-_ADAPTER = TypeAdapter(WeightsSpec)
-
-
-def make_scheme(scheme: str, **params: Any) -> Scheme:
-    """A weights scheme by name, validated: ``make_scheme("causal", tau=1.0)``."""
-    return _ADAPTER.validate_python({"scheme": scheme, **params})
 
 
 def harmonic_numbers(n: int) -> np.ndarray:

@@ -15,7 +15,8 @@ def result_names(task: Task) -> tuple[str, ...]:
     """The per-replicate variables a task of this sweep fills."""
     c = task.context
     extra = (("spectrum",) if c.spectrum_edges is not None else ()) + (("accuracy",) if c.ridge_penalty is not None else ())
-    return ("eigenvalues", "overlap", "alpha", "kappa") + extra
+    attention = ("kappa_snr", "alpha_snr", "attention_distance") if c.data_dependent else ()
+    return ("eigenvalues", "overlap", "alpha", "kappa") + extra + attention
 
 
 def compute_block(task: Task) -> dict[str, np.ndarray]:
@@ -35,7 +36,8 @@ def compute_block(task: Task) -> dict[str, np.ndarray]:
     shape = task.shape
     n_snr, k = len(c.snr), c.top_k
     trail = {"eigenvalues": (n_snr, k), "overlap": (n_snr, k), "alpha": (), "kappa": (),
-             "spectrum": (n_snr, len(c.spectrum_edges or ()) - 1), "accuracy": (n_snr,)}
+             "spectrum": (n_snr, len(c.spectrum_edges or ()) - 1), "accuracy": (n_snr,), "kappa_snr": (n_snr,),
+             "alpha_snr": (n_snr,), "attention_distance": (n_snr,)}
     out = {name: np.full(shape + trail[name], np.nan) for name in result_names(task)}
     snr = task.snr
     with threadpool_limits(limits=1):

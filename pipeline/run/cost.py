@@ -36,6 +36,7 @@ _GRAM = 1.33e-10               # Gram product, per scheme and N * d * min(d, N)
 _EIGH = 1.5e-10                # full decomposition (rank-2 path, spectrum observable), per n^3
 _BISECT = 5.3e-9 * 80          # rank-2 bisection, per scheme, SNR value and n
 _RIDGE = 2.0e-10               # ridge solve, per scheme, SNR value and (N + test) d^2
+_SCORES = 1.0e-9               # attention scores of the gathered rows, per N T^2 d (not fitted: BLAS-rate estimate)
 
 
 def point_seconds(sweep: Sweep) -> np.ndarray:
@@ -56,6 +57,10 @@ def point_seconds(sweep: Sweep) -> np.ndarray:
     eig = (_PER_SCHEME_RANK2 + _EIGH * n**3 + _BISECT * n_snr * n) if rank2 else \
         n_snr * (_PER_SCHEME_SNR + _EIGH * n * n * k)
     t = _TABLE * d * V + S * (_POOL * N * T + _GRAM * N * d * n + eig)
+    attention = sum(1 for w in g.weights if w.data_dependent)
+    if attention:       # scores of the gathered rows once, then per SNR value a softmax, pooling and a direct solve
+        t = t + attention * (_SCORES * N * T * T * d + n_snr * (_POOL * N * T + _GRAM * N * d * n +
+                                                                _PER_SCHEME_SNR + _EIGH * n * n * k))
     obs = sweep.observables
     if obs.spectrum:
         t = t + S * n_snr * (_EIGH * n**3 + _GRAM * N * d * n)

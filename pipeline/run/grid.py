@@ -79,8 +79,18 @@ class Context:
         edges = np.asarray(self.spectrum_edges) if self.spectrum_edges is not None else None
         return [CellModel(d=self.d, V=V, N=N, T=T, w=self.schemes[w].weights(R), correlation=self.correlation,
                           centering=self.centering, top_k=self.top_k, spectrum_edges=edges,
-                          ridge_penalty=self.ridge_penalty, test_samples=self.test_samples)
+                          ridge_penalty=self.ridge_penalty, test_samples=self.test_samples,
+                          attention=_attention(self.schemes[w]))
                 for w in schemes]
+
+    @property
+    def data_dependent(self) -> bool:
+        """Whether some scheme computes its weights from the embeddings (finite-d attention)."""
+        return any(s.data_dependent for s in self.schemes)
+
+
+def _attention(scheme: Scheme) -> tuple[float, str] | None:
+    return (float(scheme.tau), scheme.scale) if scheme.data_dependent else None
 
 
 @dataclass(frozen=True)

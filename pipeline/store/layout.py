@@ -38,7 +38,8 @@ ZARR_FORMAT = 2
 PER_REPLICATE = ("alpha", "kappa", "done")
 PER_SNR = ("eigenvalues", "overlap")
 OPTIONAL = ("run", "spectrum", "accuracy")   # `run` is absent from stores made before it existed
-RESULT_VARS = ("eigenvalues", "overlap", "alpha", "kappa", "done", "spectrum", "accuracy")
+RESULT_VARS = ("eigenvalues", "overlap", "alpha", "kappa", "done", "spectrum", "accuracy", "kappa_snr", "alpha_snr",
+               "attention_distance")
 """Variables that hold results (compared by :func:`rmtsweep.testing.assert_stores_equal`)."""
 
 
@@ -58,6 +59,13 @@ def variable_attrs() -> dict[str, dict[str, str]]:
                      "units": "1/(kappa units)"},
         "accuracy": {"long_name": "ridge test accuracy of the sequence label from the pooled vector",
                      "units": "1"},
+        "kappa_snr": {"long_name": "realised noise level (1/N) sum_n ||w_n||^2 at each SNR value "
+                                   "(finite-d attention: the weights move with the SNR)", "units": "1"},
+        "alpha_snr": {"long_name": "realised signal strength (1/N) sum_n (w_n . xi_n)^2 at each SNR value",
+                      "units": "1"},
+        "attention_distance": {"long_name": "mean over sequences of sum_s |w_ns - causal(tau)_s|: finite-d "
+                                            "attention weights against their large-d limit (NaN: fixed weights)",
+                               "units": "1"},
     }
 
 
@@ -96,6 +104,9 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
     if sweep.observables.ridge:
         out.append(Variable("accuracy", SNR_DIMS, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan,
                             attrs["accuracy"]))
+    if any(w.data_dependent for w in g.weights):
+        out += [Variable(name, SNR_DIMS, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan, attrs[name])
+                for name in ("kappa_snr", "alpha_snr", "attention_distance")]
     if sweep.observables.spectrum:
         bins = sweep.observables.spectrum.bins
         out.append(Variable("spectrum", SNR_DIMS + ("bin",), rep_shape + (n_snr, bins), rep_chunks + (n_snr, bins),

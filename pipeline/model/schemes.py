@@ -1,0 +1,30 @@
+"""The registry of weights schemes: what one entry of a sweep file's ``grid.weights`` validates against.
+
+Adding a scheme is one class (a :class:`~rmtsweep.model.weights.Scheme` with its ``scheme`` tag) and
+its line here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+from pydantic import Field, TypeAdapter
+
+from .attention import Attention
+from .weights import Causal, Custom, Harmonic, HarmonicPaper, Mean, Optimal, Scheme
+
+__all__ = ["SCHEMES", "WeightsSpec", "make_scheme"]
+
+SCHEMES: tuple[type[Scheme], ...] = (Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, Attention)
+"""Every weights scheme, one class each."""
+
+WeightsSpec = Annotated[Union[Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, Attention],
+                        Field(discriminator="scheme")]
+"""What one entry of a sweep file's ``grid.weights`` validates against."""
+
+_ADAPTER = TypeAdapter(WeightsSpec)
+
+
+def make_scheme(scheme: str, **params: Any) -> Scheme:
+    """A weights scheme by name, validated: ``make_scheme("causal", tau=1.0)``."""
+    return _ADAPTER.validate_python({"scheme": scheme, **params})
