@@ -166,3 +166,25 @@ def test_cli_compare(store, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["compare", str(store.parent / "nowhere.zarr")])
     assert exc.value.code == 2
+
+
+def test_a_stale_comparison_is_refused_not_reused(reference, tmp_path):
+    """Written on a half-done store, the comparison group no longer describes it once the run moves on."""
+    import shutil
+
+    import zarr
+    _, small = reference
+    store = tmp_path / "moving.zarr"
+    shutil.copytree(small, store)
+    g = zarr.open_group(str(store), mode="r+")
+    g["done"][:, :, :, :, 2:] = False                                  # half done
+    cmp = compare(store)
+    assert "incomplete store: computed from 8 of 16 replicates done" in summary(cmp)
+    write_comparison(store, cmp)
+    assert open_source(store, "comparison").attrs["done_replicates"] == 8          # fresh: opens
+    g["done"][...] = True                                              # the run finished
+    with pytest.raises(SelectionError, match=r"computed from 8 of 16 replicates done and the store now has 16: "
+                                             r"rerun `rmtsweep compare"):
+        open_source(store, "comparison")
+    write_comparison(store, compare(store))
+    assert open_source(store, "comparison").attrs["done_replicates"] == 16

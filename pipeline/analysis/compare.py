@@ -21,6 +21,7 @@ compared too (``paper_*_error``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -35,7 +36,7 @@ from ..errors import SelectionError
 from ..store import ZARR_FORMAT, metadata_lock, open_dataset
 from .stats import mean_sem
 
-__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "open_source", "summary", "transition_snr",
+__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "done_digest", "open_source", "summary", "transition_snr",
            "write_comparison"]
 
 MARGIN_FACTOR = 1.0
@@ -51,10 +52,21 @@ def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr
     if group is None:
         return ds
     try:
-        return xr.open_zarr(str(source), group=group)
+        sub = xr.open_zarr(str(source), group=group)
     except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
         raise SelectionError(f"{source}: no group {group!r} (valid: none, or 'comparison' after "
                              f"`rmtsweep compare {source}`)") from None
+    if group == GROUP and "done_digest" in sub.attrs and sub.attrs["done_digest"] != done_digest(ds["done"].values):
+        now = int(ds["done"].sum())
+        raise SelectionError(f"{source}: the comparison group was computed from {sub.attrs['done_replicates']} of "
+                             f"{sub.attrs['done_total']} replicates done and the store now has {now}: rerun "
+                             f"`rmtsweep compare {source}`")
+    return sub
+
+
+def done_digest(done: np.ndarray) -> str:
+    """A short fingerprint of the ``done`` mask: a comparison records the one it was computed from."""
+    return hashlib.sha256(np.packbits(np.asarray(done, bool)).tobytes()).hexdigest()[:16]
 
 
 def _held(name: str, mean, sem, theory, what: str, units: str) -> dict[str, xr.DataArray]:
@@ -192,7 +204,9 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
                  "signal_outlier": signal, "margin_factor": margin_factor,
                  "detection": f"detected iff eigenvalue > kappa lambda_+ + {margin_factor:g} kappa lambda_+ "
                               f"d^(-2/3) (top bulk eigenvalue fluctuates on the O(d^-2/3) scale)",
-                 "replicates_counted": "only replicates whose done flag is true"}
+                 "replicates_counted": "only replicates whose done flag is true",
+                 "done_replicates": int(done.sum()), "done_total": int(done.size),
+                 "done_digest": done_digest(done.values)}
     return cmp
 
 
@@ -228,6 +242,9 @@ def _write_group(path: Path, cmp: xr.Dataset) -> None:
 def summary(cmp: xr.Dataset, worst: int = 5) -> str:
     """A printable summary: agreement within 3 standard errors, worst cells, transition-SNR errors."""
     lines = [f"{cmp.attrs['title']}: {cmp.attrs['signal_outlier']}", f"detection: {cmp.attrs['detection']}"]
+    if cmp.attrs.get("done_replicates", 0) < cmp.attrs.get("done_total", 0):
+        lines.append(f"incomplete store: computed from {cmp.attrs['done_replicates']} of {cmp.attrs['done_total']} "
+                     f"replicates done (cells with none done are NaN); rerun compare when the run has finished")
     clear = (cmp["theory_phase"] == 2) & (cmp["detection_rate"] == 1)
     for name in ("lambda1", "signal_lambda", "overlap"):
         if f"{name}_z" not in cmp:
