@@ -201,7 +201,7 @@ def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> Non
 def demo(store_path: Path, workers: int | None, progress: bool) -> None:
     """Run the shipped demo sweep on a local dask cluster, compare it with theory, draw two maps."""
     _run(resolve_sweep("demo"), store_path, Engine(workers=workers), progress)
-    click.echo(f"read it with: python -c \"import xarray as xr; print(xr.open_zarr('{store_path}'))\"")
+    click.echo(f"read it with: python -c \"import rmtsweep; print(rmtsweep.open_store('{store_path}'))\"")
     from .analysis.compare import compare as compare_store, write_comparison
     from .analysis.plots import plot_map
     cmp = compare_store(store_path)

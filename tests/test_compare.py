@@ -188,3 +188,13 @@ def test_a_stale_comparison_is_refused_not_reused(reference, tmp_path):
         open_source(store, "comparison")
     write_comparison(store, compare(store))
     assert open_source(store, "comparison").attrs["done_replicates"] == 16
+
+
+def test_theory_detection_rate_is_a_monotone_probability(reference):
+    _, store = reference
+    cmp = compare(store)
+    p = cmp["theory_detection_rate"]
+    assert set(p.dims) == set(cmp["detection_rate"].dims)
+    assert float(p.min()) >= 0 and float(p.max()) <= 1
+    assert bool((p.diff("snr") >= -1e-12).all())                     # more signal, more detection
+    assert "derived, not fitted" in p.attrs["long_name"]

@@ -33,11 +33,13 @@ import zarr
 from .. import theory
 from ..dims import CELL_DIMS
 from ..errors import SelectionError
-from ..store import ZARR_FORMAT, metadata_lock, open_dataset
+from ..store import ZARR_FORMAT, metadata_lock, open_dataset, stored_sweep
+from ..theory import finite_d
+from ..theory.on_grid import pooled_kurtosis
 from .stats import mean_sem
 
-__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "done_digest", "open_source", "summary", "transition_snr",
-           "write_comparison"]
+__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "done_digest", "open_source", "summary",
+           "theory_detection_rate", "transition_snr", "write_comparison"]
 
 MARGIN_FACTOR = 1.0
 GROUP = "comparison"
@@ -128,6 +130,22 @@ def bulk_distance(ds: xr.Dataset, done: xr.DataArray) -> xr.DataArray:
         units="1")
 
 
+def theory_detection_rate(ds: xr.Dataset, d: int, margin_factor: float) -> xr.DataArray:
+    """The finite-d prediction of ``detection_rate`` (class-centred tables; docs/theory.md §6.2).
+
+    :func:`rmtsweep.theory.finite_d.detection_probability` at the store's ``theory_rho``, ``delta``,
+    ``gamma`` and ``d``, with the exact excess kurtosis of the pooled signs of its sweep. Derived,
+    not fitted to any sweep.
+    """
+    # a dataset without its sweep (built by hand) gets the Gaussian value 0: it enters only the outlier's spread
+    kurtosis = pooled_kurtosis(stored_sweep("<store>", dict(ds.attrs))) if "sweep_canonical" in ds.attrs else 0.0
+    rho = ds["theory_rho"].load()
+    delta, gamma = ds["delta"], ds["gamma"]
+    p = xr.apply_ufunc(finite_d.detection_probability, rho, delta, gamma, d, margin_factor, kurtosis)
+    return p.assign_attrs(long_name="finite-d prediction of the detection rate (Tracy-Widom edge, Gaussian "
+                                    "outlier; derived, not fitted)", units="1")
+
+
 def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR) -> xr.Dataset:
     """Hold a store's Monte Carlo against its theory arrays.
 
@@ -194,6 +212,8 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
         long_name="SNR where the detection rate crosses 1/2 (linear interpolation)", units="snr")
     out["transition_snr_empirical"], out["transition_snr_theory"] = t_emp, (t_th := ds["theory_snr_sample"].load())
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
+    if centering == "class" and "theory_rho" in ds:
+        out["theory_detection_rate"] = theory_detection_rate(ds, d, margin_factor)
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
     cmp = xr.Dataset(out).transpose(*CELL_DIMS, "snr")
@@ -271,6 +291,11 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
                      f"corrected theory {float(abs(cmp['overlap_error']).mean()):.3f}")
     agree = cmp["phase_agrees"]
     lines.append(f"phase agrees in {int(agree.sum())}/{int(agree.count())} cells")
+    if "theory_detection_rate" in cmp:
+        p, rate, n = cmp["theory_detection_rate"], cmp["detection_rate"], cmp["n_done"]
+        close = abs(rate - p) <= 3 * np.sqrt(p * (1 - p) / n.where(n > 0)) + 0.03
+        lines.append(f"detection rate within 3 binomial sigma + 0.03 of the finite-d prediction in "
+                     f"{int(close.where(rate.notnull()).sum())}/{int(rate.count())} cells")
     lines.append("transition SNR (detection rate crosses 1/2) vs theory_snr_sample:")
     t = cmp[["transition_snr_empirical", "transition_snr_theory", "transition_snr_error"]].to_dataframe()
     if len(t) > LIST_ALL:

@@ -23,8 +23,9 @@ from ..model import effective_length
 from ..spec import Sweep
 from . import spikes
 from .bulk import edge as bulk_edge
+from .finite_d import pooled_sign_excess_kurtosis
 
-__all__ = ["ABS", "grid_coords", "theory_dataset", "weight_scalars"]
+__all__ = ["ABS", "grid_coords", "pooled_kurtosis", "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
 
@@ -61,6 +62,26 @@ def weight_scalars(sweep: Sweep) -> xr.Dataset:
         "theory_T_eff": _da(out["t_eff"], dims, coords, "effective length kappa^2 / sum w^4",
                             description="the cubic bulk law needs T_eff >~ 4 (docs/theory.md)"),
     })
+
+
+def pooled_kurtosis(sweep: Sweep) -> xr.DataArray:
+    """Excess kurtosis of the pooled signs ``w^T xi`` per (T, weights) (:mod:`rmtsweep.theory.finite_d`).
+
+    Exact for the label models; 0 (the Gaussian value) for ``markov``, whose pooled signs have no
+    closed form here.
+    """
+    coords = grid_coords(sweep)
+    out = np.zeros((len(coords["T"]), len(coords["weights"])))
+    corr = sweep.correlation
+    for i, T in enumerate(coords["T"]):
+        R = corr.matrix(int(T))
+        if corr.model == "markov":
+            continue
+        q = corr.copy_probabilities(int(T))
+        for j, scheme in enumerate(sweep.grid.weights):
+            out[i, j] = pooled_sign_excess_kurtosis(scheme.weights(R), q)
+    return _da(out, ("T", "weights"), coords, "excess kurtosis of the pooled signs w^T xi",
+               description="0 for markov correlation (no closed form; Gaussian value)")
 
 
 def _apply(fn, *args: xr.DataArray) -> xr.DataArray:
