@@ -7,81 +7,25 @@ status 2, never a traceback.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import click
-from dask.utils import parse_bytes
 
 from . import store
-from .errors import ClusterError, RmtsweepError, RunError
+from .engine import Engine, connect, make_engine
+from .errors import RmtsweepError, RunError, StoreError
 from .run import run_sweep
 from .shipped import resolve_sweep, sweeps as shipped_sweeps
 from .spec import SweepFile, load_sweep
 
 __all__ = ["cli", "main"]
 
-
-
-@dataclass(frozen=True)
-class Engine:
-    """Where the work runs: an embedded LocalCluster, a batch-system cluster, or an existing scheduler."""
-
-    cluster: str = "local"
-    workers: int | None = None
-    scheduler: str | None = None
-    jobs: int | None = None
-    cluster_config: Path | None = None
-    overrides: tuple[tuple[str, Any], ...] = ()
-
-    def batch_config(self):
-        """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
-        from .clusters import load_cluster_config
-        return load_cluster_config(self.cluster, self.cluster_config, dict(self.overrides))
-
-
-@dataclass(frozen=True)
-class Capacity:
-    """What a run knows of its cluster before workers join: threads it may grow to, memory per thread."""
-
-    expected_threads: int = 0
-    memory_per_thread: float | None = None
-
-
-@contextmanager
-def _client(engine: Engine) -> Iterator:
-    """A connected dask client for ``engine`` and its :class:`Capacity` (workers get one BLAS thread each)."""
-    from distributed import Client, LocalCluster
-
-    if engine.scheduler:
-        try:
-            client = Client(engine.scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
-            raise ClusterError(f"--scheduler {engine.scheduler}: cannot connect ({exc})") from None
-        with client:
-            yield client, Capacity()
-    elif engine.cluster in ("slurm", "pbs"):
-        from .clusters import make_cluster, scale_cluster
-        config = engine.batch_config()
-        with make_cluster(engine.cluster, config) as cluster, Client(cluster) as client:
-            scale_cluster(cluster, config, engine.jobs)
-            jobs = engine.jobs or config.max_jobs
-            click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), "
-                       f"dashboard {client.dashboard_link}", err=True)
-            yield client, Capacity(jobs * config.cores, parse_bytes(config.memory) / config.cores)
-    else:
-        n = engine.workers or os.cpu_count() or 1
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-                Client(cluster) as client:
-            click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
-            yield client, Capacity()
 
 
 def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
@@ -98,7 +42,7 @@ def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bo
     path = _store_path(sweep_file, store_path)
     store.Store(path).check()
     start = time.perf_counter()
-    with _client(engine) as (client, capacity):
+    with connect(engine) as (client, capacity):
         report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
                            expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
                            notes=lambda line: click.echo(line, err=True))
@@ -141,15 +85,6 @@ def _batch_options(f):
     return f
 
 
-def _engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, **overrides) -> Engine:
-    if scheduler and cluster != "local":
-        raise ClusterError(f"--scheduler {scheduler} and --cluster {cluster} exclude each other; pick one")
-    if cluster == "local" and (jobs or cluster_config or any(v is not None for v in overrides.values())):
-        raise ClusterError("--jobs, --cluster-config and the batch options need --cluster slurm or pbs")
-    return Engine(cluster, workers, scheduler, jobs, cluster_config,
-                  tuple((k, v) for k, v in overrides.items() if v is not None))
-
-
 @cli.command()
 @click.argument("sweep", type=click.Path(path_type=Path))
 @_store
@@ -166,7 +101,7 @@ def _engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_confi
 @_progress
 def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, writes: str, **engine) -> None:
     """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`)."""
-    _run(sweep, store_path, _engine(**engine), progress, force, writes)
+    _run(sweep, store_path, make_engine(**engine), progress, force, writes)
 
 
 @cli.command()
@@ -183,7 +118,7 @@ def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> Non
     sweep = resolve_sweep(sweep)
     sweep_file = load_sweep(sweep)
     path = _store_path(sweep_file, store_path)
-    eng = _engine(**engine)
+    eng = make_engine(**engine)
     config = eng.batch_config()
     script = driver_script(eng.cluster, config, sweep, path, eng.cluster_config, eng.jobs)
     if dry_run:
@@ -243,6 +178,48 @@ def status(store_path: Path) -> None:
                        f"rmtsweep {r['rmtsweep_version']}, git {r['git_revision']}, {r['sweep_file']}")
 
 
+VERIFY_LINES = 20
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--repair", is_flag=True, help="Clear the done flags of corrupt tasks, so the next run recomputes them.")
+def verify(store_path: Path, repair: bool) -> None:
+    """Read every finished chunk of STORE against its checksum; name the corrupt tasks (exit 1 if any)."""
+    store.open_dataset(store_path)                          # a one-line error if it is not a store
+    bad = store.corrupt_tasks(store_path)
+    if not bad:
+        click.echo(f"{store_path}: every finished chunk reads back and matches its checksum")
+        return
+    for item in bad[:VERIFY_LINES]:
+        click.echo(f"{store_path}: {item}")
+    if len(bad) > VERIFY_LINES:
+        click.echo(f"... and {len(bad) - VERIFY_LINES} more corrupt task(s)")
+    if repair:
+        n = store.repair(store_path, bad)
+        click.echo(f"{store_path}: cleared the done flags of {n} task(s); rerun `rmtsweep run` on its sweep to "
+                   f"recompute exactly those")
+        return
+    click.echo(f"{store_path}: {len(bad)} corrupt task(s); `rmtsweep verify {store_path} --repair` clears them for "
+               f"the next run")
+    sys.exit(1)
+
+
+@contextmanager
+def _corruption_named(path: Path) -> Iterator[None]:
+    """Turn a failure to read a corrupt chunk into one line naming the task and the repair."""
+    try:
+        yield
+    except (RmtsweepError, click.ClickException):
+        raise
+    except Exception:
+        bad = store.corrupt_tasks(path, limit=1) if store.is_store(path) else []
+        if not bad:
+            raise
+        raise StoreError(f"{path}: {bad[0]}; run `rmtsweep verify {path} --repair`, then `rmtsweep run` to "
+                         f"recompute it") from None
+
+
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
 @click.option("--margin-factor", type=click.FloatRange(min=0.0), default=None,
@@ -254,7 +231,8 @@ def status(store_path: Path) -> None:
 def compare(store_path: Path, margin_factor: float | None, write: bool, worst: int) -> None:
     """Hold the Monte Carlo in STORE against its theory; print a summary (works while it fills)."""
     from .analysis.compare import MARGIN_FACTOR, compare as compare_store, summary, write_comparison
-    cmp = compare_store(store_path, MARGIN_FACTOR if margin_factor is None else margin_factor)
+    with _corruption_named(store_path):
+        cmp = compare_store(store_path, MARGIN_FACTOR if margin_factor is None else margin_factor)
     click.echo(summary(cmp, worst))
     if write:
         write_comparison(store_path, cmp)
@@ -285,7 +263,8 @@ def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | 
          select: tuple[str, ...]) -> None:
     """Heat map of VAR over the axes X and Y of STORE, with the theory's transitions (HTML + PNG)."""
     from .analysis.plots import plot_map
-    html, png = plot_map(store_path, x, y, var, out, widgets, _selection(select))
+    with _corruption_named(store_path):
+        html, png = plot_map(store_path, x, y, var, out, widgets, _selection(select))
     click.echo(f"{html}\n{png}")
 
 
@@ -312,7 +291,8 @@ def figures(stores: tuple[Path, ...], out: Path) -> None:
 def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: tuple[str, ...]) -> None:
     """Export STORE (or its comparison group) as tidy CSV or netCDF."""
     from .analysis.export import export as export_store
-    click.echo(export_store(store_path, out, fmt, group, list(variables) or None))
+    with _corruption_named(store_path):
+        click.echo(export_store(store_path, out, fmt, group, list(variables) or None))
 
 
 class Stopped(BaseException):

@@ -8,6 +8,7 @@ import shutil
 import warnings
 from pathlib import Path
 
+import numcodecs
 import numpy as np
 import xarray as xr
 import zarr
@@ -78,6 +79,7 @@ def write_template(path: Path, tpl: Template) -> None:
     group = zarr.open_group(str(path), mode="r+", zarr_format=ZARR_FORMAT)
     for v in tpl.variables:
         group.create_array(v.name, shape=v.shape, chunks=v.chunks, dtype=v.dtype, fill_value=v.fill_value,
+                           filters=[numcodecs.CRC32()] if v.checksum else None,
                            attributes={"_ARRAY_DIMENSIONS": list(v.dims), **v.attrs})
     consolidate(path)
 

@@ -80,6 +80,8 @@ class Variable:
     dtype: str
     fill_value: Any
     attrs: dict[str, Any]
+    checksum: bool = True
+    """Each chunk carries a CRC32 of its bytes (numcodecs), so a chunk changed on disk fails to read."""
 
 
 def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Variable]:

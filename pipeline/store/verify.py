@@ -1,0 +1,80 @@
+"""Checking a store's finished chunks against their checksums, and clearing the ``done`` of bad ones.
+
+Every per-replicate chunk carries a CRC32 of its bytes (:class:`~rmtsweep.store.layout.Variable`);
+a chunk changed on disk — a flipped bit, a file overwritten in the middle — no longer decodes. A
+task whose chunk fails is *corrupt*; repairing clears its ``done`` flags, so the next run recomputes
+exactly those tasks (bit-identical to an uninterrupted run, since seeds are per point and replicate).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from .writer import per_replicate_arrays
+
+__all__ = ["Corrupt", "corrupt_tasks", "repair"]
+
+
+@dataclass(frozen=True)
+class Corrupt:
+    """One task's chunk that does not read back: where it is, which variable, and why."""
+
+    region: tuple[slice, ...]
+    variable: str
+    reason: str
+    cell: str
+
+    def __str__(self) -> str:
+        return f"{self.cell}: {self.variable} chunk is corrupt ({self.reason})"
+
+
+def _span(values: np.ndarray) -> str:
+    return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
+
+
+def corrupt_tasks(path: str | Path, limit: int | None = None) -> list[Corrupt]:
+    """Read every chunk of every task with a ``done`` replicate; return those that fail (at most ``limit``)."""
+    group = zarr.open_group(str(path), mode="r")
+    arrays = per_replicate_arrays(group)
+    done = arrays["done"]
+    axes = {a: group[a][...] for a in ("delta", "gamma", "T")}
+    chunks = done.chunks
+    starts = [range(0, n, c) for n, c in zip(done.shape, chunks)]
+    found: list[Corrupt] = []
+    for start in itertools.product(*starts):
+        region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape))
+        d, g, t, _, r = region
+        cell = (f"delta={_span(axes['delta'][d])} gamma={_span(axes['gamma'][g])} T={_span(axes['T'][t])} "
+                f"replicates {r.start}-{r.stop - 1}")
+        try:
+            flags = done[region]
+        except Exception as exc:  # noqa: BLE001 - any failure to decode is corruption
+            found.append(Corrupt(region, "done", type(exc).__name__, cell))
+            flags = None
+        if flags is not None and not flags.any():
+            continue
+        for name, array in arrays.items():
+            if name == "done":
+                continue
+            try:
+                array[region]
+            except Exception as exc:  # noqa: BLE001
+                found.append(Corrupt(region, name, f"{type(exc).__name__}: {str(exc)[:80]}", cell))
+                break
+        if limit is not None and len(found) >= limit:
+            break
+    return found
+
+
+def repair(path: str | Path, corrupt: list[Corrupt]) -> int:
+    """Clear ``done`` over every corrupt task (rewriting a corrupt ``done`` chunk whole); returns how many."""
+    done = zarr.open_group(str(path), mode="r+")["done"]
+    regions = {tuple((s.start, s.stop) for s in c.region): c.region for c in corrupt}    # one per task
+    for region in regions.values():
+        done[region] = False
+    return len(regions)
