@@ -35,12 +35,12 @@ from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import scipy.sparse
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from ..types import AttentionScale
 from .replicate import CellModel, Draws, draw_replicate
 from .topk import spectrum_top_k
-from .weights import Harmonic, Scheme, causal_weights
+from .weights import Harmonic, Scheme, Tau, causal_weights
 
 __all__ = [
     "Attention", "AttentionResult", "Scale", "attention_weights", "benchmark_attention", "limit_weights",
@@ -60,16 +60,9 @@ class Attention(Scheme):
     """
 
     scheme: Literal["attention"] = "attention"
-    tau: Annotated[float, Field(ge=0.0)]
+    tau: Annotated[Tau, Field(ge=0.0)]
     scale: Scale = "d"
     data_dependent: ClassVar[bool] = True
-
-    @field_validator("tau")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError("tau must be finite")
-        return v
 
     def _default_label(self) -> str:
         extra = "" if self.scale == "d" else f", scale={self.scale}"

@@ -21,15 +21,25 @@ eigenvalues are stored in absolute units, so the normalisation shows up only thr
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
 
 __all__ = [
-    "Causal", "Custom", "Harmonic", "HarmonicPaper", "Mean", "Optimal", "Scheme", "alpha", "causal_weights",
+    "Causal", "Custom", "Harmonic", "HarmonicPaper", "Mean", "Optimal", "Scheme", "Tau", "alpha", "causal_weights",
     "effective_length", "harmonic_numbers", "kappa", "optimal_weights", "pooling_weights",
 ]
+
+
+def _finite_tau(v: float) -> float:
+    if not math.isfinite(v):
+        raise ValueError("tau must be finite")
+    return v
+
+
+Tau = Annotated[float, AfterValidator(_finite_tau)]
+"""A score scale ``tau``: any finite float (the attention schemes)."""
 
 
 class Scheme(BaseModel):
@@ -112,14 +122,7 @@ class Causal(Scheme):
     """Large-d causal softmax attention with score scale ``tau / d``, mean pooled."""
 
     scheme: Literal["causal"] = "causal"
-    tau: float
-
-    @field_validator("tau")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError("tau must be finite")
-        return v
+    tau: Tau
 
     def _default_label(self) -> str:
         return f"causal(tau={self.tau:g})"
