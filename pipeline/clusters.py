@@ -33,7 +33,7 @@ from .errors import ClusterError
 from .shipped import cluster_config
 from .types import ClusterKind
 
-__all__ = ["ClusterConfig", "driver_script", "load_cluster_config", "make_cluster", "rmtsweep_command", "scale_cluster",
+__all__ = ["STOP_WARNING", "ClusterConfig", "driver_script", "load_cluster_config", "make_cluster", "rmtsweep_command", "scale_cluster",
            "submit_driver", "worker_job_script"]
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 Kind = ClusterKind
 _SUBMIT = {"slurm": ["sbatch", "--parsable"], "pbs": ["qsub"]}
+STOP_WARNING = 120   # seconds of warning (SIGTERM) a SLURM driver job asks for before its walltime
 # distributed's nanny already sets these for every worker; the exports also cover the job script.
 _ONE_BLAS_THREAD = "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1"
 _WALLTIME = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
@@ -278,14 +279,18 @@ def driver_script(
     """A batch script for the driver: the process that holds the scheduler and writes the store.
 
     One core, the workers' ``memory``, ``driver_walltime`` (default the workers' walltime); paths
-    are made absolute. Overridable fields are passed on as options so the driver sees ``config``.
+    are made absolute. Overridable fields are passed on as options so the driver sees ``config``. On
+    SLURM the job asks for SIGTERM :data:`STOP_WARNING` seconds before its walltime
+    (``--signal=B:TERM@...``): the script ``exec``s rmtsweep, which then stops cleanly (finished
+    tasks done, lock released, exit 143) and a resubmission resumes.
     """
     _, job_cls = _jobqueue(kind)
+    warning = [f"--signal=B:TERM@{STOP_WARNING}"] if kind == "slurm" else []
     header = job_cls(
         "tcp://unused:8786", name="driver", cores=1, memory=config.memory, processes=1,
         queue=config.queue, account=config.account, walltime=config.driver_walltime or config.walltime,
         log_directory=config.log_directory, job_name="rmtsweep-driver",
-        job_extra_directives=list(config.job_extra_directives),
+        job_extra_directives=[*config.job_extra_directives, *warning],
     ).job_header
     cfg = Path(cluster_config_path) if cluster_config_path else cluster_config(kind)
     cmd = [rmtsweep_command(), "run", str(Path(sweep_path).resolve()), "--store", str(Path(store_path).resolve()),

@@ -209,6 +209,7 @@ def test_driver_script_defaults_to_the_shipped_config():
     assert f"--cluster-config {cluster_config('slurm').resolve()}" in script
     assert cluster_config("slurm").read_text() == (DEPLOY_DIR / "slurm" / "jobqueue.yaml").read_text()
     assert "--jobs" not in script and "--account" not in script
+    assert "#SBATCH --signal=B:TERM@120" in script          # a clean stop before the walltime, then resume
     assert script.splitlines()[-1].startswith(f"exec {rmtsweep_command()} run ")
     assert rmtsweep_command() == str(Path(sys.executable).parent / "rmtsweep")     # this interpreter's script
 
