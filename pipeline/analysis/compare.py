@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -100,9 +101,13 @@ def transition_snr(rate: xr.DataArray) -> xr.DataArray:
     """SNR where the detection rate first crosses 1/2 upwards, interpolated linearly between grid SNRs.
 
     NaN when the line never reaches 1/2 or is already at or above 1/2 at its first SNR (censored).
+    Lazy on a dask-backed ``rate`` (one call per chunk).
     """
+    if rate.chunks is not None:
+        rate = rate.chunk({"snr": -1})
     return xr.apply_ufunc(_crossing, rate, kwargs={"snr": rate["snr"].values},
-                          input_core_dims=[["snr"]], output_core_dims=[[]])
+                          input_core_dims=[["snr"]], output_core_dims=[[]], dask="parallelized",
+                          output_dtypes=[float])
 
 
 def bulk_distance(ds: xr.Dataset, done: xr.DataArray) -> xr.DataArray:
@@ -146,8 +151,12 @@ def theory_detection_rate(ds: xr.Dataset, d: int, margin_factor: float) -> xr.Da
                                     "outlier; derived, not fitted)", units="1")
 
 
-def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR) -> xr.Dataset:
+def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR, lazy: bool = False) -> xr.Dataset:
     """Hold a store's Monte Carlo against its theory arrays.
+
+    The per-replicate arrays are reduced chunk by chunk with dask (on the cluster of the current
+    ``distributed`` client, if there is one), so memory stays bounded by a few chunks whatever the
+    store's size; only the ``done`` mask is read whole.
 
     Parameters
     ----------
@@ -155,6 +164,8 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
         A store path or an already opened store dataset.
     margin_factor
         Detection margin in units of ``kappa lambda_+ d^(-2/3)`` (absolute eigenvalue units).
+    lazy
+        Return the comparison as lazy dask arrays (compute it with ``.compute()``).
 
     Returns
     -------
@@ -168,8 +179,8 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     ds = open_source(source)
     centering = ds.attrs.get("table_centering", "class")
     d = int(ds.attrs["d"])
-    done = ds["done"].load()
-    eig, ov = ds["eigenvalues"].load(), ds["overlap"].load()
+    done = ds["done"].load()                       # small (a flag per replicate); needed for the attrs below
+    eig, ov = ds["eigenvalues"], ds["overlap"]     # lazy: dask-chunked as stored, computed chunk by chunk
     lam1 = eig.sel(k=1, drop=True)
     out: dict[str, xr.DataArray] = {}
     out.update(_held("lambda1", *mean_sem(lam1, done), ds["theory_outlier"].load(), "lambda_1",
@@ -178,7 +189,8 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
         long_name="relative error of lambda_1, (MC - theory) / theory", units="1")
     if centering == "none":
         best = ov.fillna(-1.0).argmax("k")
-        sig_lam, sig_ov = eig.isel(k=best), ov.isel(k=best)
+        sig_lam = eig.where(eig["k"] == best + 1).max("k")       # the eigenpair best aligned with u (lazy)
+        sig_ov = ov.where(ov["k"] == best + 1).max("k")
         out.update(_held("signal_lambda", *mean_sem(sig_lam, done), ds["theory_signal_outlier"].load(),
                          "the signal eigenvalue (top-k eigenvector best aligned with u)",
                          "same units as the eigenvalues of S"))
@@ -227,7 +239,11 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
                  "replicates_counted": "only replicates whose done flag is true",
                  "done_replicates": int(done.sum()), "done_total": int(done.size),
                  "done_digest": done_digest(done.values)}
-    return cmp
+    if lazy:
+        return cmp
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)            # means of cells with no replicate done: NaN
+        return cmp.compute()
 
 
 def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
