@@ -19,6 +19,7 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
 """
 
 from . import theory
+from .analysis import accessor as _accessor  # noqa: F401  (registers ds.rmt)
 from .analysis import compare, write_comparison
 from .errors import RmtsweepError, SelectionError, StoreError, SweepDefinitionError, TaskFailedError
 from .run import run_sweep

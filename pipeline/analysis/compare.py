@@ -135,7 +135,7 @@ def bulk_distance(ds: xr.Dataset, done: xr.DataArray) -> xr.DataArray:
         units="1")
 
 
-def theory_detection_rate(ds: xr.Dataset, d: int, margin_factor: float) -> xr.DataArray:
+def theory_detection_rate(ds: xr.Dataset, d: int, margin_factor: float, lazy: bool = False) -> xr.DataArray:
     """The finite-d prediction of ``detection_rate`` (class-centred tables; docs/theory.md §6.2).
 
     :func:`rmtsweep.theory.finite_d.detection_probability` at the store's ``theory_rho``, ``delta``,
@@ -144,9 +144,10 @@ def theory_detection_rate(ds: xr.Dataset, d: int, margin_factor: float) -> xr.Da
     """
     # a dataset without its sweep (built by hand) gets the Gaussian value 0: it enters only the outlier's spread
     kurtosis = pooled_kurtosis(stored_sweep("<store>", dict(ds.attrs))) if "sweep_canonical" in ds.attrs else 0.0
-    rho = ds["theory_rho"].load()
+    rho = ds["theory_rho"] if lazy else ds["theory_rho"].load()
     delta, gamma = ds["delta"], ds["gamma"]
-    p = xr.apply_ufunc(finite_d.detection_probability, rho, delta, gamma, d, margin_factor, kurtosis)
+    p = xr.apply_ufunc(finite_d.detection_probability, rho, delta, gamma, d, margin_factor, kurtosis,
+                       dask="parallelized", output_dtypes=[float])
     return p.assign_attrs(long_name="finite-d prediction of the detection rate (Tracy-Widom edge, Gaussian "
                                     "outlier; derived, not fitted)", units="1")
 
@@ -179,11 +180,14 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     ds = open_source(source)
     centering = ds.attrs.get("table_centering", "class")
     d = int(ds.attrs["d"])
-    done = ds["done"].load()                       # small (a flag per replicate); needed for the attrs below
+    def arr(name: str) -> xr.DataArray:              # theory arrays are small: read now unless all must stay lazy
+        return ds[name] if lazy else ds[name].load()
+
+    done = ds["done"] if lazy else ds["done"].load()   # a flag per replicate; its count goes in the attrs
     eig, ov = ds["eigenvalues"], ds["overlap"]     # lazy: dask-chunked as stored, computed chunk by chunk
     lam1 = eig.sel(k=1, drop=True)
     out: dict[str, xr.DataArray] = {}
-    out.update(_held("lambda1", *mean_sem(lam1, done), ds["theory_outlier"].load(), "lambda_1",
+    out.update(_held("lambda1", *mean_sem(lam1, done), arr("theory_outlier"), "lambda_1",
                      "same units as the eigenvalues of S"))
     out["lambda1_rel_error"] = (out["lambda1_error"] / out["lambda1_theory"]).assign_attrs(
         long_name="relative error of lambda_1, (MC - theory) / theory", units="1")
@@ -191,23 +195,23 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
         best = ov.fillna(-1.0).argmax("k")
         sig_lam = eig.where(eig["k"] == best + 1).max("k")       # the eigenpair best aligned with u (lazy)
         sig_ov = ov.where(ov["k"] == best + 1).max("k")
-        out.update(_held("signal_lambda", *mean_sem(sig_lam, done), ds["theory_signal_outlier"].load(),
+        out.update(_held("signal_lambda", *mean_sem(sig_lam, done), arr("theory_signal_outlier"),
                          "the signal eigenvalue (top-k eigenvector best aligned with u)",
                          "same units as the eigenvalues of S"))
         out["signal_rank"] = mean_sem((best + 1).astype(float), done)[0].assign_attrs(
             long_name="mean rank k of the eigenvector best aligned with u", units="1")
-        out.update(_held("overlap", *mean_sem(sig_ov, done), ds["theory_overlap"].load(),
+        out.update(_held("overlap", *mean_sem(sig_ov, done), arr("theory_overlap"),
                          "alignment of the top-k eigenvector best aligned with u", "1"))
         for what, ref in (("lambda1", "paper_outlier"), ("overlap", "paper_overlap")):
-            e = out[f"{what}_mean"] - ds[ref].load()
+            e = out[f"{what}_mean"] - arr(ref)
             out[f"paper_{what}_error"] = e.assign_attrs(
                 long_name=f"Monte Carlo minus the paper's uncorrected {ref}", units=out[f"{what}_mean"].attrs["units"])
         tested = sig_lam
     else:
-        out.update(_held("overlap", *mean_sem(ov.sel(k=1, drop=True), done), ds["theory_overlap"].load(),
+        out.update(_held("overlap", *mean_sem(ov.sel(k=1, drop=True), done), arr("theory_overlap"),
                          "top alignment |u_hat_1^T u|^2", "1"))
         tested = lam1
-    edge = ds["theory_edge"].load()
+    edge = arr("theory_edge")
     margin = margin_factor * edge * d ** (-2.0 / 3.0)
     rate = (tested > edge + margin).where(done).mean("replicate")
     out["n_done"] = done.sum("replicate").assign_attrs(long_name="replicates done", units="1")
@@ -217,15 +221,15 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
         long_name="fraction of done replicates whose tested eigenvalue exceeds kappa lambda_+ + margin", units="1")
     emp = xr.where(rate > 0.5, 2, 0).where(rate.notnull()).assign_attrs(
         long_name="empirical phase: 2 if detection rate > 1/2, else 0", units="1")
-    out["empirical_phase"], out["theory_phase"] = emp, (th := ds["theory_phase"].load())
+    out["empirical_phase"], out["theory_phase"] = emp, (th := arr("theory_phase"))
     out["phase_agrees"] = ((emp == 2) == (th == 2)).where(rate.notnull()).assign_attrs(
         long_name="empirical and theoretical phase agree (outlier visible or not)", units="1")
     t_emp = transition_snr(rate).assign_attrs(
         long_name="SNR where the detection rate crosses 1/2 (linear interpolation)", units="snr")
-    out["transition_snr_empirical"], out["transition_snr_theory"] = t_emp, (t_th := ds["theory_snr_sample"].load())
+    out["transition_snr_empirical"], out["transition_snr_theory"] = t_emp, (t_th := arr("theory_snr_sample"))
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
     if centering == "class" and "theory_rho" in ds:
-        out["theory_detection_rate"] = theory_detection_rate(ds, d, margin_factor)
+        out["theory_detection_rate"] = theory_detection_rate(ds, d, margin_factor, lazy)
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
     cmp = xr.Dataset(out).transpose(*CELL_DIMS, "snr")
@@ -236,11 +240,10 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
                  "signal_outlier": signal, "margin_factor": margin_factor,
                  "detection": f"detected iff eigenvalue > kappa lambda_+ + {margin_factor:g} kappa lambda_+ "
                               f"d^(-2/3) (top bulk eigenvalue fluctuates on the O(d^-2/3) scale)",
-                 "replicates_counted": "only replicates whose done flag is true",
-                 "done_replicates": int(done.sum()), "done_total": int(done.size),
-                 "done_digest": done_digest(done.values)}
+                 "replicates_counted": "only replicates whose done flag is true"}
     if lazy:
         return cmp
+    cmp.attrs.update(done_replicates=int(done.sum()), done_total=int(done.size), done_digest=done_digest(done.values))
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)            # means of cells with no replicate done: NaN
         return cmp.compute()

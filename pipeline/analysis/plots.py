@@ -32,7 +32,7 @@ MAX_PANELS = 24
 CATEGORICAL = ("T", "weights")  # drawn at equally spaced positions, labelled with their values
 
 
-def map_data(path: str | Path, var: str, select: dict | None = None) -> tuple[xr.DataArray, xr.Dataset]:
+def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None) -> tuple[xr.DataArray, xr.Dataset]:
     """The variable to map (replicate-averaged, ``k`` selected) and the store it came from.
 
     ``var`` may be a store variable or a comparison variable (read from the store's ``comparison``
@@ -45,7 +45,7 @@ def map_data(path: str | Path, var: str, select: dict | None = None) -> tuple[xr
             da = da.where(ds["done"]).mean("replicate").assign_attrs(da.attrs)
     else:
         try:
-            cmp = open_source(path, GROUP)
+            cmp = open_source(path, GROUP) if not isinstance(path, xr.Dataset) else compare(ds)
         except SelectionError:
             cmp = compare(ds)
         if var not in cmp.data_vars:
@@ -210,7 +210,7 @@ def _save_map(hv, file_html, INLINE, hmap, out: Path, stem: str, widgets: bool |
     return html, png
 
 
-def plot_map(path: str | Path, x: str, y: str, var: str, out: str | Path, widgets: bool | None = None,
+def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str | Path, widgets: bool | None = None,
              select: dict | None = None) -> tuple[Path, Path]:
     """Map ``var`` over the axes ``x`` and ``y`` of the store at ``path``; returns (html, png) paths.
 
@@ -223,5 +223,6 @@ def plot_map(path: str | Path, x: str, y: str, var: str, out: str | Path, widget
             raise SelectionError(f"{name} {axis!r}: not a grid axis (valid: {', '.join(AXES)})")
     da, ds = map_data(path, var, select)
     hmap = heat_map(da.rename(var), ds, x, y)
-    stem = f"{Path(str(path)).stem}-{var}-{x}-{y}"
+    name = path.attrs.get("sweep_name", "store") if isinstance(path, xr.Dataset) else Path(str(path)).stem
+    stem = f"{name}-{var}-{x}-{y}"
     return save_map(hmap, Path(out), stem, widgets)

@@ -1,0 +1,42 @@
+"""``ds.rmt``: the comparison, the transitions and maps of a store, from a notebook.
+
+Registered when :mod:`rmtsweep` is imported::
+
+    import rmtsweep
+    ds = rmtsweep.open_store("store/demo.zarr")
+    cmp = ds.rmt.compare()                   # lazy: nothing is read or computed until asked
+    ds.rmt.transition().compute()            # empirical transition SNR per (delta, gamma, T, weights)
+    ds.rmt.plot(x="snr", y="gamma", var="overlap", out="maps/")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import xarray as xr
+
+from .compare import MARGIN_FACTOR, compare
+
+__all__ = ["RmtAccessor"]
+
+
+@xr.register_dataset_accessor("rmt")
+class RmtAccessor:
+    """Analysis of an rmtsweep store opened with :func:`rmtsweep.open_store`."""
+
+    def __init__(self, ds: xr.Dataset) -> None:
+        self._ds = ds
+
+    def compare(self, margin_factor: float = MARGIN_FACTOR, lazy: bool = True) -> xr.Dataset:
+        """Monte Carlo against theory (:func:`rmtsweep.analysis.compare.compare`), lazy by default."""
+        return compare(self._ds, margin_factor, lazy=lazy)
+
+    def transition(self, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
+        """Empirical transition SNR per line (detection rate crossing 1/2), lazy."""
+        return self.compare(margin_factor)["transition_snr_empirical"]
+
+    def plot(self, x: str, y: str, var: str, out: str | Path = "maps", select: dict | None = None,
+             widgets: bool | None = None) -> tuple[Path, Path]:
+        """A map of ``var`` over ``x`` and ``y`` (:func:`rmtsweep.analysis.plots.plot_map`); returns (html, png)."""
+        from .plots import plot_map
+        return plot_map(self._ds, x, y, var, out, widgets, select)
