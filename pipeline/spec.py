@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import SweepDefinitionError
 from .types import Centering
 
-__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "load_sweep", "parse_sweep"]
+__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "load_sweep", "parse_sweep", "sizes"]
 from .model import CORRELATIONS, SCHEMES, CorrelationSpec, WeightsSpec
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -146,8 +146,8 @@ class Sweep(BaseModel):
         return [w.label for w in self.grid.weights]
 
     def sizes(self, delta: float, gamma: float) -> tuple[int, int]:
-        """``V = round(d / delta)`` and ``N = round(d / gamma)``."""
-        return round(self.d / delta), round(self.d / gamma)
+        """``V = round(d / delta)`` and ``N = round(d / gamma)`` (:func:`sizes`)."""
+        return sizes(self.d, delta, gamma)
 
     def canonical(self, batching: bool = True) -> dict[str, Any]:
         """The definition as plain JSON-able data (defaults filled in).
@@ -168,6 +168,11 @@ class Sweep(BaseModel):
         """SHA-256 of the canonical definition: two files that mean the same sweep hash the same."""
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sizes(d: int, delta: float, gamma: float) -> tuple[int, int]:
+    """Vocabulary and sample sizes of a point: ``V = round(d / delta)``, ``N = round(d / gamma)``."""
+    return round(d / delta), round(d / gamma)
 
 
 @dataclass(frozen=True)

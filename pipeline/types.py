@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["AttentionScale", "Centering", "ClusterKind", "CorrelationName", "ExportFormat", "Method", "SchemeName"]
+__all__ = ["AttentionScale", "Centering", "ClusterKind", "CorrelationName", "ExportFormat", "Method", "SchemeName", "Writes"]
 
 CorrelationName = Literal["prefix", "iid", "full", "decay", "label", "markov"]
 """The correlation models of the sign sequences."""
@@ -30,3 +30,6 @@ ClusterKind = Literal["slurm", "pbs"]
 
 ExportFormat = Literal["csv", "netcdf"]
 """Formats of ``rmtsweep export``."""
+
+Writes = Literal["workers", "driver"]
+"""Who writes a task's data chunks: the worker that computed it, or the driver process."""

@@ -17,7 +17,7 @@ def test_batch_log_gets_periodic_lines_without_carriage_returns(monkeypatch):
     clock = iter(range(0, 1000, 5))                      # every update is 5 s after the last
     monkeypatch.setattr("rmtsweep.run.progress.time.monotonic", lambda: float(next(clock)))
     out = io.StringIO()
-    p = Progress("demo", total=10, done=2, cells_total=80, stream=out, every=15.0)
+    p = Progress("demo", total=10, done=2, stream=out, every=15.0)
     for _ in range(8):
         p.update(cells=8)
     p.close()
@@ -29,7 +29,7 @@ def test_batch_log_gets_periodic_lines_without_carriage_returns(monkeypatch):
 
 def test_terminal_gets_a_bar():
     out = _Terminal()
-    p = Progress("demo", total=3, done=0, cells_total=3, stream=out)
+    p = Progress("demo", total=3, done=0, stream=out)
     for _ in range(3):
         p.update(cells=1)
     p.close()
@@ -38,7 +38,7 @@ def test_terminal_gets_a_bar():
 
 def test_disabled_prints_nothing():
     out = io.StringIO()
-    p = Progress("demo", total=3, done=0, cells_total=3, stream=out, enabled=False)
+    p = Progress("demo", total=3, done=0, stream=out, enabled=False)
     p.update(cells=1)
     p.close()
     assert out.getvalue() == ""

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-import zarr
+
 from distributed import Client, LocalCluster
 
 from rmtsweep import load_sweep, open_store, run_sweep

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..spec import Sweep
+from ..spec import Sweep, sizes
 
 __all__ = ["DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "choose_blocking", "point_seconds", "task_target"]
 
@@ -50,8 +50,8 @@ def point_seconds(sweep: Sweep) -> np.ndarray:
     d, S, k = sweep.d, len(g.weights), sweep.top_k
     n_snr = len(g.snr)
     rank2 = sum(1 for s in g.snr if s > 0) >= 6
-    V = np.array([round(d / x) for x in g.delta], float)[:, None, None]
-    N = np.array([round(d / x) for x in g.gamma], float)[None, :, None]
+    V = np.array([sizes(d, x, 1.0)[0] for x in g.delta], float)[:, None, None]
+    N = np.array([sizes(d, 1.0, x)[1] for x in g.gamma], float)[None, :, None]
     T = np.array(g.T, float)[None, None, :]
     n = np.minimum(d, N)
     eig = (_PER_SCHEME_RANK2 + _EIGH * n**3 + _BISECT * n_snr * n) if rank2 else \

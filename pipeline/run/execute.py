@@ -17,12 +17,13 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Literal
+from typing import Callable, Iterable
 
 import numpy as np
 from distributed import Client, Future, as_completed
 
 from ..errors import RmtsweepError, TaskFailedError
+from ..types import Writes
 from ..store import Writer
 from .block import compute_block
 from .grid import Task
@@ -30,8 +31,6 @@ from .grid import Task
 __all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "RunReport", "Window", "check_memory", "compute_task", "run_tasks",
            "write_task"]
 
-Writes = Literal["workers", "driver"]
-"""Who writes a task's data chunks."""
 MIN_IN_FLIGHT = 4
 PER_THREAD = 4          # tasks in flight per worker thread that has joined
 ADAPTIVE_PER_THREAD = 10   # ... per thread the adaptive cluster may grow to: dask's adaptive target asks for a

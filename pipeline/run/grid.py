@@ -21,7 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from ..model import CellModel, Correlation, Scheme
-from ..spec import Sweep
+from ..spec import Sweep, sizes
 from ..types import Centering
 from .cost import Blocking
 
@@ -69,8 +69,8 @@ class Context:
                    test_samples=obs.ridge.test_samples if obs.ridge else 0)
 
     def sizes(self, delta: float, gamma: float) -> tuple[int, int]:
-        """``V = round(d / delta)`` and ``N = round(d / gamma)``."""
-        return round(self.d / delta), round(self.d / gamma)
+        """``V`` and ``N`` of a point (:func:`rmtsweep.spec.sizes`)."""
+        return sizes(self.d, delta, gamma)
 
     def models(self, delta: float, gamma: float, T: int, schemes: list[int]) -> list[CellModel]:
         """One :class:`~rmtsweep.model.CellModel` per scheme position in ``schemes``."""

@@ -29,17 +29,15 @@ class Progress:
         The sweep's name, first on every line.
     total, done
         Tasks in the sweep and tasks already done before this run.
-    cells_total
-        ``(delta, gamma, T)`` points in the sweep (for the rate in cells/s).
     enabled
         ``False`` prints nothing.
     stream
         Where to write (default stderr); a bar only if it is a terminal.
     """
 
-    def __init__(self, name: str, total: int, done: int, cells_total: int, enabled: bool = True,
+    def __init__(self, name: str, total: int, done: int, enabled: bool = True,
                  stream: TextIO | None = None, every: float = LINE_SECONDS) -> None:
-        self.name, self.total, self.done, self.cells_total = name, total, done, cells_total
+        self.name, self.total, self.done = name, total, done
         self.stream = stream or sys.stderr
         self.enabled, self.every = enabled, every
         self.cells = self.now_done = 0

@@ -25,18 +25,17 @@ import socket
 import subprocess
 from importlib import metadata
 from pathlib import Path
-
-from distributed import Client
 from typing import Callable
 
-import numpy as np
+from distributed import Client
 
 from ..spec import SweepFile
 from ..store import Store, Template, now, provenance, template
 from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
-from .execute import RunReport, Window, Writes, check_memory, run_tasks
-from .grid import Task, grid_shape, n_tasks, task_memory_bytes, tasks
+from ..types import Writes
+from .execute import RunReport, Window, check_memory, run_tasks
+from .grid import Task, n_tasks, task_memory_bytes, tasks
 from .progress import Progress
 
 __all__ = ["git_revision", "make_template", "package_version", "prepare_store", "run_sweep"]
@@ -121,7 +120,7 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
         todo = list(tasks(sweep, blocking, done))
         note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates "
              f"({len(todo)} to compute)")
-        bar = Progress(sweep.name, total, total - len(todo), int(np.prod(grid_shape(sweep)[:3])), enabled=progress)
+        bar = Progress(sweep.name, total, total - len(todo), enabled=progress)
 
         def finished(batch: list[tuple[Task, dict]]) -> None:
             run.check()                                   # never mark done under a lock we may have lost
