@@ -120,3 +120,13 @@ def test_cli_plot_and_exit_status(tiny_store, tmp_path, capsys):
         main(["plot", str(tiny_store), "--x", "snr", "--y", "delta", "--var", "bogus", "--out", str(tmp_path)])
     assert exc.value.code == 2
     assert "bogus" in capsys.readouterr().err
+
+
+def test_facets_follow_the_sweeps_order(tiny_store):
+    """Facets come in the order of the sweep's axes (the weights as written), not alphabetically."""
+    from rmtsweep.analysis.plots import heat_map, map_data
+    da, ds = map_data(tiny_store, "overlap")
+    da, ds = da.isel(weights=[1, 0]), ds.isel(weights=[1, 0])           # a sweep that lists optimal first
+    hmap = heat_map(da.rename("overlap"), ds, "snr", "gamma")
+    order = [key[hmap.kdims.index(hmap.get_dimension("weights"))] for key in hmap.keys()]
+    assert list(dict.fromkeys(order)) == ["optimal", "mean"]

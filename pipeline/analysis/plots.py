@@ -170,7 +170,7 @@ def _heat_map(hv, da: xr.DataArray, ds: xr.Dataset, x: str, y: str):
                     backend="matplotlib", color="black", linestyle=style, linewidth=1.5)
                 layers.append(c)
         panels[tuple(str(k) for k in key) or ("all",)] = hv.Overlay(layers).opts(legend_position="bottom_right")
-    return hv.HoloMap(panels, kdims=rest or ["panel"])
+    return hv.HoloMap(panels, kdims=rest or ["panel"], sort=False)      # facets in the sweep's order
 
 
 def save_map(hmap, out: Path, stem: str, widgets: bool | None = None,
