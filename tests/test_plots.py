@@ -130,3 +130,19 @@ def test_facets_follow_the_sweeps_order(tiny_store):
     hmap = heat_map(da.rename("overlap"), ds, "snr", "gamma")
     order = [key[hmap.kdims.index(hmap.get_dimension("weights"))] for key in hmap.keys()]
     assert list(dict.fromkeys(order)) == ["optimal", "mean"]
+
+
+def test_maps_and_figures_leave_global_plotting_state_alone(tiny_store, tmp_path):
+    """A notebook's matplotlib backend and holoviews backend are the same after a map and the figures."""
+    import holoviews as hv
+    import matplotlib
+
+    from rmtsweep.analysis.figures import figures
+    from rmtsweep.analysis.plots import plot_map
+    import holoviews.plotting.mpl  # noqa: F401  (a notebook that already uses holoviews' matplotlib backend)
+    hv.Store.set_current_backend("matplotlib")
+    backend = matplotlib.get_backend()
+    plot_map(tiny_store, "snr", "delta", "overlap", tmp_path)
+    figures([tiny_store], tmp_path / "figs")
+    assert hv.Store.current_backend == "matplotlib"
+    assert matplotlib.get_backend() == backend

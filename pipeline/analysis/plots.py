@@ -114,10 +114,11 @@ def _backends():
     so a notebook's own holoviews, panel and matplotlib settings are left as they were.
     """
     import holoviews as hv
+
+    before = hv.Store.current_backend              # read first: importing a backend may make it current
     import holoviews.plotting.bokeh  # noqa: F401
     import holoviews.plotting.mpl  # noqa: F401
 
-    before = hv.Store.current_backend
     hv.Store.set_current_backend("bokeh")
     try:
         yield
@@ -128,9 +129,9 @@ def _backends():
 def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str):
     """A ``holoviews.HoloMap`` of heat maps (one per value of the remaining axes) with transition curves."""
     import holoviews as hv
-    import hvplot.xarray  # noqa: F401  (registers .hvplot)
 
-    with _backends():
+    with _backends():                                 # hvplot's import picks a backend too: import it inside
+        import hvplot.xarray  # noqa: F401  (registers .hvplot)
         return _heat_map(hv, da, ds, x, y)
 
 
