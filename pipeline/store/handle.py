@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
@@ -42,7 +42,7 @@ class PreparedRun:
     index: int
     writer: Writer
     journal: TextIO
-    blocking: tuple[int, int, int, int]
+    blocking: Blocking
     lock: StoreLock
     carried: int = 0
     plan: str = "same"
@@ -61,7 +61,6 @@ class Store:
     """The store at ``path``: everything that knows its file names and how it changes."""
 
     path: Path
-    _created: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -102,7 +101,6 @@ class Store:
         if not self.path.exists():
             self.path.absolute().parent.mkdir(parents=True, exist_ok=True)
             create(self.path, make_template(blocking))
-            self._created = True
 
     @contextmanager
     def prepare(self, sweep_file: SweepFile, make_template: Callable[[Blocking], Template], run_info: dict,
