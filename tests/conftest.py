@@ -1,4 +1,8 @@
-"""Shared fixtures: a small valid sweep as data, and a writer of sweep files."""
+"""Shared fixtures and the environment markers.
+
+``requires_slurm`` and ``requires_chromium`` skip a test, with the command that provides the service,
+when the machine lacks it; ``.ci/run`` installs and starts both, so CI runs every test.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-BASE = {
-    "name": "tiny",
-    "d": 24,
-    "replicates": 4,
-    "replicates_per_task": 2,
-    "seed": 7,
-    "correlation": {"model": "prefix", "L": 2},
-    "table_centering": "class",
-    "top_k": 2,
-    "grid": {"delta": [0.5, 1.0], "gamma": [0.5], "snr": [0.0, 4.0], "T": [4],
-             "weights": ["mean", "optimal"]},
-}
+from tests.helpers import BASE, CHROMIUM_HOW, SLURM_HOW, build_store, chromium, slurm_problem
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if item.get_closest_marker("requires_slurm") and (why := slurm_problem()):
+            item.add_marker(pytest.mark.skip(reason=f"{why}; {SLURM_HOW}"))
+        if item.get_closest_marker("requires_chromium") and chromium() is None:
+            item.add_marker(pytest.mark.skip(reason=f"chromium is not installed ({CHROMIUM_HOW})"))
 
 
 @pytest.fixture
@@ -42,6 +42,15 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
             Client(c) as client:
         run_sweep(load_sweep(sweep_path), store_path, client, progress=False)
     return sweep_path, store_path
+
+
+@pytest.fixture(scope="session")
+def tiny_store(tmp_path_factory) -> Path:
+    """A real (tiny) store with every optional observable and its comparison group written."""
+    from rmtsweep.analysis.compare import compare, write_comparison
+    path = build_store(tmp_path_factory.mktemp("stores") / "tiny.zarr")
+    write_comparison(path, compare(path))
+    return path
 
 
 @pytest.fixture

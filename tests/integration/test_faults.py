@@ -13,7 +13,7 @@ import yaml
 
 from rmtsweep.errors import RunError
 from rmtsweep.store.lock import LOCK_NAME, StoreLock
-from tests.test_resume import MEDIUM, _writes
+from tests.helpers import MEDIUM, writes
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,7 @@ def test_sigterm_stops_within_ten_seconds_and_resumes(tmp_path):
     proc = subprocess.Popen(cmd + ["--store", str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     deadline = time.monotonic() + 120
-    while _writes(store) < 5 and proc.poll() is None and time.monotonic() < deadline:
+    while writes(store) < 5 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert proc.poll() is None, proc.stderr.read()[-2000:]
     t0 = time.monotonic()
@@ -39,7 +39,7 @@ def test_sigterm_stops_within_ten_seconds_and_resumes(tmp_path):
     assert err.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
     assert "Traceback" not in err
     assert not (store / LOCK_NAME).exists()                 # the lock went with the run
-    assert 5 <= _writes(store) < 64                         # stopped mid-sweep, finished tasks kept
+    assert 5 <= writes(store) < 64                         # stopped mid-sweep, finished tasks kept
     for path in (store, clean):
         done = subprocess.run(cmd + ["--store", str(path)], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]

@@ -12,8 +12,8 @@ import yaml
 
 from rmtsweep.cli import main
 from rmtsweep.errors import RmtsweepError
-from tests.conftest import BASE
-from tests.test_spec import BAD
+from tests.helpers import BASE
+from tests.unit.test_spec import BAD
 
 
 def _without(key: str):

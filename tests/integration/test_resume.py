@@ -24,19 +24,9 @@ from rmtsweep.run import execute
 from rmtsweep.errors import StoreError, TaskFailedError
 from rmtsweep.store import JOURNAL_NAME as JOURNAL
 from rmtsweep.testing import assert_stores_equal
+from tests.helpers import MEDIUM, MEDIUM_TASKS, writes
 
 pytestmark = pytest.mark.slow
-
-# Enough small tasks ((2 x 2 x 2) points x 8 replicate blocks = 64, each with 3 schemes; one point per
-# task) that a kill lands mid-sweep.
-MEDIUM = {
-    "name": "medium", "d": 100, "replicates": 16, "replicates_per_task": 2, "cells_per_task": 1, "seed": 11,
-    "top_k": 2,
-    "correlation": {"model": "prefix", "L": 2}, "table_centering": "class",
-    "grid": {"delta": [0.5, 1.0], "gamma": [0.5, 1.0], "snr": [0.0, 2.0, 5.0], "T": [4, 8],
-             "weights": ["mean", "optimal", "harmonic"]},
-}
-
 
 @pytest.fixture(scope="module")
 def client():
@@ -63,15 +53,6 @@ def _journal(store: Path) -> dict[int, dict[str, set[str]]]:
     return runs
 
 
-def _writes(store: Path, run: int | None = None) -> int:
-    """Tasks written so far (by ``run`` only, if given), from the run journal."""
-    try:
-        lines = (store / JOURNAL).read_text().splitlines()
-    except FileNotFoundError:
-        return 0
-    return sum(1 for line in lines if " write " in line and (run is None or line.startswith(f"run {run} ")))
-
-
 def test_sigkill_at_three_random_points_then_resume(medium, tmp_path):
     sweep_path, clean = medium
     store = tmp_path / "killed.zarr"
@@ -82,13 +63,13 @@ def test_sigkill_at_three_random_points_then_resume(medium, tmp_path):
     for k, target in enumerate(targets):         # kill run k once `target` tasks are written in total and
         proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120        # run k itself has written at least one
-        while ((_writes(store) < target or _writes(store, run=k) < 1) and proc.poll() is None
+        while ((writes(store) < target or writes(store, run=k) < 1) and proc.poll() is None
                and time.monotonic() < deadline):
             time.sleep(0.005)
         assert proc.poll() is None, f"the run ended before the kill at {target}: {proc.stderr.read()[-2000:]}"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        assert _writes(store) < 64, "the kill landed after the sweep had finished"
+        assert writes(store) < 64, "the kill landed after the sweep had finished"
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert_stores_equal(store, clean)
@@ -124,7 +105,7 @@ def test_killed_worker_is_replaced_and_result_identical(medium, tmp_path):
                                                         progress=False))
         thread.start()
         deadline = time.monotonic() + 60
-        while _writes(store) < 10 and time.monotonic() < deadline:
+        while writes(store) < 10 and time.monotonic() < deadline:
             time.sleep(0.01)
         os.kill(victim, signal.SIGKILL)
         thread.join(timeout=300)

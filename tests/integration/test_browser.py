@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_plots import tiny_store  # noqa: F401  (session fixture)
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from tests.helpers import chromium
+
+CHROMIUM = chromium()
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
          "--virtual-time-budget=5000", "--hide-scrollbars", "--window-size=700,500"]
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install "
-                                "--no-install-recommends chromium fonts-dejavu-core)")
+pytestmark = pytest.mark.requires_chromium
 
 
 def _no_network_prefix() -> list[str]:

@@ -10,7 +10,6 @@ from rmtsweep.analysis.compare import open_source
 from rmtsweep.errors import SelectionError
 from rmtsweep.errors import StoreError
 from rmtsweep.analysis.export import export, read_tidy
-from tests.test_plots import tiny_store  # noqa: F401  (session fixture)
 
 
 def _same(a: xr.DataArray, b: xr.DataArray) -> bool:

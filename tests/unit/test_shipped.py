@@ -11,7 +11,7 @@ import pytest
 from rmtsweep.errors import SweepDefinitionError
 from rmtsweep.shipped import cluster_config, resolve_sweep, sweeps
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_sweep_of_the_repository_is_shipped():

@@ -18,32 +18,7 @@ from rmtsweep.run.runner import prepare_store
 from rmtsweep.spec import SweepFile, parse_sweep
 from rmtsweep.run.cost import Blocking
 from rmtsweep.store import Writer, blocking_of
-from tests.conftest import BASE
-
-TINY = {**copy.deepcopy(BASE), "name": "tiny-maps", "d": 20, "top_k": 2,
-        "grid": {"delta": [0.5, 1.0], "gamma": [0.5, 1.0], "snr": [0.0, 2.0, 4.0, 6.0], "T": [4],
-                 "weights": ["mean", "optimal"]},
-        "observables": {"spectrum": {"bins": 16, "max": 8.0}, "ridge": {"test_samples": 50}}}
-
-
-def build_store(path: Path, data: dict = TINY) -> Path:
-    """Run a tiny sweep in this process (no dask): template, then every task's chunk."""
-    sweep = parse_sweep(data)
-    prepare_store(SweepFile(sweep, str(path.with_suffix(".yaml")), yaml.safe_dump(data)), path)
-    writer = Writer(path)
-    for task in tasks(sweep, Blocking(*blocking_of(path))):
-        writer.write_block(task.region, compute_task(task), task.todo, run=0)
-        writer.mark_done(task.region)
-    return path
-
-
-@pytest.fixture(scope="session")
-def tiny_store(tmp_path_factory) -> Path:
-    """A real (tiny) store with its comparison group written."""
-    path = build_store(tmp_path_factory.mktemp("stores") / "tiny.zarr")
-    write_comparison(path, compare(path))
-    return path
-
+from tests.helpers import BASE, TINY, build_store
 
 def _offline(text: str) -> bool:
     """No script or stylesheet is fetched from the network (URLs inside inline JS are not loads)."""

@@ -25,7 +25,7 @@ from rmtsweep.errors import ClusterError
 from rmtsweep.clusters import rmtsweep_command
 from rmtsweep.shipped import cluster_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = ROOT / "deploy"
 KINDS = ["slurm", "pbs"]
 SITE = dict(queue="compute", account="proj42", cores=4, memory="8GB", walltime="02:00:00",

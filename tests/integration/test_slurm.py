@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -21,25 +20,11 @@ from rmtsweep.testing import assert_stores_equal
 
 from rmtsweep.clusters import load_cluster_config, make_cluster, scale_cluster
 
-pytestmark = pytest.mark.slurm
-
-HOW = "start one with `bash deploy/slurm/local-slurm.sh start DIR` and export SLURM_CONF=DIR/slurm.conf"
-
+pytestmark = [pytest.mark.slurm, pytest.mark.requires_slurm]
 
 @pytest.fixture(scope="module")
 def slurm() -> None:
-    """Skip unless a SLURM controller answers and has an idle node."""
-    if shutil.which("sinfo") is None:
-        pytest.skip(f"no SLURM client (sinfo) on PATH; {HOW}")
-    try:
-        proc = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"sinfo did not answer within 20 s; {HOW}")
-    if proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"no SLURM controller answers (sinfo: {reason}); {HOW}")
-    if not {"idle", "mixed"} & set(proc.stdout.split()):
-        pytest.skip(f"SLURM has no idle node (sinfo says {proc.stdout.split()}); {HOW}")
+    """The tests below need a SLURM controller with an idle node (the marker skips them otherwise)."""
 
 
 def queued_jobs() -> set[str]:

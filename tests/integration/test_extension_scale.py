@@ -17,7 +17,7 @@ from rmtsweep.run.grid import tasks
 from rmtsweep.run.runner import make_template, prepare_store
 from rmtsweep.spec import SweepFile, parse_sweep
 from rmtsweep.store import Writer, blocking_of, migrate, write_template
-from tests.conftest import BASE
+from tests.helpers import BASE
 
 WIDE = {**copy.deepcopy(BASE), "name": "wide", "d": 8, "replicates": 2, "replicates_per_task": 2, "cells_per_task": 8,
         "top_k": 1, "grid": {"delta": np.linspace(0.5, 2.0, 16).tolist(), "gamma": np.linspace(0.5, 2.0, 16).tolist(),

@@ -1,0 +1,95 @@
+"""Sweeps and stores the tests share: plain data and builders (fixtures live in ``conftest.py``)."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+# A tiny valid sweep: two schemes, an SNR of 0 and of 4, two deltas.
+BASE = {
+    "name": "tiny",
+    "d": 24,
+    "replicates": 4,
+    "replicates_per_task": 2,
+    "seed": 7,
+    "correlation": {"model": "prefix", "L": 2},
+    "table_centering": "class",
+    "top_k": 2,
+    "grid": {"delta": [0.5, 1.0], "gamma": [0.5], "snr": [0.0, 4.0], "T": [4],
+             "weights": ["mean", "optimal"]},
+}
+
+# A tiny sweep with every optional observable, for maps, exports and the accessor.
+TINY = {**copy.deepcopy(BASE), "name": "tiny-maps", "d": 20, "top_k": 2,
+        "grid": {"delta": [0.5, 1.0], "gamma": [0.5, 1.0], "snr": [0.0, 2.0, 4.0, 6.0], "T": [4],
+                 "weights": ["mean", "optimal"]},
+        "observables": {"spectrum": {"bins": 16, "max": 8.0}, "ridge": {"test_samples": 50}}}
+
+# Enough small tasks ((2 x 2 x 2) points x 8 replicate blocks = 64, each with 3 schemes; one point per
+# task) that a kill lands mid-sweep.
+MEDIUM = {
+    "name": "medium", "d": 100, "replicates": 16, "replicates_per_task": 2, "cells_per_task": 1, "seed": 11,
+    "top_k": 2,
+    "correlation": {"model": "prefix", "L": 2}, "table_centering": "class",
+    "grid": {"delta": [0.5, 1.0], "gamma": [0.5, 1.0], "snr": [0.0, 2.0, 5.0], "T": [4, 8],
+             "weights": ["mean", "optimal", "harmonic"]},
+}
+MEDIUM_TASKS = 64
+
+
+def build_store(path: Path, data: dict = TINY) -> Path:
+    """Run a sweep in this process (no dask): template, then every task's chunk, then its done flag."""
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.run.runner import prepare_store
+    from rmtsweep.spec import SweepFile, parse_sweep
+    from rmtsweep.store import Writer, blocking_of
+
+    sweep = parse_sweep(data)
+    prepare_store(SweepFile(sweep, str(path.with_suffix(".yaml")), yaml.safe_dump(data)), path)
+    writer = Writer(path)
+    for task in tasks(sweep, Blocking(*blocking_of(path))):
+        writer.write_block(task.region, compute_task(task), task.todo, run=0)
+        writer.mark_done(task.region)
+    return path
+
+
+def writes(store: Path, run: int | None = None) -> int:
+    """Tasks written so far (by ``run`` only, if given), from the run journal."""
+    from rmtsweep.store import JOURNAL_NAME
+    try:
+        lines = (store / JOURNAL_NAME).read_text().splitlines()
+    except FileNotFoundError:
+        return 0
+    return sum(1 for line in lines if " write " in line and (run is None or line.startswith(f"run {run} ")))
+
+
+SLURM_HOW = "start one with `bash deploy/slurm/local-slurm.sh start DIR` and export SLURM_CONF=DIR/slurm.conf"
+CHROMIUM_HOW = "apt-get install --no-install-recommends chromium fonts-dejavu-core"
+
+
+@cache
+def slurm_problem() -> str | None:
+    """Why no SLURM controller with an idle node answers here, or None when one does."""
+    if shutil.which("sinfo") is None:
+        return "no SLURM client (sinfo) on PATH"
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return "sinfo did not answer within 20 s"
+    if proc.returncode != 0:
+        return f"no SLURM controller answers (sinfo: {(proc.stderr.strip().splitlines() or ['no output'])[-1]})"
+    if not {"idle", "mixed"} & set(proc.stdout.split()):
+        return f"SLURM has no idle node (sinfo says {proc.stdout.split()})"
+    return None
+
+
+def chromium() -> str | None:
+    """The headless browser's path, or None."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
