@@ -6,7 +6,9 @@ what is known of the cluster's size before any worker has joined.
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any, Iterator
 
 import click
 from dask.utils import parse_bytes
+from distributed import WorkerPlugin
 
 from .errors import ClusterError
 
@@ -68,10 +71,24 @@ def connect(engine: Engine) -> Iterator:
             yield client, Capacity(jobs * config.cores, parse_bytes(config.memory) / config.cores)
     else:
         n = engine.workers or os.cpu_count() or 1
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-                Client(cluster) as client:
+        # workers log only errors: a stop cancels what is in flight, and each worker would warn about it
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+            client.register_plugin(IgnoreInterrupt(), name="rmtsweep-ignore-sigint")
             click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
             yield client, Capacity()
+
+
+class IgnoreInterrupt(WorkerPlugin):
+    """A worker plugin: the LocalCluster's workers ignore SIGINT.
+
+    They share the terminal's process group, so Ctrl-C reaches each of them as well as this process;
+    this process stops the run and shuts the cluster down, so the workers need not (and would print
+    a traceback each). The plugin is run again on every worker the nanny restarts.
+    """
+
+    def setup(self, worker) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, **overrides) -> Engine:

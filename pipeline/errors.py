@@ -8,7 +8,7 @@ matching builtin so ordinary ``except ValueError`` code keeps working.
 
 from __future__ import annotations
 
-__all__ = ["ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError", "SweepDefinitionError",
+__all__ = ["ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError", "StoreWriteError", "SweepDefinitionError",
            "TaskFailedError"]
 
 
@@ -34,6 +34,10 @@ class SelectionError(RmtsweepError, ValueError):
 
 class RunError(RuntimeError):
     """A run that stopped on a failure that is not a user mistake (exit status 1)."""
+
+
+class StoreWriteError(RunError):
+    """A worker could not write its task's chunks (disk full, permission, read-only, vanished store)."""
 
 
 class TaskFailedError(RunError):

@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 import numpy as np
 from distributed import Client, Future, as_completed
 
-from ..errors import RmtsweepError, TaskFailedError
+from ..errors import RmtsweepError, StoreWriteError, TaskFailedError
 from ..types import Writes
 from ..store import Writer
 from .block import compute_block
@@ -49,15 +49,21 @@ def write_task(task: Task, path: str, run: int, token: str) -> dict[str, float]:
     """On a worker: compute ``task`` and write its data chunks (not ``done``) into the store at ``path``.
 
     The store's arrays are opened once per worker and run (``token``). Returns ``{"cells": ...,
-    "seconds": ...}``.
+    "seconds": ...}``, or ``{"os_error": (errno, message, filename)}`` when the store cannot be written
+    (full disk, permission, read-only or vanished store): retrying would not help, so the run stops
+    with that one line instead of retrying and logging the task's traceback on every worker.
     """
     start = time.perf_counter()
     values = compute_block(task)
     key = (path, token)
-    if key not in _WRITERS:
+    try:
+        if key not in _WRITERS:
+            _WRITERS.clear()
+            _WRITERS[key] = Writer(path)
+        _WRITERS[key].write_block(task.region, values, task.todo, run)
+    except OSError as exc:
         _WRITERS.clear()
-        _WRITERS[key] = Writer(path)
-    _WRITERS[key].write_block(task.region, values, task.todo, run)
+        return {"os_error": (exc.errno, exc.strerror or str(exc), exc.filename or path)}
     return {"cells": task.cells, "seconds": time.perf_counter() - start}
 
 
@@ -188,6 +194,12 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
                     on_done(finished)                          # what finished before the failure stays done
                 raise TaskFailedError(f"task {task.name} failed after {retries} retries: "
                                       f"{type(exc).__name__}: {exc}") from None
+            if "os_error" in result:
+                if finished:
+                    on_done(finished)
+                errno, message, filename = result["os_error"]
+                raise StoreWriteError(f"{filename}: {message} (a worker writing task {task.name}); "
+                                      f"fix it and rerun the same command to resume")
             if writer is not None:
                 writer.write_block(task.region, result, task.todo, run)
                 result = {"cells": task.cells}

@@ -19,7 +19,7 @@ from typing import Callable, Iterator, TextIO
 
 import zarr
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreWriteError
 from ..spec import SweepFile
 from . import migrate
 from .io import blocking_of, create, record_run, store_problem, stored_sweep, write_template
@@ -48,8 +48,15 @@ class PreparedRun:
     plan: str = "same"
 
     def check(self) -> None:
-        """Raise :class:`~rmtsweep.errors.RunError` if the run may no longer write (its lock failed)."""
+        """Raise :class:`~rmtsweep.errors.RunError` if the run may no longer write.
+
+        That is: its lock failed, or the store's metadata vanished under it (the directory removed,
+        e.g. by a scratch purge), so nothing more is marked done in what is no longer a store.
+        """
         self.lock.check()
+        if not (self.writer.path / ".zattrs").exists():
+            raise StoreWriteError(f"{self.writer.path}: the store was removed while the run wrote it; remove what "
+                                  f"is left of it and rerun the same command to start again")
 
     def log(self, event: str, name: str) -> None:
         """One line in the run's journal (``submit`` / ``write`` of a task)."""
@@ -86,14 +93,14 @@ class Store:
             if problem:
                 raise StoreError(f"{path}: {problem}")
             if not os.access(path, os.W_OK):
-                raise StoreError(f"{path}: the store is not writable")
+                raise StoreWriteError(f"{path}: {_unwritable(path)}")
             return
         parent = path.absolute().parent
         existing = next(p for p in (parent, *parent.parents) if p.exists())     # created as `mkdir -p` would
         if not existing.is_dir():
             raise StoreError(f"{path}: cannot create the store: {existing} is not a directory")
         if not os.access(existing, os.W_OK):
-            raise StoreError(f"{path}: cannot create the store: {existing} is not writable")
+            raise StoreWriteError(f"{path}: cannot create the store in {existing}: {_unwritable(existing)}")
 
     def create_if_missing(self, make_template: Callable[[Blocking], Template], blocking: Blocking) -> None:
         """Write the template if there is no store yet (refuses a path that is something else)."""
@@ -141,3 +148,8 @@ class Store:
                 shutil.copy2(self.path / name, new_path / name)
         migrate.swap(self.path, new_path)
         return carried
+
+
+def _unwritable(path: Path) -> str:
+    """The OS's words for why ``path`` cannot be written."""
+    return "Read-only file system" if os.statvfs(path).f_flag & os.ST_RDONLY else "Permission denied"

@@ -1,0 +1,50 @@
+"""Every row of the fault table recovers: one line on stderr, the documented exit status, an identical store.
+
+The rows are in ``fault_table.py`` (which also prints the README's table); SIGKILL and SIGTERM to the
+driver have their own, more detailed tests in ``test_resume.py`` and ``test_faults.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from tests.integration.fault_table import ROWS, Bench
+
+pytestmark = pytest.mark.slow
+
+EXPECTED = {                       # row: (exit status, what the one line must say)
+    "sigint_group": (130, r"^rmtsweep: interrupted; finished tasks are in the store: rerun the same command"),
+    "corrupt_chunk": (2, r"corrupt\.zarr: delta=\S+ gamma=\S+ T=\d+ replicates \d+-\d+: eigenvalues chunk is "
+                         r"corrupt .*run `rmtsweep verify \S+ --repair`"),
+    "disk_full": (1, r"^rmtsweep: error: \S+full\.zarr\S*: No space left on device .*rerun the same command"),
+    "read_only": (1, r"^rmtsweep: error: \S+readonly\.zarr: Read-only file system$"),
+    "permission_denied": (1, r"^rmtsweep: error: \S+denied\.zarr\S*: Permission denied"),
+    "vanished_store": (1, r"^rmtsweep: error: \S+vanished\.zarr\S*: (No such file or directory|the store was "
+                          r"removed while the run wrote it)"),
+    "reader_while_writing": (0, r"^$"),
+}
+NAMESPACES = {"disk_full": ["-m"], "read_only": ["-m"], "permission_denied": ["-U"]}
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory) -> Bench:
+    return Bench(tmp_path_factory.mktemp("faults"))
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_fault_recovers_with_one_line_and_an_identical_store(bench, name):
+    if name in NAMESPACES and subprocess.run(["unshare", *NAMESPACES[name], "true"], capture_output=True).returncode:
+        pytest.skip(f"unshare {NAMESPACES[name][0]} is not permitted here")
+    row = ROWS[name](bench)
+    code, message = EXPECTED[name]
+    assert row.exit_code == code, row
+    assert re.search(message, row.message), row.message
+    assert row.one_line, row.noise
+    assert row.identical, f"{row.fault}: the recovered store differs from an uninterrupted run"
+
+
+def test_the_table_lists_every_row_the_test_does_not_skip():
+    assert set(EXPECTED) | {"sigkill_three_times", "sigterm_driver"} == set(ROWS)
