@@ -44,11 +44,14 @@ def assert_mc_close(samples: np.ndarray, expected: float, allowance: float = 0.0
                              f"{n_se:g} SE + allowance {allowance:g} = {tol:.3g}")
 
 
-def assert_stores_equal(a, b) -> None:
+def assert_stores_equal(a, b, same_runs: bool = False) -> None:
     """Assert two stores (paths or datasets) hold bit-for-bit the same results.
 
     Compares every result variable present (``eigenvalues``, ``overlap``, ``alpha``, ``kappa``,
-    ``done`` and the optional ones) and the coordinates; provenance (``run``, attrs) may differ.
+    ``done`` and the optional ones), the coordinates, and which replicates a run computed
+    (``run >= 0``: -1 marks a replicate no run wrote). With ``same_runs`` the run numbers themselves
+    must agree too; without it they may differ, as between a resumed store and an uninterrupted one.
+    Attrs (provenance) are not compared.
     """
     da_, db = (x if isinstance(x, xr.Dataset) else xr.open_zarr(x) for x in (a, b))
     for name in RESULT_VARS:
@@ -56,13 +59,21 @@ def assert_stores_equal(a, b) -> None:
             continue
         if name not in da_ or name not in db:
             raise AssertionError(f"{name} is in only one of the stores")
-        xa, xb = da_[name], db[name]
-        if xa.dims != xb.dims or any(not np.array_equal(xa[d].values, xb[d].values) for d in xa.dims):
-            raise AssertionError(f"{name}: dims or coordinates differ: {dict(xa.sizes)} vs {dict(xb.sizes)}")
-        va, vb = xa.values, xb.values
-        if not np.array_equal(va, vb, equal_nan=va.dtype.kind == "f"):
-            bad = int(np.sum(~((va == vb) | (np.isnan(va) & np.isnan(vb)) if va.dtype.kind == "f" else va == vb)))
-            raise AssertionError(f"{name}: {bad} of {va.size} values differ")
+        _assert_same(name, da_[name], db[name])
+    if ("run" in da_) != ("run" in db):
+        raise AssertionError("run is in only one of the stores")
+    if "run" in da_:
+        ra, rb = da_["run"], db["run"]
+        _assert_same("run", ra if same_runs else ra >= 0, rb if same_runs else rb >= 0)
+
+
+def _assert_same(name: str, xa: xr.DataArray, xb: xr.DataArray) -> None:
+    if xa.dims != xb.dims or any(not np.array_equal(xa[d].values, xb[d].values) for d in xa.dims):
+        raise AssertionError(f"{name}: dims or coordinates differ: {dict(xa.sizes)} vs {dict(xb.sizes)}")
+    va, vb = xa.values, xb.values
+    if not np.array_equal(va, vb, equal_nan=va.dtype.kind == "f"):
+        bad = int(np.sum(~((va == vb) | (np.isnan(va) & np.isnan(vb)) if va.dtype.kind == "f" else va == vb)))
+        raise AssertionError(f"{name}: {bad} of {va.size} values differ")
 
 
 def pooled_matrix(model: CellModel, snr: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

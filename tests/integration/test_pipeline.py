@@ -131,3 +131,27 @@ def test_cli_run_then_read_with_xarray(sweep_data, write_sweep, tmp_path):
     assert "\r" not in proc.stderr
     ds = xr.open_zarr(store_path)
     assert bool(ds["done"].all()) and ds["eigenvalues"].notnull().all()
+
+
+def test_run_reads_minus_one_until_a_run_writes_and_stores_equal_compares_it(stores, tmp_path):
+    """A fresh template reads run = -1 everywhere; assert_stores_equal sees a replicate no run computed."""
+    import zarr
+
+    from rmtsweep.run.runner import prepare_store
+    from rmtsweep.spec import load_sweep
+    path, one, *_ = stores
+    fresh = tmp_path / "fresh.zarr"
+    prepare_store(load_sweep(path), fresh)
+    assert (open_store(fresh)["run"].values == -1).all()
+    assert (open_store(one)["run"].values == 0).all()          # the reference was written by run 0
+
+    renumbered = tmp_path / "renumbered.zarr"
+    shutil.copytree(one, renumbered)
+    g = zarr.open_group(str(renumbered), mode="r+")
+    g["run"][0, 0, 0, 0, 1] = 3                                  # as if a later run had computed it
+    assert_stores_equal(renumbered, one)                          # who computed it is provenance ...
+    with pytest.raises(AssertionError, match="run: 1 of 16 values differ"):
+        assert_stores_equal(renumbered, one, same_runs=True)      # ... unless asked
+    g["run"][0, 0, 0, 0, 1] = -1                                  # no run computed it
+    with pytest.raises(AssertionError, match="run: 1 of 16 values differ"):
+        assert_stores_equal(renumbered, one)
