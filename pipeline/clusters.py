@@ -33,7 +33,7 @@ from .errors import ClusterError
 from .shipped import cluster_config
 from .types import ClusterKind
 
-__all__ = ["STOP_WARNING", "ClusterConfig", "driver_script", "load_cluster_config", "make_cluster", "rmtsweep_command", "scale_cluster",
+__all__ = ["ClusterConfig", "driver_script", "load_cluster_config", "make_cluster", "rmtsweep_command", "scale_cluster",
            "submit_driver", "worker_job_script"]
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 Kind = ClusterKind
 _SUBMIT = {"slurm": ["sbatch", "--parsable"], "pbs": ["qsub"]}
-STOP_WARNING = 120   # seconds of warning (SIGTERM) a SLURM driver job asks for before its walltime
 # distributed's nanny already sets these for every worker; the exports also cover the job script.
 _ONE_BLAS_THREAD = "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1"
 _WALLTIME = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
@@ -73,6 +72,7 @@ class ClusterConfig(BaseModel):
     processes: int = Field(1, ge=1)
     walltime: str = "01:00:00"
     driver_walltime: str | None = None  # of the driver job (`rmtsweep submit`); None = walltime
+    driver_stop_warning: int = Field(120, ge=10)   # seconds before the driver's walltime it is sent SIGTERM
     interface: str | None = None
     job_script_prologue: list[str] = []
     job_extra_directives: list[str] = []
@@ -107,6 +107,11 @@ class ClusterConfig(BaseModel):
         if v is not None and (not _WALLTIME.match(v) or _seconds(v) < 60):
             raise ValueError("must be HH:MM:SS and at least 00:01:00, e.g. '02:00:00'")
         return v
+
+    @property
+    def driver_walltime_seconds(self) -> int:
+        """The driver job's time limit in seconds."""
+        return int(_seconds(self.driver_walltime or self.walltime))
 
     @field_validator("lifetime", "lifetime_stagger")
     @classmethod
@@ -279,13 +284,19 @@ def driver_script(
     """A batch script for the driver: the process that holds the scheduler and writes the store.
 
     One core, the workers' ``memory``, ``driver_walltime`` (default the workers' walltime); paths
-    are made absolute. Overridable fields are passed on as options so the driver sees ``config``. On
-    SLURM the job asks for SIGTERM :data:`STOP_WARNING` seconds before its walltime
-    (``--signal=B:TERM@...``): the script ``exec``s rmtsweep, which then stops cleanly (finished
-    tasks done, lock released, exit 143) and a resubmission resumes.
+    are made absolute. Overridable fields are passed on as options so the driver sees ``config``.
+    The driver is sent SIGTERM ``driver_stop_warning`` seconds before its walltime, and rmtsweep then
+    stops cleanly (finished tasks done, lock released, one line, exit 143), so a resubmission resumes:
+    on SLURM the job asks for it (``--signal=B:TERM@...``; SLURM may send it up to a minute early);
+    PBS has no such request (at walltime it sends SIGTERM, then SIGKILL after the server's
+    ``kill_delay``, often a few seconds), so the script runs rmtsweep under coreutils ``timeout
+    --foreground`` (the signal reaches rmtsweep alone, which shuts its cluster down).
     """
+    if config.driver_stop_warning >= config.driver_walltime_seconds:
+        raise ClusterError(f"driver_stop_warning {config.driver_stop_warning} s must be shorter than the driver's "
+                           f"walltime {config.driver_walltime or config.walltime}")
     _, job_cls = _jobqueue(kind)
-    warning = [f"--signal=B:TERM@{STOP_WARNING}"] if kind == "slurm" else []
+    warning = [f"--signal=B:TERM@{config.driver_stop_warning}"] if kind == "slurm" else []
     header = job_cls(
         "tcp://unused:8786", name="driver", cores=1, memory=config.memory, processes=1,
         queue=config.queue, account=config.account, walltime=config.driver_walltime or config.walltime,
@@ -301,8 +312,16 @@ def driver_script(
         if getattr(config, field) is not None:
             cmd += [f"--{field}", str(getattr(config, field))]
     lines = ["#!/usr/bin/env bash", header, "set -eo pipefail", *config.job_script_prologue,
-             _ONE_BLAS_THREAD, "exec " + shlex.join(cmd)]
+             _ONE_BLAS_THREAD, "exec " + shlex.join(_stop_before_walltime(kind, config) + cmd)]
     return "\n".join(lines) + "\n"
+
+
+def _stop_before_walltime(kind: Kind, config: ClusterConfig) -> list[str]:
+    """The command prefix that sends the driver SIGTERM before its walltime where the batch system won't."""
+    if kind == "slurm":
+        return []
+    stop_at = config.driver_walltime_seconds - config.driver_stop_warning
+    return ["timeout", "--foreground", "--signal=TERM", "--kill-after=60", "--preserve-status", f"{stop_at}s"]
 
 
 def rmtsweep_command() -> str:

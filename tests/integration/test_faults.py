@@ -124,3 +124,33 @@ def test_compare_write_and_a_starting_run_wait_for_the_metadata_lock(reference, 
     meta = json.loads((store / ".zmetadata").read_text())["metadata"]
     assert "comparison/.zgroup" in meta and meta[".zattrs"]["runs"][-1]["started"] == "now"
     assert not (store / ".rmtsweep-metadata.lock").exists()
+
+
+def test_the_pbs_driver_script_stops_rmtsweep_cleanly_before_its_walltime(tmp_path):
+    """PBS has no warning signal: the driver script's ``timeout`` prefix sends SIGTERM, rmtsweep stops in one line.
+
+    The prefix is taken from a real PBS driver script (a 60 s walltime with a 50 s warning: SIGTERM
+    after 10 s) and put in front of a local run of a sweep that takes much longer.
+    """
+    import re
+    import shlex
+
+    from rmtsweep.clusters import ClusterConfig, driver_script
+    script = driver_script("pbs", ClusterConfig(driver_walltime="00:01:00", driver_stop_warning=50),
+                           tmp_path / "s.yaml", tmp_path / "s.zarr", None, None)
+    exec_line = shlex.split(script.splitlines()[-1])
+    prefix = exec_line[1:exec_line.index(next(a for a in exec_line if a.endswith("rmtsweep")))]
+    assert prefix == ["timeout", "--foreground", "--signal=TERM", "--kill-after=60", "--preserve-status", "10s"]
+    sweep = tmp_path / "long.yaml"
+    sweep.write_text(yaml.safe_dump({**MEDIUM, "name": "long", "replicates": 4096, "replicates_per_task": 16}))
+    store = tmp_path / "pbs.zarr"
+    start = time.monotonic()
+    proc = subprocess.run([*prefix, sys.executable, "-m", "rmtsweep.cli", "run", str(sweep), "--store", str(store),
+                           "--workers", "2", "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 143, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
+    assert "Traceback" not in proc.stderr
+    assert time.monotonic() - start < 10 + 10                      # stopped within 10 s of the signal
+    assert not (store / LOCK_NAME).exists() and 0 < writes(store) < 2048
+    assert re.search(r"tasks done: \d+ / 2048", subprocess.run(
+        [sys.executable, "-m", "rmtsweep.cli", "status", str(store)], capture_output=True, text=True).stdout)

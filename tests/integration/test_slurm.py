@@ -138,3 +138,43 @@ def test_submit_runs_the_sweep_as_a_driver_job(slurm, reference, tmp_path):
     log = tmp_path / f"slurm-{job}.out"
     assert store_path.exists(), log.read_text()[-3000:] if log.exists() else "no driver log"
     assert_stores_equal(store_path, local_store)
+
+
+def test_a_driver_job_at_its_walltime_stops_cleanly_and_resumes(slurm, tmp_path):
+    """The driver job is sent SIGTERM before its walltime (``--signal=B:TERM@``) and stops with one line.
+
+    A 2-minute driver walltime with a 30 s warning: SLURM sends SIGTERM 30-90 s after the start (it
+    may signal up to a minute early), well before the sweep (~4 minutes on one worker) is done.
+    """
+    import yaml
+
+    from rmtsweep.store.lock import LOCK_NAME
+    from tests.helpers import MEDIUM
+    sweep = tmp_path / "long.yaml"
+    sweep.write_text(yaml.safe_dump({**MEDIUM, "name": "long", "replicates": 4096, "replicates_per_task": 16}))
+    cfg = tmp_path / "slurm.yaml"
+    cfg.write_text(yaml.safe_dump({"queue": "debug", "cores": 1, "memory": "1GB", "walltime": "00:10:00",
+                                   "driver_walltime": "00:02:00", "driver_stop_warning": 30, "interface": "lo",
+                                   "python": sys.executable}))
+    store = tmp_path / "walltime.zarr"
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "submit", str(sweep), "--store", str(store),
+                           "--cluster", "slurm", "--cluster-config", str(cfg), "--jobs", "1"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    job = re.search(r"submitted driver job (\d+)", proc.stdout).group(1)
+    wait_until(lambda: job not in queued_jobs(), 200, f"driver job {job} to end")
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert log.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume", log[-3000:]
+    ours = [line for line in log.splitlines() if not line.startswith("slurmstepd")]   # SLURM's own notices
+    assert not [line for line in ours if not line.startswith(("dask-jobqueue", "memory check", "2048 tasks", "long: "))
+                ][:-1], log[-3000:]                                  # nothing but start-up, progress and the line
+    assert "DUE TO TIME LIMIT" not in log, log[-3000:]               # stopped before the walltime's SIGKILL
+    job_info = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True).stdout
+    assert "ExitCode=143:0" in job_info or not job_info, job_info   # (the controller may have forgotten it)
+    assert not (store / LOCK_NAME).exists()
+    status = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "status", str(store)], capture_output=True,
+                            text=True, check=True).stdout
+    done, total = map(int, re.search(r"tasks done: (\d+) / (\d+)", status).groups())
+    assert 0 < done < total == 8 * 4096 // 16, status
+    verify = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "verify", str(store)], capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr           # what was done is whole

@@ -193,8 +193,15 @@ def test_driver_script_runs_rmtsweep(kind, tmp_path, monkeypatch):
     assert lines[0] == "#!/usr/bin/env bash" and "source /opt/venv/bin/activate" in lines
     assert any(line.startswith(prefix) and "rmtsweep-driver" in line for line in lines)
     assert any(line.startswith(prefix) and "12:00:00" in line for line in lines)
-    assert lines[-1].startswith(f"exec {rmtsweep_command()} run ")       # the same interpreter's rmtsweep
-    args = shlex.split(lines[-1])[1:]
+    args = shlex.split(lines[-1])
+    assert args[0] == "exec"
+    if kind == "pbs":        # no warning signal to ask PBS for: timeout sends SIGTERM 120 s before 12 h
+        assert args[1:7] == ["timeout", "--foreground", "--signal=TERM", "--kill-after=60", "--preserve-status",
+                             f"{12 * 3600 - 120}s"]
+        args = args[6:]
+    else:
+        assert f"#SBATCH --signal=B:TERM@120" in lines
+    args = args[1:]
     assert args[:3] == [rmtsweep_command(), "run", str(tmp_path / "sweeps/big.yaml")]
     options = dict(zip(args[3::2], args[4::2], strict=True))
     assert options == {
@@ -202,6 +209,13 @@ def test_driver_script_runs_rmtsweep(kind, tmp_path, monkeypatch):
         "--cluster-config": str(tmp_path / "site.yaml"), "--queue": "compute", "--account": "proj42",
         "--cores": "4", "--memory": "8GB", "--walltime": "02:00:00", "--interface": "lo",
     }
+
+
+def test_a_stop_warning_longer_than_the_driver_walltime_is_refused():
+    cfg = ClusterConfig(walltime="00:01:00", driver_stop_warning=120)
+    with pytest.raises(ClusterError, match=r"driver_stop_warning 120 s must be shorter than the driver's walltime "
+                                           r"00:01:00"):
+        driver_script("slurm", cfg, Path("s.yaml"), Path("s.zarr"), None, None)
 
 
 def test_driver_script_defaults_to_the_shipped_config():
