@@ -7,7 +7,7 @@ The Python entry point::
     with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
         run_sweep(load_sweep("sweeps/demo.yaml"), "store/demo.zarr", client)
 
-What a run guarantees (tested in tests/test_resume.py):
+What a run guarantees (tested in tests/integration/test_resume.py):
 
 - a store holds one sweep; a rerun computes only tasks whose ``done`` flags are not all set, and
   never rewrites a finished one; a task killed between its data and its ``done`` is recomputed;

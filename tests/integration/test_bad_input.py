@@ -22,7 +22,7 @@ def _without(key: str):
     return mutate
 
 
-# Every case of the spec's table (tests/test_spec.py: file, field, value in the message), plus the
+# Every case of the spec's table (tests/unit/test_spec.py: file, field, value in the message), plus the
 # ones only a file can have, each run through the real command line.
 SWEEP_CASES = [
     *BAD,

@@ -1,7 +1,7 @@
 """Dask workers as real SLURM jobs (needs a SLURM controller; see deploy/slurm/local-slurm.sh).
 
     bash deploy/slurm/local-slurm.sh start /tmp/slurm && export SLURM_CONF=/tmp/slurm/slurm.conf
-    python -m pytest tests/test_slurm.py -m slurm
+    python -m pytest tests/integration/test_slurm.py -m slurm
 """
 
 from __future__ import annotations
