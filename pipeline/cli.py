@@ -288,11 +288,27 @@ def figures(stores: tuple[Path, ...], out: Path) -> None:
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output file.")
 @click.option("--group", default=None, help="Export a group of the store instead, e.g. comparison.")
 @click.option("--var", "variables", multiple=True, help="Only these variables (repeatable).")
-def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: tuple[str, ...]) -> None:
-    """Export STORE (or its comparison group) as tidy CSV or netCDF."""
-    from .analysis.export import export as export_store
+@click.option("--phase-diagram", is_flag=True,
+              help="Write the transition curves instead: per SNR line the empirical transition SNR with a "
+                   "bootstrap interval over replicates, and theory's population and sample thresholds (CSV).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Bootstrap resamples per line (--phase-diagram).")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Coverage of the bootstrap interval (--phase-diagram).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap (--phase-diagram).")
+def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: tuple[str, ...],
+           phase_diagram: bool, n_boot: int, level: float, seed: int) -> None:
+    """Export STORE (or its comparison group) as tidy CSV or netCDF, or its phase diagram as CSV."""
+    from .analysis.export import export as export_store, export_phase_diagram
     with _corruption_named(store_path):
-        click.echo(export_store(store_path, out, fmt, group, list(variables) or None))
+        if phase_diagram:
+            if fmt != "csv" or group or variables:
+                raise RmtsweepError("--phase-diagram writes one CSV table of the store's SNR lines; drop "
+                                    "--format, --group and --var")
+            written, method = export_phase_diagram(store_path, out, n_boot, level, seed)
+            click.echo(f"{written}: transition SNR per line ({method})")
+        else:
+            click.echo(export_store(store_path, out, fmt, group, list(variables) or None))
 
 
 class Stopped(BaseException):

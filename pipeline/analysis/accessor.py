@@ -6,6 +6,7 @@ Registered when :mod:`rmtsweep` is imported::
     ds = rmtsweep.open_store("store/demo.zarr")
     cmp = ds.rmt.compare()                   # lazy: nothing is read or computed until asked
     ds.rmt.transition().compute()            # empirical transition SNR per (delta, gamma, T, weights)
+    ds.rmt.phase_diagram()                   # ... with bootstrap intervals and theory's thresholds (a table)
     ds.rmt.plot(x="snr", y="gamma", var="overlap", out="maps/")
 """
 
@@ -34,6 +35,15 @@ class RmtAccessor:
     def transition(self, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
         """Empirical transition SNR per line (detection rate crossing 1/2), lazy."""
         return self.compare(margin_factor)["transition_snr_empirical"]
+
+    def phase_diagram(self, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
+                      margin_factor: float = MARGIN_FACTOR) -> "pandas.DataFrame":  # noqa: F821
+        """The transition curves with bootstrap intervals (:func:`rmtsweep.analysis.phase.phase_diagram`).
+
+        Reads the eigenvalues (the bootstrap needs every replicate), so it computes.
+        """
+        from .phase import phase_diagram
+        return phase_diagram(self._ds, n_boot, level, seed, margin_factor)
 
     def plot(self, x: str, y: str, var: str, out: str | Path = "maps", select: dict | None = None,
              widgets: bool | None = None) -> tuple[Path, Path]:

@@ -39,8 +39,8 @@ from ..theory import finite_d
 from ..theory.on_grid import pooled_kurtosis
 from .stats import mean_sem
 
-__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "done_digest", "open_source", "summary",
-           "theory_detection_rate", "transition_snr", "write_comparison"]
+__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "crossing", "detected", "detection_margin", "done_digest",
+           "open_source", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
 
 MARGIN_FACTOR = 1.0
 GROUP = "comparison"
@@ -82,18 +82,61 @@ def _held(name: str, mean, sem, theory, what: str, units: str) -> dict[str, xr.D
             f"{name}_z": z.assign_attrs(long_name=f"z-score (error / standard error), {what}", units="1")}
 
 
-def _crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
-    """First upward crossing of 1/2 along the last axis, linearly interpolated (NaN if none)."""
+def signal_pair(eig: xr.DataArray, ov: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """The top-k eigenpair best aligned with ``u`` (uncentred tables): its eigenvalue, alignment, index (lazy)."""
+    best = ov.fillna(-1.0).argmax("k")
+    return eig.where(eig["k"] == best + 1).max("k"), ov.where(ov["k"] == best + 1).max("k"), best
+
+
+def detection_margin(edge: xr.DataArray, d: int, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
+    """The detection margin ``margin_factor * kappa lambda_+ * d^(-2/3)`` above the predicted edge."""
+    return margin_factor * edge * d ** (-2.0 / 3.0)
+
+
+def _hits(tested: xr.DataArray, edge: xr.DataArray, margin: xr.DataArray, done: xr.DataArray) -> xr.DataArray:
+    return (tested > edge + margin).where(done)
+
+
+def detected(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
+    """Per replicate and SNR: 1 where the tested eigenvalue clears the edge plus the margin, 0 where not.
+
+    NaN for replicates not done. The tested eigenvalue is ``lambda_1``, or for an uncentred table
+    the eigenvalue of the top-k eigenvector best aligned with ``u`` (as in :func:`compare`). Lazy.
+    """
+    ds = open_source(source)
+    eig = ds["eigenvalues"]
+    tested = (signal_pair(eig, ds["overlap"])[0] if ds.attrs.get("table_centering", "class") == "none"
+              else eig.sel(k=1, drop=True))
+    edge = ds["theory_edge"]
+    return _hits(tested, edge, detection_margin(edge, int(ds.attrs["d"]), margin_factor), ds["done"])
+
+
+def crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
+    """First upward crossing of 1/2 along the last axis, linearly interpolated (NaN if none).
+
+    Censored (NaN) where the rate never reaches 1/2 or is already at or above it at the first SNR.
+    NaN rates are skipped (the crossing is taken between the neighbouring finite points). Vectorised
+    over the leading axes, so a bootstrap's thousands of resampled lines cost one call.
+    """
+    rate = np.asarray(rate, dtype=float)
+    if rate.ndim == 1:
+        return crossing(rate[None], snr)[0]
     out = np.full(rate.shape[:-1], np.nan)
-    for idx in np.ndindex(*rate.shape[:-1]):
-        r = rate[idx]
-        ok = np.isfinite(r)
-        r, s = r[ok], snr[ok]
-        above = np.nonzero(r >= 0.5)[0]
-        if above.size == 0 or above[0] == 0:
-            continue  # never reaches 1/2, or already above it at the first SNR: censored
-        i = above[0]
-        out[idx] = s[i - 1] + (0.5 - r[i - 1]) * (s[i] - s[i - 1]) / (r[i] - r[i - 1])
+    gappy = np.isnan(rate).any(axis=-1) & np.isfinite(rate).any(axis=-1)
+    full = np.isfinite(rate).all(axis=-1)
+    r = rate[full]
+    if r.size:
+        above = r >= 0.5
+        first = above.argmax(axis=-1)
+        ok = above.any(axis=-1) & (first > 0)
+        rows, i = np.nonzero(ok)[0], first[ok]
+        r0, r1 = r[rows, i - 1], r[rows, i]
+        vals = np.full(r.shape[0], np.nan)
+        vals[rows] = snr[i - 1] + (0.5 - r0) * (snr[i] - snr[i - 1]) / (r1 - r0)
+        out[full] = vals
+    for idx in zip(*np.nonzero(gappy)):
+        keep = np.isfinite(rate[idx])
+        out[idx] = crossing(rate[idx][keep], np.asarray(snr)[keep])
     return out
 
 
@@ -105,7 +148,7 @@ def transition_snr(rate: xr.DataArray) -> xr.DataArray:
     """
     if rate.chunks is not None:
         rate = rate.chunk({"snr": -1})
-    return xr.apply_ufunc(_crossing, rate, kwargs={"snr": rate["snr"].values},
+    return xr.apply_ufunc(crossing, rate, kwargs={"snr": rate["snr"].values},
                           input_core_dims=[["snr"]], output_core_dims=[[]], dask="parallelized",
                           output_dtypes=[float])
 
@@ -192,9 +235,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     out["lambda1_rel_error"] = (out["lambda1_error"] / out["lambda1_theory"]).assign_attrs(
         long_name="relative error of lambda_1, (MC - theory) / theory", units="1")
     if centering == "none":
-        best = ov.fillna(-1.0).argmax("k")
-        sig_lam = eig.where(eig["k"] == best + 1).max("k")       # the eigenpair best aligned with u (lazy)
-        sig_ov = ov.where(ov["k"] == best + 1).max("k")
+        sig_lam, sig_ov, best = signal_pair(eig, ov)
         out.update(_held("signal_lambda", *mean_sem(sig_lam, done), arr("theory_signal_outlier"),
                          "the signal eigenvalue (top-k eigenvector best aligned with u)",
                          "same units as the eigenvalues of S"))
@@ -212,8 +253,8 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
                          "top alignment |u_hat_1^T u|^2", "1"))
         tested = lam1
     edge = arr("theory_edge")
-    margin = margin_factor * edge * d ** (-2.0 / 3.0)
-    rate = (tested > edge + margin).where(done).mean("replicate")
+    margin = detection_margin(edge, d, margin_factor)
+    rate = _hits(tested, edge, margin, done).mean("replicate")
     out["n_done"] = done.sum("replicate").assign_attrs(long_name="replicates done", units="1")
     out["detection_margin"] = margin.assign_attrs(long_name="detection margin above kappa lambda_+",
                                                   units="same units as the eigenvalues of S")

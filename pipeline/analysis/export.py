@@ -22,7 +22,7 @@ from ..errors import SelectionError
 from ..types import ExportFormat
 from .compare import open_source
 
-__all__ = ["FORMATS", "export", "read_tidy", "select", "to_tidy"]
+__all__ = ["FORMATS", "export", "export_phase_diagram", "output_file", "read_tidy", "select", "to_tidy"]
 
 FORMATS = get_args(ExportFormat)
 
@@ -77,8 +77,7 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
     if fmt not in FORMATS:
         raise SelectionError(f"--format {fmt!r}: unknown format (valid: {', '.join(FORMATS)})")
     ds = select(open_source(path, group).load(), variables, fmt)  # validates path and group first
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = output_file(out)
     if fmt == "csv":
         to_tidy(ds).to_csv(out, index=False)
     else:
@@ -93,6 +92,39 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
             os.replace(tmp, out)          # never a half-written file under the requested name
         finally:
             tmp.unlink(missing_ok=True)
+    return out
+
+
+def export_phase_diagram(path: str | Path, out: str | Path, n_boot: int = 1000, level: float = 0.95,
+                         seed: int = 0) -> tuple[Path, str]:
+    """Write :func:`rmtsweep.analysis.phase.phase_diagram` of the store at ``path`` as a CSV; returns (out, method)."""
+    from .phase import phase_diagram
+    out = output_file(out)
+    table = phase_diagram(path, n_boot=n_boot, level=level, seed=seed)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        table.to_csv(tmp, index=False)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out, table.attrs["method"]
+
+
+def output_file(out: str | Path) -> Path:
+    """``out`` as a file to write, its missing parents created (``mkdir -p``); one-line errors otherwise.
+
+    Raises
+    ------
+    SelectionError
+        When ``out`` is a directory, or one of its parents is a file.
+    """
+    out = Path(out)
+    if out.is_dir():
+        raise SelectionError(f"--out {out}: is a directory; give a file name, e.g. {out / 'table.csv'}")
+    blocking = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise SelectionError(f"--out {out}: {blocking} is a file, not a directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
     return out
 
 

@@ -1,0 +1,104 @@
+"""The phase diagram as a table: per SNR line, the empirical transition with a bootstrap interval, and theory's.
+
+A *line* is one ``(delta, gamma, T, weights)`` point swept along ``snr``. Its empirical transition
+is where the detection rate (:func:`rmtsweep.analysis.compare.detected`) first crosses 1/2,
+interpolated linearly between grid SNRs (:func:`~rmtsweep.analysis.compare.crossing`). The interval
+is a percentile bootstrap over replicates: a replicate is resampled as a whole (all its SNR values
+come from the same draws, so they are resampled together), the crossing is recomputed, and the
+``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles are reported. A resample whose rate never
+reaches 1/2 on the grid (or starts above it) has no crossing; ``censored_fraction`` says how many,
+and a bound that falls on such resamples is NaN rather than a number the grid cannot support.
+Beside it, the theory's population threshold ``theory_snr_population`` and finite-N sample
+threshold ``theory_snr_sample`` (docs/theory.md §3.2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ..dims import TIDY_ORDER
+from .compare import MARGIN_FACTOR, crossing, detected, open_source
+
+__all__ = ["COLUMNS", "phase_diagram"]
+
+COLUMNS = {
+    "transition_snr": "SNR where the detection rate crosses 1/2 (all done replicates; NaN if censored)",
+    "ci_low": "lower bound of the bootstrap percentile interval (NaN if it falls on censored resamples)",
+    "ci_high": "upper bound of the bootstrap percentile interval (NaN if it falls on censored resamples)",
+    "censored_fraction": "fraction of bootstrap resamples with no crossing on the SNR grid",
+    "n_replicates": "done replicates on the line",
+    "theory_snr_population": "theory: population threshold (outlier appears as N -> infinity)",
+    "theory_snr_sample": "theory: sample threshold at the sweep's gamma (finite N, d -> infinity)",
+    "snr_min": "smallest SNR on the grid", "snr_max": "largest SNR on the grid",
+}
+
+
+def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
+                  margin_factor: float = MARGIN_FACTOR) -> "pandas.DataFrame":  # noqa: F821
+    """The transition curves of a store as a tidy table, one row per SNR line.
+
+    Parameters
+    ----------
+    source
+        A store path or an opened store dataset.
+    n_boot
+        Bootstrap resamples of the replicates per line.
+    level
+        Coverage of the percentile interval.
+    seed
+        Seed of the resampling (the table is reproducible).
+    margin_factor
+        Detection margin, as in :func:`rmtsweep.analysis.compare.compare`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The line's coordinates, then :data:`COLUMNS`; ``attrs`` hold the method and its settings.
+
+    Examples
+    --------
+    >>> table = phase_diagram("store/demo.zarr", n_boot=200)          # doctest: +SKIP
+    >>> table[["delta", "gamma", "weights", "transition_snr", "ci_low", "ci_high"]]  # doctest: +SKIP
+    """
+    import pandas as pd
+
+    if n_boot < 1 or not 0 < level < 1:
+        raise ValueError(f"n_boot must be >= 1 and level in (0, 1); got {n_boot} and {level}")
+    ds = open_source(source)
+    hits = detected(ds, margin_factor).load()
+    snr = hits["snr"].values.astype(float)
+    line_dims = [d for d in TIDY_ORDER if d in hits.dims and d not in ("snr", "replicate")]
+    hits = hits.transpose(*line_dims, "replicate", "snr")
+    rng = np.random.default_rng(seed)
+    tail = (1 - level) / 2
+    rows = []
+    for idx in np.ndindex(*hits.shape[:-2]):
+        h = hits.values[idx]
+        h = h[np.isfinite(h).all(axis=-1)]                          # the done replicates
+        n = h.shape[0]
+        point = crossing(h.mean(axis=0), snr) if n else np.nan
+        if n:
+            rates = h[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)          # (n_boot, snr)
+            boot = crossing(rates, snr)
+            censored = np.isnan(boot)
+            # a censored resample lies off the grid: below it if it starts above 1/2, else above it
+            ordered = np.where(censored, np.where(rates[:, 0] >= 0.5, -np.inf, np.inf), boot)
+            lo, hi = np.quantile(ordered, [tail, 1 - tail], method="inverted_cdf")   # no inf - inf
+            lo, hi = (float(v) if np.isfinite(v) else np.nan for v in (lo, hi))
+            frac = float(censored.mean())
+        else:
+            lo = hi = frac = np.nan
+        coords = {d: hits[d].values[i] for d, i in zip(line_dims, idx)}
+        rows.append({**coords, "transition_snr": float(point), "ci_low": lo, "ci_high": hi,
+                     "censored_fraction": frac, "n_replicates": n})
+    table = pd.DataFrame(rows)
+    for name in ("theory_snr_population", "theory_snr_sample"):
+        th = ds[name].load().transpose(*[d for d in line_dims if d in ds[name].dims])
+        table[name] = [float(th.sel({d: r[d] for d in th.dims}).values) for r in rows]
+    table["snr_min"], table["snr_max"] = snr.min(), snr.max()
+    table.attrs = {"method": f"percentile bootstrap over replicates, {n_boot} resamples, level {level}, seed {seed}",
+                   "margin_factor": margin_factor, "columns": COLUMNS}
+    return table
