@@ -16,6 +16,8 @@ from tests.helpers import BASE, CHROMIUM_HOW, SLURM_HOW, build_store, chromium, 
 
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
+        if item.nodeid.endswith(".ipynb"):               # a notebook run end to end (nbmake) is a slow test
+            item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("requires_slurm") and (why := slurm_problem()):
             item.add_marker(pytest.mark.skip(reason=f"{why}; {SLURM_HOW}"))
         if item.get_closest_marker("requires_chromium") and chromium() is None:
