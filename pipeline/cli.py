@@ -255,17 +255,27 @@ def _selection(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--y", "y", required=True, help="Grid axis up: delta, gamma, snr, T or weights.")
 @click.option("--var", "var", required=True, help="Store or comparison variable, e.g. overlap, lambda1_z.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("maps"), show_default=True,
-              help="Directory for the HTML and PNG.")
+              help="Directory for the maps (created if missing), or a file such as fig.pdf (its suffix is the "
+                   "format).")
 @click.option("--widgets/--facets", default=None,
               help="HTML with widgets or facets over the other axes (default: facets up to 12 panels).")
 @click.option("--select", "select", multiple=True, metavar="DIM=VALUE", help="Fix an axis (or k) first.")
+@click.option("--format", "formats", multiple=True, metavar="FMT",
+              help="html, png, svg or pdf; repeat or comma-separate, e.g. --format png,pdf (default: html and png).")
+@click.option("--clim", default=None, metavar="LO,HI",
+              help="Colour limits instead of the chosen ones (0-1 for rates and alignments, robust otherwise).")
 def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | None,
-         select: tuple[str, ...]) -> None:
-    """Heat map of VAR over the axes X and Y of STORE, with the theory's transitions (HTML + PNG)."""
+         select: tuple[str, ...], formats: tuple[str, ...], clim: str | None) -> None:
+    """Heat map of VAR over the axes X and Y of STORE, with the theory's transitions (HTML + PNG by default).
+
+    Every panel is drawn: beyond 24, static files are split into pages NAME-p1.png, NAME-p2.png, ...
+    """
     from .analysis.plots import plot_map
     with _corruption_named(store_path):
-        html, png = plot_map(store_path, x, y, var, out, widgets, _selection(select))
-    click.echo(f"{html}\n{png}")
+        paths = plot_map(store_path, x, y, var, out, widgets, _selection(select), clim=clim,
+                         formats=formats or None, notes=lambda line: click.echo(line, err=True))
+    for path in paths:
+        click.echo(path)
 
 
 @cli.command()

@@ -1,12 +1,17 @@
 """Heat maps of any store or comparison variable over two grid axes, with the theory's transitions.
 
-The map is drawn through hvplot (``quadmesh``) and saved twice: an interactive HTML page with every
-resource inline (it renders offline, no CDN) and a static PNG through holoviews' matplotlib backend
-(no browser needed). Per-replicate variables are averaged over the replicates whose ``done`` flag is
-set; ``k`` defaults to 1 (the top eigenpair). The remaining grid axes become facets (or widgets in
-the HTML with ``widgets=True``; the PNG is always faceted). Over each panel the population and
-sample transitions (``theory_snr_population``, ``theory_snr_sample``) are drawn as curves in the
-plotted plane: SNR against delta, gamma, T or weights, or contours in the (delta, gamma) plane.
+The map is drawn through hvplot (``quadmesh``) into an interactive HTML page with every resource
+inline (it renders offline, no CDN), and through matplotlib into static PNG / SVG / PDF files (no
+browser needed; :mod:`rmtsweep.analysis.map_static`), every panel of them, on pages of at most
+``max_panels``. Per-replicate variables are averaged over the replicates whose ``done`` flag is
+set; ``k`` defaults to 1 (the top eigenpair); the title says which ``k`` and statistic is shown.
+The colour scale is chosen per quantity (:mod:`rmtsweep.analysis.map_style`: exactly 0-1 for rates
+and alignments, symmetric for errors, a discrete legend for categorical variables such as
+``theory_phase``, robust limits otherwise; ``clim`` overrides). The remaining grid axes become
+facets (or widgets in the HTML with ``widgets=True``; static files are always faceted). Over each
+panel the population and sample transitions (``theory_snr_population``, ``theory_snr_sample``) are
+drawn as curves in the plotted plane: SNR against delta or gamma, or contours in the (delta, gamma)
+plane; not over a categorical axis (T, weights), where a line between categories means nothing.
 
 Plotting libraries are imported inside the functions, so ``rmtsweep run`` never loads them.
 """
@@ -14,8 +19,11 @@ Plotting libraries are imported inside the functions, so ``rmtsweep run`` never 
 from __future__ import annotations
 
 import contextlib
+import html
 import itertools
+import math
 from pathlib import Path
+from typing import Callable, Iterable
 
 import numpy as np
 import xarray as xr
@@ -24,24 +32,33 @@ from .. import theory
 from ..dims import AXES
 from ..errors import SelectionError
 from .compare import GROUP, compare, open_source
+from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
+from .map_static import TRANSITIONS, save_static
+from .map_style import MapFigure, Panel, colour_scale, statistic
 
-__all__ = ["heat_map", "map_data", "plot_map", "save_map", "snr_transition", "transition_curves"]
+__all__ = ["heat_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition", "title_points",
+           "transition_curves"]
 
-DIVERGING = ("_error", "_z")
 MAX_PANELS = 24
 CATEGORICAL = ("T", "weights")  # drawn at equally spaced positions, labelled with their values
+HTML_COLUMNS = 3
+FRAME = {1: (520, 360), 2: (420, 300), 3: (300, 230)}    # (width, height) of a panel's data area, px
+# the faceted HTML fits a 1400 px window: 3 x (300 + ~80 y axis) + ~120 colour bar on the last column
 
 
 def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None) -> tuple[xr.DataArray, xr.Dataset]:
     """The variable to map (replicate-averaged, ``k`` selected) and the store it came from.
 
     ``var`` may be a store variable or a comparison variable (read from the store's ``comparison``
-    group when present, computed on the fly otherwise).
+    group when present, computed on the fly otherwise). The result's ``map_statistic`` attr says
+    what is shown, e.g. ``overlap (k=1), mean over 8 replicates``.
     """
     ds = open_source(path)
+    per_replicate = False
     if var in ds.data_vars:
         da = ds[var]
         if "replicate" in da.dims:
+            per_replicate = True
             da = da.where(ds["done"]).mean("replicate").assign_attrs(da.attrs)
     else:
         try:
@@ -52,6 +69,7 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
             choices = sorted(set(ds.data_vars) | set(cmp.data_vars))
             raise SelectionError(f"--var {var!r}: not a variable of {path} (valid: {', '.join(choices)})")
         da = cmp[var]
+    done = ds["done"]
     for dim, value in (select or {}).items():
         if dim not in da.dims:
             raise SelectionError(f"--select {dim}: not a dimension of {var} (valid: {', '.join(da.dims)})")
@@ -62,12 +80,20 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
         except (KeyError, ValueError):
             raise SelectionError(f"--select {dim}={value}: not on the axis (valid: "
                                  f"{', '.join(map(str, da[dim].values))})") from None
+        if dim in done.dims:
+            done = done.sel({dim: cast(value)})
+    k = da["k"].item() if "k" in da.coords and da["k"].ndim == 0 else None
     if "k" in da.dims:
-        da = da.sel(k=1, drop=True)
+        da, k = da.sel(k=1, drop=True), 1
+    elif k is None and (var.startswith("lambda1_") or
+                        (var.startswith("overlap_") and ds.attrs.get("table_centering", "class") == "class")):
+        k = 1                                               # the comparison holds the top eigenpair
     extra = [d for d in da.dims if d not in AXES]
     if extra:
         raise SelectionError(f"--var {var}: has the non-grid dimension(s) {extra}; pick one value with --select")
-    return da.load(), ds
+    da = da.load()
+    da.attrs["map_statistic"] = statistic(var, done, per_replicate, k)
+    return da, ds
 
 
 def snr_transition(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None) -> np.ndarray:
@@ -108,7 +134,7 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
 
 @contextlib.contextmanager
 def _backends():
-    """Both holoviews plotting backends loaded, bokeh current; the caller's current backend restored.
+    """Holoviews' bokeh plotting backend loaded and current; the caller's current backend restored.
 
     Loads the backends by import (what ``hv.extension`` does in a script, without notebook output),
     so a notebook's own holoviews, panel and matplotlib settings are left as they were.
@@ -117,7 +143,6 @@ def _backends():
 
     before = hv.Store.current_backend              # read first: importing a backend may make it current
     import holoviews.plotting.bokeh  # noqa: F401
-    import holoviews.plotting.mpl  # noqa: F401
 
     hv.Store.set_current_backend("bokeh")
     try:
@@ -126,104 +151,221 @@ def _backends():
         hv.Store.set_current_backend(before)
 
 
-def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str):
-    """A ``holoviews.HoloMap`` of heat maps (one per value of the remaining axes) with transition curves."""
-    import holoviews as hv
-
-    with _backends():                                 # hvplot's import picks a backend too: import it inside
-        import hvplot.xarray  # noqa: F401  (registers .hvplot)
-        return _heat_map(hv, da, ds, x, y)
+def _fmt(value) -> str:
+    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
 
 
-def _heat_map(hv, da: xr.DataArray, ds: xr.Dataset, x: str, y: str):
+def _label(ds: xr.Dataset, axis: str) -> str:
+    attrs = ds[axis].attrs
+    units = attrs.get("units", "1")
+    name = attrs.get("long_name", axis)
+    return name if units in ("1", "") else f"{name} ({units})"
+
+
+def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
+               clim: tuple[float, float] | None = None) -> MapFigure:
+    """What a map of ``da`` over ``(x, y)`` draws: one panel per value of the other axes, one colour scale.
+
+    Axes of one value (and values fixed by ``--select``) go into the title rather than each panel's.
+    """
     for axis in (x, y):
         if axis not in da.dims:
             raise SelectionError(f"axis {axis!r}: not a dimension of {da.name} (valid: {', '.join(da.dims)})")
     if x == y:
         raise SelectionError(f"--x and --y are both {x!r}; choose two different axes")
+    name = str(da.name)
     rest = [d for d in da.dims if d not in (x, y)]
-    ticks = {}
-    for a, axis in (("x", x), ("y", y)):
-        if axis in CATEGORICAL:
-            ticks[f"{a}ticks"] = list(enumerate(str(v) for v in ds[axis].values))
-            da = da.assign_coords({axis: np.arange(da.sizes[axis])})
-    diverging = da.name.endswith(DIVERGING)
-    finite = np.abs(da.values[np.isfinite(da.values)])
-    hi = float(np.nanpercentile(finite, 98)) if finite.size else 1.0
-    lo = -hi if diverging else float(np.nanmin(da.values)) if finite.size else 0.0
-    clim = (lo, hi if hi > lo else lo + 1.0)
-    cmap = "RdBu_r" if diverging else "viridis"
-    panels = {}
+    ticks = {a: list(enumerate(str(v) for v in da[a].values)) for a in (x, y) if a in CATEGORICAL}
+    drawn = da.assign_coords({a: np.arange(da.sizes[a]) for a in ticks})
+    fixed = {a: da[a].item() for a in AXES if a in da.coords and da[a].ndim == 0}
+    fixed.update({d: da[d].values[0] for d in rest if da.sizes[d] == 1})
+    fixed = {a: fixed[a] for a in AXES if a in fixed}
+    varying = [d for d in rest if da.sizes[d] > 1]
+    transitions = not ticks and ("snr" in (x, y) or {x, y} == {"delta", "gamma"})
+    head = da.attrs.get("map_statistic", name)
+    title = head + ("; " + ", ".join(f"{a}={_fmt(v)}" for a, v in fixed.items()) if fixed else "")
+    panels = []
     for key in itertools.product(*(da[d].values for d in rest)):
         at = dict(zip(rest, key))
-        sub = da.sel(at)
-        title = ", ".join(f"{k}={v}" for k, v in at.items())
-        qm = sub.hvplot.quadmesh(x=x, y=y, cmap=cmap, clim=clim, colorbar=True, width=360, height=280,
-                                 title=title, clabel=str(da.name), **ticks)
-        qm = qm.opts(backend="matplotlib", cmap=cmap, clim=clim, colorbar=True, title=title, fig_inches=3.6,
-                     clabel=str(da.name), **ticks)
-        layers = [qm]
-        full = {**{a: ds[a].values[0] for a in AXES}, **at}
-        for kind, style in (("population", "dashed"), ("sample", "solid")):
-            for path in transition_curves(ds, x, y, full).get(kind, []):
-                c = hv.Curve(path, x, y, label=f"{kind} transition")
-                c = c.opts(color="black", line_dash=style, line_width=2, show_legend=not layers[1:]).opts(
-                    backend="matplotlib", color="black", linestyle=style, linewidth=1.5)
-                layers.append(c)
-        panels[tuple(str(k) for k in key) or ("all",)] = hv.Overlay(layers).opts(legend_position="bottom_right")
-    return hv.HoloMap(panels, kdims=rest or ["panel"], sort=False)      # facets in the sweep's order
+        full = {**{a: ds[a].values[0] for a in AXES}, **fixed, **at}
+        panels.append(Panel(tuple(str(k) for k in key) or ("all",), ", ".join(f"{d}={_fmt(at[d])}" for d in varying),
+                            drawn.sel(at).transpose(y, x), transition_curves(ds, x, y, full) if transitions else {}))
+    return MapFigure(name, x, y, title, tuple(panels), colour_scale(da, clim), {a: _label(ds, a) for a in (x, y)},
+                     ticks, tuple(rest), transitions)
 
 
-def save_map(hmap, out: Path, stem: str, widgets: bool | None = None,
-             max_panels: int = MAX_PANELS) -> tuple[Path, Path]:
-    """Write ``<stem>.html`` (inline resources: works offline) and ``<stem>.png`` (matplotlib backend).
+def _joined(paths: list[np.ndarray]) -> np.ndarray:
+    """Paths as one (n, 2) array, NaN rows between them (one legend entry, the line breaks at NaN)."""
+    parts = [np.vstack([p, np.full((1, 2), np.nan)]) for p in paths]
+    return np.vstack(parts)[:-1] if parts else np.full((1, 2), np.nan)   # not empty: bokeh hides empty lines' legend
 
-    ``widgets=None`` chooses widgets for the HTML when there are more than ``max_panels // 2``
-    panels; the PNG always shows facets, at most ``max_panels`` of them (narrow the rest with
-    ``--select``).
+
+def title_points(text: str, width: float, sizes: tuple[int, ...] = (10, 9, 8, 7)) -> int:
+    """The largest title font size (pt) at which ``text`` fits ``width`` px in bold DejaVu Sans.
+
+    DejaVu Sans is what the browser falls back to here for bokeh's Helvetica, and is wider than it.
     """
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    for pt in sizes:
+        font = FontProperties(family="DejaVu Sans", weight="bold", size=pt * 96 / 72)     # CSS px
+        if TextToPath().get_text_width_height_descent(text, font, ismath=False)[0] <= width:
+            return pt
+    return sizes[-1]
+
+
+def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int]):
+    s = fig.scale
+    pt = title_points(panel.title, frame[0])
+    opts = dict(cmap=s.cmap, clim=(s.lo, s.hi), colorbar=True, frame_width=frame[0], frame_height=frame[1],
+                title=panel.title, clabel=fig.var, xlabel=fig.labels[fig.x], ylabel=fig.labels[fig.y],
+                logz=s.kind == "log", fontsize={"title": f"{pt}pt", "labels": "10pt"})
+    opts.update({f"{a}ticks": fig.ticks[axis] for a, axis in (("x", fig.x), ("y", fig.y)) if axis in fig.ticks})
+    qm = panel.data.hvplot.quadmesh(x=fig.x, y=fig.y, **opts)
+    if s.kind == "log":                                  # 1-2-5 steps, not only the decades
+        from bokeh.models import FixedTicker
+        steps = [m * 10.0 ** e for e in range(math.floor(math.log10(s.lo)), math.ceil(math.log10(s.hi)) + 1)
+                 for m in (1, 2, 5) if s.lo <= m * 10.0 ** e <= s.hi]
+        qm = qm.opts(colorbar_opts={"ticker": FixedTicker(ticks=steps),
+                                    "major_label_overrides": {t: f"{t:g}" for t in steps}})
+    if s.kind == "categorical":
+        from bokeh.models import FixedTicker
+        values = [v for v, _ in s.categories]
+        bounds = [values[0] - 0.5] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 0.5]
+        qm = qm.opts(cmap=s.colours(), color_levels=bounds, clim=(bounds[0], bounds[-1]),
+                     colorbar_opts={"ticker": FixedTicker(ticks=values),
+                                    "major_label_overrides": {v: n for v, n in s.categories}})
+    layers = [qm]
+    if fig.transitions:
+        for kind, style in TRANSITIONS:
+            xy = _joined(panel.curves.get(kind, []))
+            layers.append(hv.Curve(xy, fig.x, fig.y).opts(color="white", line_width=3.5, alpha=0.5,
+                                                                          line_join="round"))
+            layers.append(hv.Curve(xy, fig.x, fig.y, label=f"{kind} transition").opts(
+                color="black", line_dash=style, line_width=2, line_join="round"))
+    return hv.Overlay(layers).opts(legend_position="top", legend_cols=1, legend_opts={
+        "label_text_font_size": "8pt", "glyph_width": 30, "glyph_height": 12, "spacing": 0, "padding": 4,
+        "margin": 2, "label_height": 12})
+
+
+def _holomap(hv, fig: MapFigure, frame: tuple[int, int] = FRAME[1]):
+    panels = {p.key: _hv_panel(hv, fig, p, frame) for p in fig.panels}
+    return hv.HoloMap(panels, kdims=list(fig.facets) or ["panel"], sort=False)      # facets in the sweep's order
+
+
+def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str, clim: tuple[float, float] | None = None):
+    """A ``holoviews.HoloMap`` of heat maps (one per value of the remaining axes) with transition curves."""
     import holoviews as hv
+
+    fig = map_figure(da, ds, x, y, clim)
+    with _backends():                                 # hvplot's import picks a backend too: import it inside
+        import hvplot.xarray  # noqa: F401  (registers .hvplot)
+        return _holomap(hv, fig)
+
+
+def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
+    import holoviews as hv
+    import hvplot.xarray  # noqa: F401
     from bokeh.embed import file_html
     from bokeh.resources import INLINE
 
-    out.mkdir(parents=True, exist_ok=True)
-    with _backends():
-        return _save_map(hv, file_html, INLINE, hmap, out, stem, widgets, max_panels)
-
-
-def _save_map(hv, file_html, INLINE, hmap, out: Path, stem: str, widgets: bool | None, max_panels: int
-              ) -> tuple[Path, Path]:
-    html, png = out / f"{stem}.html", out / f"{stem}.png"
-    n = len(hmap)
-    frames = list(hmap.values())[:max_panels]
-    layout = hv.Layout(frames).cols(min(len(frames), 4)) if n > 1 else hmap.last
-    if n > 1:
-        layout = layout.opts(sublabel_format="", backend="matplotlib")
-    if widgets is None:
-        widgets = n > max_panels // 2
+    n = len(fig.panels)
     if widgets and n > 1:
         import panel as pn
         with pn.config.set(inline=True):
-            pn.panel(hmap).save(str(html), embed=True, resources=INLINE, title=stem)
-    else:
-        html.write_text(file_html(hv.render(layout, backend="bokeh"), INLINE, stem))
-    hv.save(layout, str(png), backend="matplotlib", dpi=80)
-    return html, png
+            heading = pn.pane.HTML(f"<h3>{html.escape(fig.title)}</h3>")      # Markdown would link a CDN css
+            page = pn.Column(heading, pn.panel(_holomap(hv, fig)))
+            page.save(str(path), embed=True, resources=INLINE, title=path.stem)
+        return
+    rows = math.ceil(n / HTML_COLUMNS)
+    cols = math.ceil(n / rows)
+    frames = list(_holomap(hv, fig, FRAME[cols]).values())
+    for i, frame in enumerate(frames):                 # one colour bar per row (the scale is shared), at the
+        if i % cols != cols - 1:                       # right: in the last column, which the first row fills
+            frames[i] = frame.opts(hv.opts.QuadMesh(colorbar=False), clone=True)
+    layout = hv.Layout(frames).cols(cols).opts(title=fig.title, fontsize={"title": "12pt"})
+    path.write_text(file_html(hv.render(layout, backend="bokeh"), INLINE, path.stem))
+
+
+def save_map(fig: MapFigure, out: Path, stem: str, widgets: bool | None = None, max_panels: int = MAX_PANELS,
+             formats: Iterable[str] = DEFAULT_FORMATS) -> list[Path]:
+    """Write ``<stem>.html`` (inline resources: works offline) and static ``<stem>[-p<i>].<fmt>`` files.
+
+    ``widgets=None`` chooses widgets for the HTML when there are more than ``max_panels // 2``
+    panels; static files always show facets, every panel, on pages of at most ``max_panels``.
+    Returns the paths written, in the order of ``formats``.
+    """
+    make_directory(out)
+    if widgets is None:
+        widgets = len(fig.panels) > max_panels // 2
+    paths: list[Path] = []
+    for fmt in parse_formats(formats) or DEFAULT_FORMATS:
+        if fmt == "html":
+            with _backends():
+                _save_html(fig, out / f"{stem}.html", widgets)
+            paths.append(out / f"{stem}.html")
+        else:
+            paths += save_static(fig, out, stem, (fmt,), max_panels)
+    return paths
 
 
 def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str | Path, widgets: bool | None = None,
-             select: dict | None = None) -> tuple[Path, Path]:
-    """Map ``var`` over the axes ``x`` and ``y`` of the store at ``path``; returns (html, png) paths.
+             select: dict | None = None, *, clim: tuple[float, float] | str | None = None,
+             formats: Iterable[str] | str | None = None, max_panels: int = MAX_PANELS,
+             notes: Callable[[str], None] | None = None) -> tuple[Path, ...]:
+    """Map ``var`` over the axes ``x`` and ``y`` of the store at ``path``; returns the paths written.
+
+    Parameters
+    ----------
+    path
+        A store path or an opened store dataset.
+    x, y
+        Grid axes across and up.
+    var
+        A store or comparison variable.
+    out
+        A directory (created if missing), or a file such as ``fig.pdf`` (its suffix is the format).
+    widgets
+        HTML with widgets (True) or facets (False) over the other axes; None: widgets beyond
+        ``max_panels // 2`` panels.
+    select
+        ``{dim: value}`` fixed first (strings are cast to the axis' type); ``k`` picks the eigenpair.
+    clim
+        ``(lo, hi)`` or ``"LO,HI"``: colour limits instead of the chosen ones (not for categorical variables).
+    formats
+        Any of ``html``, ``png``, ``svg``, ``pdf`` (a list or a comma-separated string); default
+        ``html`` and ``png``.
+    max_panels
+        Panels per static page: more panels are split over ``<stem>-p1.png``, ``<stem>-p2.png``, ...
+    notes
+        Called with a line for what the user should know (pages, transitions not drawn).
+
+    Returns
+    -------
+    tuple of Path
+        One HTML file and every static page, in the order of ``formats``: ``(html, png)`` by default.
 
     Examples
     --------
     >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "maps/")  # doctest: +SKIP
+    >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "paper/overlap.pdf", clim=(0, 1))  # doctest: +SKIP
     """
     for name, axis in (("--x", x), ("--y", y)):
         if axis not in AXES:
             raise SelectionError(f"{name} {axis!r}: not a grid axis (valid: {', '.join(AXES)})")
-    da, ds = map_data(path, var, select)
-    hmap = heat_map(da.rename(var), ds, x, y)
     name = path.attrs.get("sweep_name", "store") if isinstance(path, xr.Dataset) else Path(str(path)).stem
-    stem = f"{name}-{var}-{x}-{y}"
-    return save_map(hmap, Path(out), stem, widgets)
+    directory, stem, fmts = output_target(out, f"{name}-{var}-{x}-{y}", formats)
+    da, ds = map_data(path, var, select)
+    fig = map_figure(da.rename(var), ds, x, y, parse_clim(clim))
+    paths = save_map(fig, directory, stem, widgets, max_panels, fmts)
+    say = notes or (lambda line: None)
+    static = [p for p in paths if p.suffix != ".html"]
+    pages = len(static) // max(1, len([f for f in fmts if f != "html"]))
+    if pages > 1:
+        say(f"{len(fig.panels)} panels: each static format on {pages} pages of up to "
+            f"{math.ceil(len(fig.panels) / pages)} panels ({static[0].name} ... {static[pages - 1].name})")
+    if not fig.transitions and "snr" in (x, y):
+        cat = ", ".join(a for a in (x, y) if a in CATEGORICAL)
+        say(f"transitions not drawn: {cat} is categorical (see theory_snr_sample / theory_snr_population)")
+    return tuple(paths)

@@ -1,24 +1,21 @@
-"""Maps and figures: files produced and non-empty; user mistakes are one-line errors."""
+"""Maps and figures: the requested data drawn, every panel, readable scales and legends; one-line errors."""
 
 from __future__ import annotations
 
-import copy
+import base64
+import gzip
+import json
+import os
 import re
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+import xarray as xr
 
-from rmtsweep.analysis.compare import compare, write_comparison
 from rmtsweep.errors import SelectionError
-from rmtsweep.run.execute import compute_task
-from rmtsweep.run.grid import tasks
-from rmtsweep.run.runner import prepare_store
-from rmtsweep.spec import SweepFile, parse_sweep
-from rmtsweep.run.cost import Blocking
-from rmtsweep.store import Writer, blocking_of
-from tests.helpers import BASE, TINY, build_store
+
 
 def _offline(text: str) -> bool:
     """No script or stylesheet is fetched from the network (URLs inside inline JS are not loads)."""
@@ -32,22 +29,121 @@ def _png_ok(path: Path) -> None:
     assert img.ndim == 3 and len(np.unique(img.reshape(-1, img.shape[-1]), axis=0)) > 50   # not blank
 
 
+def _bokeh_docs(text: str) -> list[dict]:
+    """The bokeh documents embedded in an HTML page."""
+    return [json.loads(d) for d in re.findall(r'<script type="application/json" id="[^"]+">\s*(.*?)\s*</script>',
+                                              text, re.S)]
+
+
+def _walk(obj):
+    """Every dict inside a bokeh document, depth first."""
+    if isinstance(obj, dict):
+        yield obj
+        for value in obj.values():
+            yield from _walk(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _walk(value)
+
+
+def _models(text: str, name: str) -> list[dict]:
+    """The attributes of every bokeh model of type ``name`` in the page."""
+    return [o.get("attributes", {}) for d in _bokeh_docs(text) for o in _walk(d) if o.get("name") == name]
+
+
+def _decode(value) -> np.ndarray:
+    if isinstance(value, dict) and value.get("type") == "ndarray":
+        raw = value["array"]
+        if isinstance(raw, dict):                               # base64 bytes, gzipped when large
+            data = base64.b64decode(raw["data"])
+            data = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+            return np.frombuffer(data, dtype=value["dtype"]).astype(float)
+        return np.asarray(raw, dtype=float)
+    return np.asarray(value, dtype=float)
+
+
+def _html_column(text: str, column: str) -> np.ndarray:
+    """All values of the data-source column ``column`` embedded in the page (the cells drawn)."""
+    parts = [_decode(v) for src in _models(text, "ColumnDataSource") for k, v in src["data"]["entries"] if k == column]
+    assert parts, f"no data column {column!r} in the page"
+    return np.concatenate(parts)
+
+
+def _expected(store: Path, var: str, select: dict | None = None, k: int = 1) -> xr.DataArray:
+    """``var`` computed here straight from the store (replicate mean over done replicates, or the comparison)."""
+    ds = xr.open_zarr(store)
+    if var in ds:
+        da = ds[var].where(ds["done"]).mean("replicate")
+        da = da.sel(k=k) if "k" in da.dims else da
+    else:
+        da = xr.open_zarr(store, group="comparison")[var]
+    for dim, value in (select or {}).items():
+        da = da.sel({dim: np.array(value, dtype=da[dim].dtype).item()})
+    return da.load()
+
+
+def _same_values(drawn: np.ndarray, expected: xr.DataArray) -> None:
+    drawn = np.sort(drawn[np.isfinite(drawn)])
+    want = np.sort(expected.values[np.isfinite(expected.values)].ravel())
+    assert drawn.shape == want.shape
+    np.testing.assert_allclose(drawn, want, rtol=1e-9)
+
+
+def _figure(store, var, x, y, select=None, clim=None):
+    from rmtsweep.analysis.plots import map_data, map_figure
+    da, ds = map_data(store, var, select)
+    return map_figure(da.rename(var), ds, x, y, clim)
+
+
+def _pages(fig, max_panels: int = 24):
+    """The static pages of ``fig``, drawn (Agg) so that text extents are known."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from rmtsweep.analysis.map_static import static_pages
+    pages = static_pages(fig, max_panels)
+    for page in pages:
+        FigureCanvasAgg(page).draw()
+    return pages
+
+
+def _panels(page) -> list:
+    """The map panels of a page (axes holding a colour mesh; not the colour bar)."""
+    return [ax for ax in page.axes if any(type(c).__name__ == "QuadMesh" for c in ax.collections)
+            and ax.get_label() != "<colorbar>"]
+
+
 @pytest.mark.parametrize("x, y, var, select", [("snr", "gamma", "overlap", None),
-                                                ("weights", "delta", "lambda1_z", {"snr": "4.0", "gamma": "0.5"})])
-def test_map_writes_offline_html_and_png(tiny_store, tmp_path, x, y, var, select):
-    from rmtsweep.analysis.plots import plot_map
+                                                ("weights", "delta", "lambda1_z", {"snr": "4.0", "gamma": "0.5"}),
+                                                ("snr", "delta", "detection_rate", {"gamma": "1.0"})])
+def test_map_draws_the_requested_variable(tiny_store, tmp_path, x, y, var, select):
+    """The HTML holds exactly the values of ``var`` (decoded from the page), offline; the PNG is not blank."""
+    from rmtsweep.analysis.plots import heat_map, map_data, plot_map
     html, png = plot_map(tiny_store, x, y, var, tmp_path, select=select)
     text = html.read_text()
     assert len(text) > 100_000 and "Bokeh" in text
     assert _offline(text) and "cdn.bokeh.org" not in text   # inline resources only
+    expected = _expected(tiny_store, var, select)
+    _same_values(_html_column(text, var), expected)
+    assert {bar.get("title") for bar in _models(text, "ColorBar")} == {var}
     _png_ok(png)
+    da, ds = map_data(tiny_store, var, select)
+    hmap = heat_map(da.rename(var), ds, x, y)
+    for key, overlay in hmap.items():
+        qm = overlay.get(0)
+        assert [d.name for d in qm.vdims] == [var]
+        at = {d.name: [str(v) for v in expected[d.name].values].index(k) for d, k in zip(hmap.kdims, key)
+              if d.name in expected.dims}
+        _same_values(qm.dimension_values(var), expected.isel(at))
 
 
 def test_map_with_widgets(tiny_store, tmp_path):
     from rmtsweep.analysis.plots import plot_map
     html, png = plot_map(tiny_store, "snr", "gamma", "overlap_error", tmp_path, widgets=True,
                          select={"delta": "0.5"})
-    assert html.stat().st_size > 100_000 and _offline(html.read_text())
+    text = html.read_text()
+    assert html.stat().st_size > 100_000 and _offline(text)
+    assert "overlap_error (k=1), mean over 4 replicates minus theory; delta=0.5, T=4" in text
+    assert "markdown.css" not in text
     _png_ok(png)
 
 
@@ -63,16 +159,173 @@ def test_transition_curves_lie_in_the_plane(tiny_store):
     assert set(transition_curves(ds, "delta", "gamma", at)) == {"population", "sample"}
 
 
+def test_transitions_follow_the_selected_values(tiny_store):
+    """With ``--select gamma=1.0`` the transitions are those at gamma = 1, not at the axis' first value."""
+    fig = _figure(tiny_store, "overlap", "snr", "delta", {"gamma": "1.0", "weights": "mean"})
+    ds = xr.open_zarr(tiny_store)
+    want = float(ds["theory_snr_sample"].sel(delta=0.5, gamma=1.0, T=4, weights="mean"))
+    assert fig.panels[0].curves["sample"][0][0] == pytest.approx([want, 0.5], rel=1e-6)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"x": "snr", "y": "nope", "var": "overlap"}, r"--y 'nope': not a grid axis \(valid: delta"),
     ({"x": "snr", "y": "gamma", "var": "nope"}, r"--var 'nope': not a variable .* \(valid: .*overlap"),
     ({"x": "snr", "y": "snr", "var": "overlap"}, r"both 'snr'"),
     ({"x": "snr", "y": "gamma", "var": "overlap", "select": {"T": "99"}}, r"--select T=99: not on the axis"),
+    ({"x": "snr", "y": "gamma", "var": "overlap", "clim": "1"}, r"--clim '1': expected LO,HI"),
+    ({"x": "snr", "y": "gamma", "var": "overlap", "clim": (1, 0)}, r"--clim 1,0: .*LO < HI"),
+    ({"x": "snr", "y": "gamma", "var": "theory_phase", "clim": (0, 1)}, r"--clim: theory_phase is categorical"),
+    ({"x": "snr", "y": "gamma", "var": "overlap", "formats": "png,jpg"}, r"--format 'jpg': not a map format"),
 ])
 def test_map_errors(tiny_store, tmp_path, kwargs, match):
     from rmtsweep.analysis.plots import plot_map
     with pytest.raises(SelectionError, match=match):
-        plot_map(tiny_store, out=tmp_path, **kwargs)
+        plot_map(tiny_store, out=tmp_path / "maps", **kwargs)
+    assert not (tmp_path / "maps").exists()               # a mistake leaves no empty output directory behind
+
+
+def test_every_panel_is_drawn_on_pages(tiny_store, tmp_path):
+    """8 panels at 3 per page: three pages named -p1..-p3 holding all 8, and a note that says so."""
+    from rmtsweep.analysis.plots import plot_map
+    notes: list[str] = []
+    paths = plot_map(tiny_store, "delta", "gamma", "eigenvalues", tmp_path, formats="png", max_panels=3,
+                     notes=notes.append)
+    assert [p.name for p in paths] == [f"tiny-eigenvalues-delta-gamma-p{i}.png" for i in (1, 2, 3)]
+    for p in paths:
+        _png_ok(p)
+    assert any("8 panels" in n and "3 pages" in n for n in notes)
+    pages = _pages(_figure(tiny_store, "eigenvalues", "delta", "gamma"), max_panels=3)
+    assert [len(_panels(page)) for page in pages] == [3, 3, 2]
+    assert [len(_panels(page)) for page in _pages(_figure(tiny_store, "eigenvalues", "delta", "gamma"))] == [8]
+
+
+@pytest.mark.parametrize("var, kind, limits", [
+    ("overlap", "unit", (0.0, 1.0)), ("overlap_mean", "unit", (0.0, 1.0)), ("detection_rate", "unit", (0.0, 1.0)),
+    ("lambda1_z", "diverging", None), ("eigenvalues", None, None),
+])
+def test_colour_limits_per_quantity(tiny_store, var, kind, limits):
+    """Rates and alignments: exactly 0-1, no extend arrows; errors symmetric; others within the data."""
+    fig = _figure(tiny_store, var, "snr", "gamma")
+    values = _expected(tiny_store, var).values
+    values = values[np.isfinite(values)]
+    s = fig.scale
+    if kind:
+        assert s.kind == kind
+    if limits:
+        assert (s.lo, s.hi) == limits and s.extend == "neither"
+    elif kind == "diverging":
+        assert s.lo == -s.hi and s.hi <= np.abs(values).max()
+    else:
+        assert values.min() <= s.lo < s.hi <= values.max()
+    bar = [ax for ax in _pages(fig)[0].axes if ax.get_label() == "<colorbar>"][0]
+    assert bar.get_ylabel() == var
+    mesh = _panels(_pages(fig)[0])[0].collections[0]
+    assert (mesh.norm.vmin, mesh.norm.vmax) == pytest.approx((s.lo, s.hi))
+
+
+def test_title_says_k_and_statistic(tiny_store, tmp_path):
+    fig = _figure(tiny_store, "overlap", "snr", "gamma")
+    assert fig.title == "overlap (k=1), mean over 4 replicates; T=4"
+    assert _pages(fig)[0]._suptitle.get_text() == fig.title
+    assert _figure(tiny_store, "eigenvalues", "snr", "gamma", {"k": "2"}).title.startswith(
+        "eigenvalues (k=2), mean over 4 replicates")
+    assert _figure(tiny_store, "lambda1_z", "snr", "gamma").title.startswith(
+        "lambda1_z (k=1), z-score of the mean over 4 replicates")
+    from rmtsweep.analysis.plots import plot_map
+    html, _ = plot_map(tiny_store, "snr", "gamma", "overlap", tmp_path)
+    assert "overlap (k=1), mean over 4 replicates; T=4" in html.read_text()
+
+
+def test_clim_overrides_the_limits(tiny_store, tmp_path):
+    from rmtsweep.cli import main
+    fig = _figure(tiny_store, "overlap", "snr", "gamma", clim=(0.2, 0.8))
+    assert (fig.scale.lo, fig.scale.hi) == (0.2, 0.8) and fig.scale.extend == "both"
+    main(["plot", str(tiny_store), "--x", "snr", "--y", "gamma", "--var", "lambda1_z", "--out", str(tmp_path),
+          "--clim", "-3,3"])
+    mappers = _models((tmp_path / "tiny-lambda1_z-snr-gamma.html").read_text(), "LinearColorMapper")
+    assert mappers and all((m["low"], m["high"]) == (-3.0, 3.0) for m in mappers)
+
+
+@pytest.mark.parametrize("var, names", [
+    ("theory_phase", ["no population outlier", "population outlier only", "sample outlier"]),
+    ("phase_agrees", ["disagree", "agree"]),                 # its attrs carry theory_phase's flags: not used
+])
+def test_categorical_variable_gets_a_discrete_legend(tiny_store, tmp_path, var, names):
+    from rmtsweep.analysis.plots import plot_map
+    fig = _figure(tiny_store, var, "snr", "gamma")
+    assert fig.scale.kind == "categorical" and [n for _, n in fig.scale.categories] == names
+    page = _pages(fig)[0]
+    assert not [ax for ax in page.axes if ax.get_label() == "<colorbar>"]           # no continuous colour bar
+    texts = [[t.get_text() for t in legend.get_texts()] for legend in page.legends]
+    assert names in texts
+    html, _ = plot_map(tiny_store, "snr", "gamma", var, tmp_path)
+    bars = _models(html.read_text(), "ColorBar")
+    assert bars and all(sorted(b["major_label_overrides"]["entries"], key=lambda e: e[0]) ==
+                        [[v, n] for v, n in fig.scale.categories] for b in bars)
+
+
+def _overlaps(a, b) -> bool:
+    return a.width > 0 and b.width > 0 and a.overlaps(b)
+
+
+def test_categorical_axis_labels_clear_and_no_transitions(tiny_store):
+    """(snr, weights): no transition lines across the schemes; no label runs into another panel or the colour bar."""
+    from rmtsweep.analysis.plots import heat_map, map_data
+    fig = _figure(tiny_store, "lambda1_z", "snr", "weights")
+    assert not fig.transitions and all(not p.curves for p in fig.panels)
+    da, ds = map_data(tiny_store, "lambda1_z")
+    assert all(len(overlay) == 1 for overlay in heat_map(da.rename("lambda1_z"), ds, "snr", "weights").values())
+    page = _pages(fig)[0]
+    renderer = page.canvas.get_renderer()
+    assert all(not ax.lines for ax in _panels(page))
+    assert not page.legends                                           # no transitions: no transition legend
+    axes = page.axes
+    for a in axes:
+        for b in axes:
+            if a is not b:
+                assert not _overlaps(a.get_tightbbox(renderer), b.get_window_extent(renderer)), (a.get_title(),
+                                                                                                 b.get_title())
+    assert [t.get_text() for t in _panels(page)[0].get_yticklabels()] == ["mean", "optimal"]
+
+
+def test_legends_outside_the_data_with_both_transitions(tiny_store):
+    import holoviews as hv
+
+    from rmtsweep.analysis.plots import _backends, heat_map, map_data
+    fig = _figure(tiny_store, "overlap", "snr", "gamma")
+    page = _pages(fig)[0]
+    renderer = page.canvas.get_renderer()
+    panels = _panels(page)
+    assert all(ax.get_legend() is None for ax in panels)
+    (legend,) = page.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["population transition", "sample transition"]
+    box = legend.get_window_extent(renderer)
+    assert not any(_overlaps(box, ax.get_window_extent(renderer)) for ax in panels)
+    da, ds = map_data(tiny_store, "overlap")
+    with _backends():
+        for overlay in heat_map(da.rename("overlap"), ds, "snr", "gamma").values():
+            plot = hv.render(overlay, backend="bokeh")
+            legends = [r for r in plot.above if type(r).__name__ == "Legend"]
+            assert legends and not [r for r in plot.center if type(r).__name__ == "Legend"]
+            assert [item.label.value for item in legends[0].items] == ["population transition", "sample transition"]
+
+
+def test_html_panel_titles_fit_their_panels(tiny_store, tmp_path):
+    """Panel titles of three facets (delta, gamma, weights) fit their panels' width in bold DejaVu Sans."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    from rmtsweep.analysis.plots import plot_map
+    html, _ = plot_map(tiny_store, "snr", "T", "overlap", tmp_path)
+    text = html.read_text()
+    (frame,) = {p["frame_width"] for p in _models(text, "Figure")}
+    titles = [t for t in _models(text, "Title") if t.get("text")]
+    assert len(titles) == 8
+    for t in titles:
+        size = t.get("text_font_size", "13px")
+        px = float(size[:-2]) * (96 / 72 if size.endswith("pt") else 1.0)
+        font = FontProperties(family="DejaVu Sans", weight="bold", size=px)
+        assert TextToPath().get_text_width_height_descent(t["text"], font, ismath=False)[0] <= frame, t
 
 
 def test_figures(tiny_store, tmp_path):
@@ -90,11 +343,60 @@ def test_cli_plot_and_exit_status(tiny_store, tmp_path, capsys):
     from rmtsweep.cli import main
     main(["plot", str(tiny_store), "--x", "snr", "--y", "delta", "--var", "overlap", "--out", str(tmp_path),
           "--select", "gamma=0.5", "--select", "weights=mean"])
-    assert (tmp_path / "tiny-overlap-snr-delta.png").exists()
+    out = capsys.readouterr().out.split()
+    assert out == [str(tmp_path / "tiny-overlap-snr-delta.html"), str(tmp_path / "tiny-overlap-snr-delta.png")]
+    _same_values(_html_column(Path(out[0]).read_text(), "overlap"),
+                 _expected(tiny_store, "overlap", {"gamma": "0.5", "weights": "mean"}))
     with pytest.raises(SystemExit) as exc:
         main(["plot", str(tiny_store), "--x", "snr", "--y", "delta", "--var", "bogus", "--out", str(tmp_path)])
     assert exc.value.code == 2
     assert "bogus" in capsys.readouterr().err
+
+
+def test_cli_formats_and_out_file(tiny_store, tmp_path, capsys):
+    from rmtsweep.cli import main
+    args = ["plot", str(tiny_store), "--x", "snr", "--y", "gamma", "--var", "overlap"]
+    main(args + ["--out", str(tmp_path / "a"), "--format", "svg,pdf", "--format", "png"])
+    stem = tmp_path / "a" / "tiny-overlap-snr-gamma"
+    assert capsys.readouterr().out.split() == [f"{stem}.{f}" for f in ("svg", "pdf", "png")]
+    assert Path(f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+    assert Path(f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+    main(args + ["--out", str(tmp_path / "new" / "deeper" / "fig.pdf")])       # parents created, like mkdir -p
+    assert capsys.readouterr().out.split() == [str(tmp_path / "new" / "deeper" / "fig.pdf")]
+
+
+def _one_line_error(capsys, argv: list[str]) -> tuple[int, str]:
+    from rmtsweep.cli import main
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and err.startswith("rmtsweep: error: ")
+    return exc.value.code, err
+
+
+def test_cli_bad_out_paths(tiny_store, tmp_path, capsys, monkeypatch):
+    """A file in the way is a user mistake (exit 2); an OS refusal (permissions, /proc) is exit 1."""
+    args = ["plot", str(tiny_store), "--x", "snr", "--y", "gamma", "--var", "overlap", "--out"]
+    regular = tmp_path / "afile"
+    regular.write_text("not a directory")
+    code, err = _one_line_error(capsys, args + [str(regular / "maps")])
+    assert code == 2 and f"is under {regular}, which is a file" in err
+    code, err = _one_line_error(capsys, args + [str(regular)])
+    assert code == 2 and "is a file, not a directory" in err
+    code, err = _one_line_error(capsys, args + [str(tmp_path / "x.pdf"), "--format", "png"])
+    assert code == 2 and "names a .pdf file, but --format asks for png" in err
+    if Path("/proc/self").exists():
+        code, err = _one_line_error(capsys, args + ["/proc/rmtsweep-no-such/maps"])
+        assert code == 1 and "No such file or directory" in err
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    if os.access(locked, os.W_OK):               # root ignores permission bits: refuse as the OS would a user
+        import rmtsweep.analysis.map_output as map_output
+        monkeypatch.setattr(map_output, "os", types.SimpleNamespace(
+            access=lambda *a: False, W_OK=os.W_OK, X_OK=os.X_OK, strerror=os.strerror))
+    code, err = _one_line_error(capsys, args + [str(locked)])
+    assert code == 1 and err == f"rmtsweep: error: {locked}: Permission denied"
 
 
 def test_facets_follow_the_sweeps_order(tiny_store):

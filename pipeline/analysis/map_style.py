@@ -1,0 +1,235 @@
+"""What a map's colours mean: the colour scale chosen per quantity, category names, the title's statistic.
+
+:func:`colour_scale` picks the limits from what the variable *is*, not one rule for all: exactly
+[0, 1] for rates and alignments (``overlap``, ``detection_rate``, ``accuracy``), symmetric about 0
+for errors and z-scores, a discrete legend for categorical variables (``theory_phase``: the store's
+``flag_values`` / ``flag_meanings`` attrs), and robust limits of the variable itself otherwise (a log
+scale when it spans more than :data:`LOG_SPAN` robustly, as absolute eigenvalues do across weight
+schemes). ``clim`` overrides the limits. :func:`statistic` says what a mapped value is (which ``k``,
+a mean over how many replicates), for the map's title.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+
+from ..errors import SelectionError
+
+__all__ = ["ColourScale", "LOG_SPAN", "MapFigure", "Panel", "categories", "colour_scale", "statistic"]
+
+ScaleKind = Literal["unit", "linear", "log", "diverging", "categorical"]
+DIVERGING = ("_error", "_z")
+UNIT_INTERVAL = re.compile(r"(^|_)(overlap|accuracy|rate)(_mean|_theory)?$")
+LOG_SPAN = 20.0                     # robust max / min beyond which a positive quantity gets a log scale
+ROBUST = (1.0, 99.0)                # percentiles; extremes within SNAP of the range are kept instead
+SNAP = 0.1
+# Variables whose category names the comparison does not carry in its attrs (or carries wrongly:
+# phase_agrees inherits theory_phase's flag attrs through xarray's comparison operators).
+KNOWN_CATEGORIES: dict[str, tuple[tuple[int, str], ...]] = {
+    "phase_agrees": ((0, "disagree"), (1, "agree")),
+    "empirical_phase": ((0, "no outlier detected"), (2, "outlier detected")),
+}
+
+
+@dataclass(frozen=True)
+class ColourScale:
+    """How values map to colours: limits, colour map, and for categorical variables the categories.
+
+    Attributes
+    ----------
+    kind
+        ``unit`` (exactly 0-1), ``linear``, ``log``, ``diverging`` (symmetric about 0) or ``categorical``.
+    lo, hi
+        The colour limits (for ``categorical``: the smallest and largest category value).
+    cmap
+        A matplotlib / bokeh colour map name.
+    extend
+        Whether values fall below / above the limits: ``neither``, ``min``, ``max`` or ``both``
+        (matplotlib's colour-bar arrows).
+    categories
+        ``(value, name)`` pairs of a categorical variable, in value order; empty otherwise.
+    """
+
+    kind: ScaleKind
+    lo: float
+    hi: float
+    cmap: str = "viridis"
+    extend: str = "neither"
+    categories: tuple[tuple[int, str], ...] = ()
+
+    def colours(self) -> list[str]:
+        """One hex colour per category (positions on ``cmap`` by value, so shared values match across maps)."""
+        from matplotlib import colormaps
+        from matplotlib.colors import to_hex
+        values = np.array([v for v, _ in self.categories], dtype=float)
+        span = values.max() - values.min() if values.size > 1 else 1.0
+        cmap = colormaps[self.cmap]
+        return [to_hex(cmap((v - values.min()) / span)) for v in values]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One facet of a map: its title, its data and the theory's transitions in its plane.
+
+    ``data`` has dims ``(y, x)``; a categorical axis (T, weights) holds the positions 0..n-1.
+    ``curves`` maps ``population`` / ``sample`` to (n, 2) paths in the (x, y) plane.
+    """
+
+    key: tuple[str, ...]
+    title: str
+    data: xr.DataArray
+    curves: dict[str, list[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class MapFigure:
+    """Everything a map draws, for any backend: panels, the shared colour scale, axes and title.
+
+    ``ticks`` gives a categorical axis its ``(position, label)`` pairs; ``transitions`` is False when
+    a categorical axis makes the transition curves meaningless (they are not drawn then).
+    """
+
+    var: str
+    x: str
+    y: str
+    title: str
+    panels: tuple[Panel, ...]
+    scale: ColourScale
+    labels: dict[str, str]
+    ticks: dict[str, list[tuple[int, str]]]
+    facets: tuple[str, ...]
+    transitions: bool
+
+
+def categories(da: xr.DataArray) -> tuple[tuple[int, str], ...]:
+    """``(value, name)`` pairs when ``da`` is categorical, else ``()``.
+
+    From :data:`KNOWN_CATEGORIES`, else the CF attrs ``flag_values`` / ``flag_meanings`` that the
+    store writes on its phase arrays (underscores read as spaces), else ``False``/``True`` for booleans.
+    """
+    name = str(da.name)
+    if name in KNOWN_CATEGORIES:
+        return KNOWN_CATEGORIES[name]
+    values, meanings = da.attrs.get("flag_values"), da.attrs.get("flag_meanings")
+    if values is not None and meanings:
+        names = str(meanings).split()
+        if len(names) == len(np.atleast_1d(values)):
+            return tuple((int(v), n.replace("_", " ")) for v, n in zip(np.atleast_1d(values), names))
+    if da.dtype.kind == "b":
+        return ((0, "False"), (1, "True"))
+    return ()
+
+
+def _robust(values: np.ndarray) -> tuple[float, float]:
+    """Percentile limits, widened to the extremes when those are close (no arrows for a small overshoot)."""
+    lo, hi = np.percentile(values, ROBUST)
+    vmin, vmax = float(values.min()), float(values.max())
+    tol = SNAP * (hi - lo)
+    return (vmin if lo - vmin <= tol else float(lo)), (vmax if vmax - hi <= tol else float(hi))
+
+
+def _extend(values: np.ndarray, lo: float, hi: float) -> str:
+    below = values.size and values.min() < lo - 1e-12 * max(1.0, abs(lo))
+    above = values.size and values.max() > hi + 1e-12 * max(1.0, abs(hi))
+    return {(False, False): "neither", (True, False): "min", (False, True): "max"}.get((bool(below), bool(above)),
+                                                                                         "both")
+
+
+def colour_scale(da: xr.DataArray, clim: tuple[float, float] | None = None) -> ColourScale:
+    """The colour scale of ``da`` (all its panels share it), from what the quantity is.
+
+    Parameters
+    ----------
+    da
+        The mapped variable (named; attrs as in the store or comparison).
+    clim
+        ``(lo, hi)`` to use instead of the chosen limits; not allowed for a categorical variable.
+
+    Examples
+    --------
+    >>> s = colour_scale(xr.DataArray([0.1, 0.5], name="overlap"))
+    >>> (s.kind, s.lo, s.hi, s.extend)
+    ('unit', 0.0, 1.0, 'neither')
+    """
+    name = str(da.name)
+    values = np.asarray(da.values, dtype=float)
+    values = values[np.isfinite(values)]
+    cats = categories(da)
+    if cats:
+        if clim is not None:
+            raise SelectionError(f"--clim: {name} is categorical ({', '.join(n for _, n in cats)}); "
+                                 f"its colours are fixed")
+        return ColourScale("categorical", float(cats[0][0]), float(cats[-1][0]), "viridis", "neither", cats)
+    if clim is not None:
+        lo, hi = (float(c) for c in clim)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise SelectionError(f"--clim {lo:g},{hi:g}: expected finite LO,HI with LO < HI, e.g. --clim 0,1")
+    if name.endswith(DIVERGING):
+        if clim is None:
+            m = _robust(np.abs(values))[1] if values.size else 1.0
+            lo, hi = -(m or 1.0), (m or 1.0)
+        return ColourScale("diverging", lo, hi, "RdBu_r", _extend(values, lo, hi))
+    if UNIT_INTERVAL.search(name):
+        kind = "unit" if clim is None else "linear"
+        lo, hi = (0.0, 1.0) if clim is None else (lo, hi)
+        return ColourScale(kind, lo, hi, "viridis", _extend(values, lo, hi))
+    if clim is None:
+        if not values.size:
+            return ColourScale("linear", 0.0, 1.0)
+        lo, hi = _robust(values)
+        if values.min() > 0 and hi / lo > LOG_SPAN:         # every value positive, spanning decades
+            llo, lhi = _robust(np.log10(values))
+            lo, hi = 10.0 ** llo, 10.0 ** lhi
+            return ColourScale("log", lo, hi, "viridis", _extend(values, lo, hi))
+        if hi <= lo:
+            lo, hi = lo - 0.5, hi + 0.5
+    return ColourScale("linear", lo, hi, "viridis", _extend(values, lo, hi))
+
+
+def _count(n: np.ndarray) -> str:
+    n = n[np.isfinite(n)] if n.size else n
+    if not n.size:
+        return "0"
+    lo, hi = int(n.min()), int(n.max())
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+STATISTICS = (   # (pattern on the name, what the value is); {n}: the replicates done per cell
+    (re.compile(r"_rel_error$"), "relative error of the mean over {n} replicates"),
+    (re.compile(r"_error$"), "mean over {n} replicates minus theory"),
+    (re.compile(r"_z$"), "z-score of the mean over {n} replicates against theory"),
+    (re.compile(r"_sem$"), "standard error of the mean over {n} replicates"),
+    (re.compile(r"_mean$"), "mean over {n} replicates"),
+    (re.compile(r"^(theory_|paper_)|_theory$|^detection_margin$"), "theory prediction"),
+    (re.compile(r"^detection_rate$"), "fraction of {n} replicates detected"),
+    (re.compile(r"^n_done$"), "replicates done per cell"),
+)
+
+
+def statistic(name: str, done: xr.DataArray, per_replicate: bool, k: int | str | None) -> str:
+    """What a mapped value is, for the title: e.g. ``overlap (k=1), mean over 8 replicates``.
+
+    Parameters
+    ----------
+    name
+        The variable's name.
+    done
+        The store's ``done`` flags (``replicate`` dim), to count the replicates averaged.
+    per_replicate
+        Whether the value is a store variable averaged here over the done replicates.
+    k
+        The eigenpair shown, or None when the variable has none.
+    """
+    n = _count(np.asarray(done.sum("replicate").values, dtype=float).ravel())
+    head = f"{name} (k={k})" if k is not None else name
+    if per_replicate:
+        return f"{head}, mean over {n} replicates"
+    for pattern, text in STATISTICS:
+        if pattern.search(name):
+            return f"{head}, {text.format(n=n)}"
+    return f"{head}, from {n} replicates"
