@@ -260,11 +260,14 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
                                                   units="same units as the eigenvalues of S")
     out["detection_rate"] = rate.assign_attrs(
         long_name="fraction of done replicates whose tested eigenvalue exceeds kappa lambda_+ + margin", units="1")
-    emp = xr.where(rate > 0.5, 2, 0).where(rate.notnull()).assign_attrs(
-        long_name="empirical phase: 2 if detection rate > 1/2, else 0", units="1")
+    emp = xr.where(rate > 0.5, 2, 0).where(rate.notnull())
+    emp.attrs = {"long_name": "empirical phase: 2 if detection rate > 1/2, else 0", "units": "1",
+                 "flag_values": [0, 2], "flag_meanings": "no_outlier_detected outlier_detected"}
     out["empirical_phase"], out["theory_phase"] = emp, (th := arr("theory_phase"))
-    out["phase_agrees"] = ((emp == 2) == (th == 2)).where(rate.notnull()).assign_attrs(
-        long_name="empirical and theoretical phase agree (outlier visible or not)", units="1")
+    agrees = ((emp == 2) == (th == 2)).where(rate.notnull())
+    agrees.attrs = {"long_name": "empirical and theoretical phase agree (outlier visible or not)", "units": "1",
+                    "flag_values": [0, 1], "flag_meanings": "disagree agree"}      # not theory_phase's flags
+    out["phase_agrees"] = agrees
     t_emp = transition_snr(rate).assign_attrs(
         long_name="SNR where the detection rate crosses 1/2 (linear interpolation)", units="snr")
     out["transition_snr_empirical"], out["transition_snr_theory"] = t_emp, (t_th := arr("theory_snr_sample"))

@@ -28,12 +28,6 @@ UNIT_INTERVAL = re.compile(r"(^|_)(overlap|accuracy|rate)(_mean|_theory)?$")
 LOG_SPAN = 20.0                     # robust max / min beyond which a positive quantity gets a log scale
 ROBUST = (1.0, 99.0)                # percentiles; extremes within SNAP of the range are kept instead
 SNAP = 0.1
-# Variables whose category names the comparison does not carry in its attrs (or carries wrongly:
-# phase_agrees inherits theory_phase's flag attrs through xarray's comparison operators).
-KNOWN_CATEGORIES: dict[str, tuple[tuple[int, str], ...]] = {
-    "phase_agrees": ((0, "disagree"), (1, "agree")),
-    "empirical_phase": ((0, "no outlier detected"), (2, "outlier detected")),
-}
 
 
 @dataclass(frozen=True)
@@ -109,12 +103,9 @@ class MapFigure:
 def categories(da: xr.DataArray) -> tuple[tuple[int, str], ...]:
     """``(value, name)`` pairs when ``da`` is categorical, else ``()``.
 
-    From :data:`KNOWN_CATEGORIES`, else the CF attrs ``flag_values`` / ``flag_meanings`` that the
-    store writes on its phase arrays (underscores read as spaces), else ``False``/``True`` for booleans.
+    From the CF attrs ``flag_values`` / ``flag_meanings`` that the store and the comparison write on
+    their phase arrays (underscores read as spaces), else ``False``/``True`` for booleans.
     """
-    name = str(da.name)
-    if name in KNOWN_CATEGORIES:
-        return KNOWN_CATEGORIES[name]
     values, meanings = da.attrs.get("flag_values"), da.attrs.get("flag_meanings")
     if values is not None and meanings:
         names = str(meanings).split()

@@ -198,3 +198,12 @@ def test_theory_detection_rate_is_a_monotone_probability(reference):
     assert float(p.min()) >= 0 and float(p.max()) <= 1
     assert bool((p.diff("snr") >= -1e-12).all())                     # more signal, more detection
     assert "derived, not fitted" in p.attrs["long_name"]
+
+
+def test_each_phase_variable_carries_its_own_category_names(tiny_store):
+    """phase_agrees is 0/1 (disagree/agree), not theory_phase's three phases (xarray would copy those)."""
+    cmp = compare(tiny_store)
+    assert cmp["phase_agrees"].attrs["flag_meanings"] == "disagree agree"
+    assert set(np.unique(cmp["phase_agrees"].values[np.isfinite(cmp["phase_agrees"].values)])) <= {0.0, 1.0}
+    assert cmp["empirical_phase"].attrs["flag_values"] == [0, 2]
+    assert cmp["theory_phase"].attrs["flag_values"] == [0, 1, 2]
