@@ -10,6 +10,8 @@ Each store yields the figures its content supports:
 - (c) ``phase``: detection rate over (SNR, gamma) per delta with the theory's transition curves;
 - (d) ``accuracy``: downstream ridge test accuracy against SNR per weight scheme, with the ranking
   checked against the ranking of ``alpha/kappa``;
+- (f) ``attention``: finite-d attention beside mean, optimal and its limit ``causal(tau)``:
+  detection rate and realised ``alpha/kappa`` against SNR, and the ranking (``sweeps/paper-attention*.yaml``);
 - (e) ``finite-T`` maps (through :mod:`rmtsweep.analysis.plots`): the bulk's Kolmogorov distance to the
   cubic law at snr = 0 (``bulk_ks``; the relative error of ``lambda_1`` at the largest SNR when the
   store has no spectrum) over (T, weights) and over (delta, gamma) for harmonic weights: where the
@@ -27,7 +29,7 @@ from .. import theory
 from .compare import compare, open_source
 from .stats import mean_sem
 
-__all__ = ["accuracy_figure", "alignment_figure", "figures", "phase_figure", "spectrum_figure"]
+__all__ = ["accuracy_figure", "alignment_figure", "attention_figure", "figures", "phase_figure", "spectrum_figure"]
 
 
 def _subplots(nrows: int = 1, ncols: int = 1, **kwargs):
@@ -141,6 +143,49 @@ def accuracy_figure(ds: xr.Dataset, out: Path) -> tuple[Path, str]:
     return _save(fig, out / "fig-d-accuracy.png"), text
 
 
+def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> tuple[Path, str]:
+    """(f) Finite-d attention beside the fixed schemes: detection rate and realised alpha/kappa against SNR.
+
+    Left: the detection rate per scheme, with its theory's sample threshold (dotted; an attention
+    scheme uses its large-d limit's). Right: ``alpha/kappa`` realised on the store's draws (per SNR
+    value for attention, whose weights see the signal) relative to each scheme's limit value; all
+    schemes share the draws, so attention against ``causal(tau)`` is a paired difference.
+    Returns the figure and the ranking by transition SNR and by mean alignment over ``snr > 0``.
+    """
+    cell = {a: ds[a].values[0] for a in ("delta", "gamma", "T")}
+    fig, (left, right) = _subplots(1, 2, figsize=(11, 4.0))
+    weights = [str(w) for w in ds["weights"].values]
+    snr = ds["snr"].values
+    for i, w in enumerate(weights):
+        c, colour = ds.sel(weights=w, **cell), f"C{i}"
+        left.plot(snr, cmp["detection_rate"].sel(weights=w, **cell), "o-", ms=3, color=colour, label=w)
+        left.axvline(float(cmp["transition_snr_theory"].sel(weights=w, **cell)), color=colour, ls=":", lw=1)
+        if "kappa_snr" in c and np.isfinite(c["kappa_snr"].values).any():
+            m, se = mean_sem(c["alpha_snr"] / c["kappa_snr"], c["done"])
+        else:
+            m, se = mean_sem(c["alpha"] / c["kappa"], c["done"])
+            m, se = m.expand_dims(snr=snr), se.expand_dims(snr=snr)
+        limit = float(c["theory_alpha"] / c["theory_kappa"])
+        right.errorbar(snr, 100 * (m / limit - 1), yerr=100 * se / limit, fmt="o-", ms=3, capsize=2, color=colour,
+                       label=f"{w} (limit {limit:.2f})")
+    left.set(xlabel="snr = ||μ||²", ylabel="detection rate", ylim=(-0.03, 1.03),
+             title=f"δ={cell['delta']:g}, γ={cell['gamma']:g}, T={cell['T']}, d={ds.attrs['d']}; dotted: theory")
+    right.axhline(0, color="0.5", lw=0.8)
+    right.set(xlabel="snr = ||μ||²", ylabel="realised α/κ over its limit − 1 (%)",
+              title="α/κ on the shared draws, against each limit")
+    left.title.set_fontsize(9)
+    right.title.set_fontsize(9)
+    right.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    t = cmp["transition_snr_empirical"].sel(**cell)
+    ov = cmp["overlap_mean"].sel(**cell).where(cmp["snr"] > 0).mean("snr")
+    def order(values: xr.DataArray, sign: float) -> list[str]:      # lines with no crossing (NaN) last
+        return sorted(weights, key=lambda w: (np.isnan(float(values.sel(weights=w))), sign * float(values.sel(weights=w))))
+    by_t, by_ov = order(t, 1.0), order(ov, -1.0)
+    text = (f"ranking by transition SNR: {' < '.join(f'{w} ({float(t.sel(weights=w)):.3f})' for w in by_t)}\n"
+            f"ranking by mean alignment (snr > 0): {' > '.join(f'{w} ({float(ov.sel(weights=w)):.3f})' for w in by_ov)}")
+    return _save(fig, out / "fig-f-attention.png"), text
+
+
 def _save(fig, path: Path, tight: bool = True) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if tight:
@@ -166,6 +211,10 @@ def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[
             notes.append(f"{path}: {text}")
         if ds.sizes["weights"] > 1 and ds.sizes["snr"] >= 4:
             files.append(alignment_figure(ds, cmp, sub))
+        if any(str(w).startswith("attention") for w in ds["weights"].values) and ds.sizes["snr"] >= 4:
+            f, text = attention_figure(ds, cmp, sub)
+            files.append(f)
+            notes.append(f"{path}: {text}")
         if ds.sizes["delta"] > 1 and ds.sizes["gamma"] > 1 and ds.sizes["T"] == 1:
             files.append(phase_figure(ds, cmp, sub))
         if ds.sizes["T"] > 1 and ds.sizes["weights"] > 1:

@@ -62,3 +62,27 @@ def test_theory_uses_the_large_d_limit(store):
     assert float(ds["theory_kappa"].sel(T=4, weights="attention(tau=1.5)")) == pytest.approx(w @ w, rel=1e-12)
     assert float(ds["theory_kappa"].sel(T=4, weights="attention(tau=1, scale=sqrt_d)")) == pytest.approx(1 / 4)
     assert bool(ds["done"].all())
+
+
+def test_the_attention_figure_and_its_ranking(tmp_path):
+    """`rmtsweep figures` on a store with attention: figure (f), and a ranking that follows the comparison."""
+    import re
+
+    from rmtsweep.analysis.compare import compare
+    from rmtsweep.analysis.figures import figures
+    from tests.helpers import build_store
+    data = {**SWEEP, "name": "att-fig", "d": 60, "replicates": 6,
+            "grid": {**SWEEP["grid"], "snr": [0.0, 1.0, 2.0, 3.0, 4.0],
+                     "weights": ["mean", "optimal", {"scheme": "attention", "tau": 2.0}]}}
+    path = build_store(tmp_path / "att-fig.zarr", data)
+    files, notes = figures([path], tmp_path / "figs")
+    png = tmp_path / "figs" / "att-fig" / "fig-f-attention.png"
+    assert png in files and png.stat().st_size > 20_000
+    (note,) = [n for n in notes if "ranking by transition SNR" in n]
+    t = compare(path)["transition_snr_empirical"].isel(delta=0, gamma=0, T=0)
+    finite = t.dropna("weights")
+    listed = re.findall(r"(\w+(?:\(tau=2\))?) \((\d+\.\d+)\)", note.splitlines()[0])
+    expected = sorted((str(w), float(v)) for w, v in zip(finite["weights"].values, finite.values))
+    assert sorted((w, float(v)) for w, v in listed if v != "nan") == [(w, round(v, 3)) for w, v in expected]
+    values = [float(v) for _, v in listed]
+    assert values == sorted(values)                                   # listed from the lowest transition
