@@ -32,9 +32,9 @@ SWEEP_CASES = [
 
 
 def _expect_exit_2(argv, capsys, message: str) -> None:
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match=r"^2$") as exc:             # SystemExit's message is its code
         main(argv)
-    assert exc.value.code == 2
+    assert exc.type is SystemExit and exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "Traceback" not in "\n".join(err)
     assert len([line for line in err if line.startswith("rmtsweep: error:")]) == 1
@@ -96,8 +96,11 @@ def test_force_overrides_the_memory_check():
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit="1GiB",
                       dashboard_address=":0") as c, Client(c) as client:
         assert check_memory(client, 2 * 2**30, force=True).endswith("running anyway (--force)")
-        with pytest.raises(RmtsweepError, match=r"2\.00 GiB exceeds the 1\.00 GiB"):
+        with pytest.raises(RmtsweepError, match=r"estimated memory per task 2\.00 GiB exceeds the 1\.00 GiB a "
+                                                r"worker thread has .*; lower d or raise the workers' memory, "
+                                                r"or pass --force") as exc:
             check_memory(client, 2 * 2**30)
+        assert exc.type is RmtsweepError                          # exactly the base user error (exit 2), no subclass
         assert "within 1.00 GiB per thread (the workers' memory limit)" in check_memory(client, 2**29)
 
 
@@ -107,8 +110,10 @@ def test_memory_check_uses_the_cluster_config_before_workers_join():
 
     from rmtsweep.run.execute import check_memory
     with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as c, Client(c) as client:
-        with pytest.raises(RmtsweepError, match=r"exceeds the 0\.50 GiB a worker thread has \(the cluster config"):
+        with pytest.raises(RmtsweepError, match=r"estimated memory per task 1\.00 GiB exceeds the 0\.50 GiB a worker "
+                                                r"thread has \(the cluster config") as exc:
             check_memory(client, 2**30, fallback=2**29)
+        assert exc.type is RmtsweepError
         assert check_memory(client, 2**30).startswith("memory check not made")
 
 

@@ -53,10 +53,17 @@ def test_store_layout(stores):
         assert key in ds.attrs, key
     ev = ds["eigenvalues"].values
     assert np.all(np.isfinite(ev)) and np.all(np.diff(ev, axis=-1) <= 0)
-    # kappa is ||w||^2 of the scheme: mean weights 1/T, optimal unit norm
-    assert np.allclose(ds["kappa"].sel(weights="mean"), 1 / 4)
-    assert np.allclose(ds["kappa"].sel(weights="optimal"), 1.0)
-    assert np.allclose(ds["kappa"], ds["theory_kappa"].broadcast_like(ds["kappa"]))
+    # kappa = ||w||^2 in closed form (T = 4): mean weights 1/T, optimal weights have unit norm
+    for var in ("kappa", "theory_kappa"):
+        assert np.allclose(ds[var].sel(weights="mean"), 1 / 4), var
+        assert np.allclose(ds[var].sel(weights="optimal"), 1.0), var
+    # alpha = w^T R w by hand for prefix(L=2): the copied pair acts as one sign, (w1 + w2)^2 + w3^2 + w4^2
+    assert np.allclose(ds["theory_alpha"].sel(weights="mean"), (2 / 4) ** 2 + 2 / 16)
+    assert np.allclose(ds["theory_alpha"].sel(weights="optimal"), 2.0)
+    # realised alpha: optimal pools the copied pair only, so (w . xi)^2 = 2 in every sample; for mean
+    # weights each sample is in [0, 1] (SD <= 1/2), so the mean over 8 replicates of N = 48 has SE <= 1/(2 sqrt(384))
+    assert np.allclose(ds["alpha"].sel(weights="optimal"), 2.0)
+    assert abs(float(ds["alpha"].sel(weights="mean").mean()) - 0.375) <= 4 / (2 * np.sqrt(8 * 48))
 
 
 def test_rerun_of_complete_store_computes_nothing(stores, tmp_path):

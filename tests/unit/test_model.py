@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -118,14 +120,47 @@ def test_replicate_equals_literal_definition(centering, sizes):
     assert np.all((res.overlap >= 0) & (res.overlap <= 1 + 1e-12))
 
 
-def test_alpha_kappa_against_definitions():
-    m = _model(N=4000, d=10, V=20)
+def _harmonic_exact(T: int) -> list[Fraction]:
+    """``w_s = (1/T) sum_{t >= s} 1/t`` in exact rational arithmetic."""
+    return [sum((Fraction(1, t) for t in range(s, T + 1)), Fraction(0)) / T for s in range(1, T + 1)]
+
+
+def _closed_forms(case: str, T: int) -> tuple[object, object, float, float]:
+    """``(scheme, correlation, kappa, alpha)`` of a case, with ``kappa`` and ``alpha`` computed by hand.
+
+    mean: ``kappa = 1/T``; optimal: unit norm; harmonic: exact fractions. ``alpha``: prefix(L) treats the
+    copied block as one sign, ``(sum_{t<=L} w_t)^2 + sum_{t>L} w_t^2``; markov(r) with mean weights sums
+    the geometric series ``(T + 2 sum_k (T - k) r^k) / T^2``; iid gives ``kappa``; full gives ``(sum w)^2``.
+    """
+    if case == "harmonic-prefix":
+        w = _harmonic_exact(T)
+        return (make_scheme("harmonic"), make_correlation("prefix", L=2), float(sum(x * x for x in w)),
+                float((w[0] + w[1]) ** 2 + sum(x * x for x in w[2:])))
+    r = 0.6
+    return {
+        "mean-prefix": (make_scheme("mean"), make_correlation("prefix", L=2), 1 / T, (2**2 + T - 2) / T**2),
+        "optimal-prefix": (make_scheme("optimal"), make_correlation("prefix", L=2), 1.0, 2.0),
+        "mean-markov": (make_scheme("mean"), make_correlation("markov", r=r), 1 / T,
+                        (T + 2 * r * (T * (1 - r) - (1 - r**T)) / (1 - r) ** 2) / T**2),
+        "mean-iid": (make_scheme("mean"), make_correlation("iid"), 1 / T, 1 / T),
+        "optimal-full": (make_scheme("optimal"), make_correlation("full"), 1.0, float(T)),
+    }[case]
+
+
+@pytest.mark.parametrize("case", ["mean-prefix", "optimal-prefix", "harmonic-prefix", "mean-markov", "mean-iid",
+                                  "optimal-full"])
+def test_realised_kappa_and_alpha_match_closed_forms(case):
+    T = 6
+    scheme, corr, kappa_hand, alpha_hand = _closed_forms(case, T)
+    w = pooling_weights(scheme, correlation_matrix(corr, T))
+    m = CellModel(d=10, V=20, N=4000, T=T, w=w, correlation=corr, centering="class", top_k=1)
     res = simulate_replicate(m, np.array([1.0]), np.random.default_rng(1))
-    R = correlation_matrix(m.correlation, m.T)
-    assert res.kappa == pytest.approx(float(m.w @ m.w))
-    # realised alpha = mean of (w^T xi)^2 over N samples; its variance is below (sum|w|)^4 / N
-    se = np.abs(m.w).sum() ** 2 / np.sqrt(m.N)
-    assert abs(res.alpha - float(m.w @ R @ m.w)) < 4 * se
+    assert res.kappa == pytest.approx(kappa_hand, rel=1e-12)
+    assert alpha(w, correlation_matrix(corr, T)) == pytest.approx(alpha_hand, rel=1e-12)
+    # realised alpha = mean of (w^T xi)^2 over N samples, each in [0, (sum|w|)^2]: its SD is at most
+    # (sum|w|)^2 / 2 (Popoviciu), so the SE is at most (sum|w|)^2 / (2 sqrt(N))
+    se_bound = np.abs(w).sum() ** 2 / (2 * np.sqrt(m.N))
+    assert abs(res.alpha - alpha_hand) <= 4 * se_bound
 
 
 def test_class_centering_makes_class_means_zero():

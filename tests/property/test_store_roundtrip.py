@@ -1,0 +1,70 @@
+"""Property: a store reads back exactly what its tasks wrote, and nothing where no task wrote.
+
+Random small sweeps; every task is left unwritten, written (data only, as a worker does before the
+driver marks it) or written and marked done, in a random order and with a random run number.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmtsweep import open_store
+from rmtsweep.run.block import result_names
+from rmtsweep.run.cost import Blocking
+from rmtsweep.run.execute import compute_task
+from rmtsweep.run.grid import tasks
+from rmtsweep.run.runner import prepare_store
+from rmtsweep.spec import SweepFile, parse_sweep
+from rmtsweep.store import Writer, blocking_of
+from tests.property.strategies import sweeps
+
+STATES = ("unwritten", "written", "done")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=sweeps(), choices=st.data())
+def test_store_reads_back_what_was_written_and_empty_elsewhere(data, choices):
+    sweep = parse_sweep(data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.zarr"
+        prepare_store(SweepFile(sweep, str(path.with_suffix(".yaml")), yaml.safe_dump(data)), path)
+        all_tasks = list(tasks(sweep, Blocking(*blocking_of(path))))
+        n = len(all_tasks)
+        states = choices.draw(st.lists(st.sampled_from(STATES), min_size=n, max_size=n), label="states")
+        runs = choices.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n), label="runs")
+        order = choices.draw(st.permutations(range(n)), label="order")
+        writer = Writer(path)
+        written: dict[int, dict[str, np.ndarray]] = {}
+        for i in order:
+            if states[i] == "unwritten":
+                continue
+            written[i] = compute_task(all_tasks[i])
+            writer.write_block(all_tasks[i].region, written[i], all_tasks[i].todo, run=runs[i])
+            if states[i] == "done":
+                writer.mark_done(all_tasks[i].region)
+        ds = open_store(path).load()
+
+        g = sweep.grid
+        assert np.array_equal(ds.delta.values, g.delta) and np.array_equal(ds.gamma.values, g.gamma)
+        assert np.array_equal(ds.snr.values, g.snr) and np.array_equal(ds.T.values, g.T)
+        assert list(ds.weights.values) == sweep.weight_labels()
+        names = result_names(all_tasks[0])
+        assert set(names) <= set(ds.data_vars)
+        for i, task in enumerate(all_tasks):
+            region, state = task.region, states[i]
+            for name in names:
+                got = ds[name].values[region]
+                if state == "unwritten":
+                    assert np.all(np.isnan(got)), (name, i)
+                else:
+                    expected = written[i][name]
+                    assert got.shape == expected.shape and got.dtype == expected.dtype, name
+                    assert np.array_equal(got, expected), (name, i)   # bit for bit (no NaN: every entry computed)
+            assert np.all(ds["done"].values[region] == (state == "done")), i
+            assert np.all(ds["run"].values[region] == (-1 if state == "unwritten" else runs[i])), i
