@@ -83,6 +83,7 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
     else:
         for v in ds.variables.values():
             v.encoding = {}
+            v.attrs.pop("_FillValue", None)   # kept as an attr by the unmasked open: -1 in `run` must stay -1
             if v.dtype == bool:
                 v.attrs["flag_values"], v.attrs["flag_meanings"] = [0, 1], "false true"
         ds.attrs = {k: _netcdf_attr(v) for k, v in ds.attrs.items()}

@@ -45,7 +45,12 @@ def test_netcdf_round_trip(tiny_store, tmp_path, group):  # noqa: F811
     for v in src.data_vars:
         assert back[v].dims == src[v].dims, v
         assert np.array_equal(np.asarray(src[v].values, float), np.asarray(back[v].values, float), equal_nan=True), v
-    assert back["done"].dtype == bool if group is None else True
+    if group is None:
+        assert back["done"].dtype == bool                          # written as int8 with flag_values, read as bool
+    else:
+        assert back["n_done"].dtype.kind == "i"                    # an integer count (netCDF-3 has no int64: int32)
+        assert np.array_equal(back["n_done"].values, src["n_done"].values)
+    assert back["theory_phase"].dtype == np.int8                   # in both groups: the phase flags stay int8
     assert [str(w) for w in back["weights"].values] == [str(w) for w in src["weights"].values]
     assert back.attrs.get("sweep_name", back.attrs.get("title"))
 
@@ -95,3 +100,28 @@ def test_store_parents_are_created(reference, tmp_path):
             Client(c) as client:
         run_sweep(load_sweep(sweep_path), deep, client, progress=False)
     assert open_source(deep)["done"].values.all()
+
+
+def test_netcdf_of_a_partly_computed_store_keeps_run_minus_one(tmp_path):
+    """`run` is -1 where no run computed a replicate; the netCDF reads back -1 (an int), not NaN."""
+    import yaml as _yaml
+
+    from rmtsweep.analysis.export import export as export_store
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.run.runner import prepare_store
+    from rmtsweep.spec import SweepFile, parse_sweep
+    from rmtsweep.store import Writer, blocking_of
+    from tests.helpers import BASE
+    path = tmp_path / "partial.zarr"
+    sweep = parse_sweep({**BASE, "cells_per_task": 1})
+    prepare_store(SweepFile(sweep, "partial.yaml", _yaml.safe_dump(BASE)), path)
+    first = next(iter(tasks(sweep, Blocking(*blocking_of(path)))))
+    writer = Writer(path)
+    writer.write_block(first.region, compute_task(first), first.todo, run=0)
+    writer.mark_done(first.region)
+    back = xr.open_dataset(export_store(path, tmp_path / "partial.nc", "netcdf"))
+    run = back["run"].values
+    assert run.dtype.kind == "i" and set(np.unique(run)) == {-1, 0}
+    assert np.array_equal(run, xr.open_zarr(path, mask_and_scale=False)["run"].values)
