@@ -13,7 +13,7 @@ Each store yields the figures its content supports:
 - (f) ``attention``: finite-d attention beside mean, optimal and its limit ``causal(tau)``:
   detection rate and realised ``alpha/kappa`` against SNR, and the ranking (``sweeps/paper-attention*.yaml``);
 - (e) ``finite-T`` maps (through :mod:`rmtsweep.analysis.plots`): the bulk's Kolmogorov distance to the
-  cubic law at snr = 0 (``bulk_ks``; the relative error of ``lambda_1`` at the largest SNR when the
+  cubic law at snr = 0 (``paper_bulk_ks``; the relative error of ``lambda_1`` at the largest SNR when the
   store has no spectrum) over (T, weights) and over (delta, gamma) for harmonic weights: where the
   theory holds and where it fails.
 """
@@ -218,7 +218,7 @@ def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[
         if ds.sizes["delta"] > 1 and ds.sizes["gamma"] > 1 and ds.sizes["T"] == 1:
             files.append(phase_figure(ds, cmp, sub))
         if ds.sizes["T"] > 1 and ds.sizes["weights"] > 1:
-            var, at = ("bulk_ks", 0.0) if "bulk_ks" in cmp else ("lambda1_rel_error", float(ds["snr"].values[-1]))
+            var, at = ("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp else ("lambda1_rel_error", float(ds["snr"].values[-1]))
             weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
             files += plot_map(path, "T", "weights", var, sub, select={"snr": at})
             files += plot_map(path, "delta", "gamma", var, sub, select={"snr": at, "weights": weights})

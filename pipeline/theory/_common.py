@@ -1,11 +1,13 @@
-"""Helpers shared by the theory modules: broadcasting and the critical root of the edge cubic."""
+"""Helpers shared by the theory modules: broadcasting, the critical root of the edge cubic, bin averages."""
 
 from __future__ import annotations
 
 import numpy as np
+from typing import Callable
+
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MAX_NEWTON", "broadcast", "critical_a"]
+__all__ = ["MAX_NEWTON", "bin_average", "broadcast", "critical_a"]
 
 Float = NDArray[np.float64]
 
@@ -37,3 +39,29 @@ def critical_a(delta: Float, gamma: Float) -> Float:
             break
         a = np.minimum(a, a_new)
     return a
+
+
+def bin_average(edges: ArrayLike, density: Callable[[Float], Float], atom: float, nodes: int = 16) -> Float:
+    """A law's histogram density on bins ``edges``: ``(∫_bin f + atom 1[0 in bin]) / width``.
+
+    Bins follow ``np.histogram`` (``[e_i, e_{i+1})``, last closed), as the ``spectrum`` observable
+    does. ``nodes``-point Gauss–Legendre per bin; the bin holding 0 is cut into 40 geometric pieces
+    (``[b 2^-(j+1), b 2^-j]``), which resolves an integrable singularity or a lower edge near 0.
+    ``density`` is the absolutely continuous part (0 for ``x <= 0``), ``atom`` the mass at 0.
+    """
+    edges = np.asarray(edges, float)
+    lo, hi = np.maximum(edges[:-1], 0.0), edges[1:]
+    s, ws = np.polynomial.legendre.leggauss(nodes)
+    s, ws = (s + 1) / 2, ws / 2
+    first = (edges[:-1] <= 0) & (hi > 0)
+    a_sub, b_sub, owner = [lo[~first]], [hi[~first]], [np.flatnonzero(~first)]
+    for i in np.flatnonzero(first):
+        top = hi[i] * 0.5 ** np.arange(40)
+        a_sub.append(np.append(top[1:], 0.0)), b_sub.append(top), owner.append(np.full(40, i))
+    a_sub, b_sub, owner = np.concatenate(a_sub), np.concatenate(b_sub), np.concatenate(owner)
+    width = np.where(b_sub > a_sub, b_sub - a_sub, 0.0)
+    x = a_sub[:, None] + width[:, None] * s
+    f = np.asarray(density(x.ravel())).reshape(x.shape)
+    mass = np.bincount(owner, weights=(f * ws).sum(axis=1) * width, minlength=lo.size)
+    mass += np.where(first, atom, 0.0)
+    return mass / np.diff(edges)

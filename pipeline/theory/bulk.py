@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._common import MAX_NEWTON, broadcast, critical_a
+from ._common import MAX_NEWTON, bin_average, broadcast, critical_a
 
-__all__ = ["atom", "density", "edge", "moments", "stieltjes", "stieltjes_derivative"]
+__all__ = ["atom", "density", "edge", "histogram", "moments", "stieltjes", "stieltjes_derivative"]
 
 Float = NDArray[np.float64]
 
@@ -82,6 +82,11 @@ def atom(delta: ArrayLike, gamma: ArrayLike) -> Float:
     delta, gamma = broadcast(delta, gamma)
     with np.errstate(divide="ignore"):
         return np.asarray(1.0 - np.minimum(1.0, np.minimum(1.0 / delta, 1.0 / gamma)))
+
+
+def histogram(edges: ArrayLike, delta: float, gamma: float) -> Float:
+    """The law's histogram density on bins ``edges`` (atom at 0 included), as the ``spectrum`` observable bins it."""
+    return bin_average(edges, lambda x: density(x, delta, gamma), float(atom(delta, gamma)))
 
 
 def moments(delta: ArrayLike, gamma: ArrayLike) -> tuple[Float, Float]:

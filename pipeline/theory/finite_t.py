@@ -49,6 +49,8 @@ import scipy.sparse
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import poisson
 
+from ._common import bin_average
+
 __all__ = [
     "DiscreteLaw", "atom", "density", "edge", "empirical_law", "histogram", "mp_law", "outlier", "poisson_law",
     "sample_token_law", "stieltjes", "threshold", "token_law",
@@ -268,27 +270,9 @@ def density(x: ArrayLike, nu: DiscreteLaw, delta: float, *, eta: float = 1e-10) 
 def histogram(edges: ArrayLike, nu: DiscreteLaw, delta: float, *, nodes: int = 16) -> Float:
     """Predicted histogram density of ``S / kappa`` on bins ``edges`` (the ``spectrum`` observable).
 
-    ``(∫_bin f + atom 1[0 in bin]) / width``; bins follow ``np.histogram`` (``[e_i, e_{i+1})``, last
-    closed). ``nodes``-point Gauss–Legendre per bin; the bin holding 0 is cut into 40 geometric pieces
-    (``[b 2^-(j+1), b 2^-j]``), which resolves an integrable singularity or a lower edge near 0.
+    :func:`rmtsweep.theory._common.bin_average` of :func:`density` with the atom :func:`atom` at 0.
     """
-    edges = np.asarray(edges, float)
-    lo, hi = np.maximum(edges[:-1], 0.0), edges[1:]
-    s, ws = np.polynomial.legendre.leggauss(nodes)
-    s, ws = (s + 1) / 2, ws / 2
-    first = (edges[:-1] <= 0) & (hi > 0)
-    # ordinary bins: one Gauss-Legendre rule each; the bin holding 0: geometric pieces [b 2^-j-1, b 2^-j]
-    a_sub, b_sub, owner = [lo[~first]], [hi[~first]], [np.flatnonzero(~first)]
-    for i in np.flatnonzero(first):
-        top = hi[i] * 0.5 ** np.arange(40)
-        a_sub.append(np.append(top[1:], 0.0)), b_sub.append(top), owner.append(np.full(40, i))
-    a_sub, b_sub, owner = np.concatenate(a_sub), np.concatenate(b_sub), np.concatenate(owner)
-    width = np.where(b_sub > a_sub, b_sub - a_sub, 0.0)
-    x = a_sub[:, None] + width[:, None] * s
-    f = density(x.ravel(), nu, delta).reshape(x.shape)
-    mass = np.bincount(owner, weights=(f * ws).sum(axis=1) * width, minlength=lo.size)
-    mass += np.where(first, atom(nu, delta), 0.0)
-    return mass / np.diff(edges)
+    return bin_average(edges, lambda x: density(x, nu, delta), atom(nu, delta), nodes)
 
 
 # ------------------------------------------------------------------------------- real axis: edges

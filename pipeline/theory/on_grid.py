@@ -22,10 +22,11 @@ from ..dims import AXES
 from ..model import effective_length
 from ..spec import Sweep
 from . import spikes
-from .bulk import edge as bulk_edge
+from . import finite_t
+from .bulk import edge as bulk_edge, histogram as bulk_histogram
 from .finite_d import pooled_sign_excess_kurtosis
 
-__all__ = ["ABS", "grid_coords", "pooled_kurtosis", "theory_dataset", "weight_scalars"]
+__all__ = ["ABS", "LAWS", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
 
@@ -82,6 +83,56 @@ def pooled_kurtosis(sweep: Sweep) -> xr.DataArray:
             out[i, j] = pooled_sign_excess_kurtosis(scheme.weights(R), q)
     return _da(out, ("T", "weights"), coords, "excess kurtosis of the pooled signs w^T xi",
                description="0 for markov correlation (no closed form; Gaussian value)")
+
+
+LAWS = ("cubic MP_delta ⊠ MP_gamma", "finite-T law, exact (one token per sequence carries all the weight)")
+
+
+def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
+    """The predicted ``spectrum`` observable: the bulk density of ``S/kappa`` on its bins.
+
+    ``paper_spectrum`` (delta, gamma, bin) is the paper's cubic law. ``theory_spectrum`` (delta,
+    gamma, T, weights, bin) is the finite-T law of docs/theory.md §6.1 where it is exact and cheap —
+    weights with one nonzero entry (every scheme at ``T = 1``), whose token-count law is
+    ``(gamma/delta) Poisson(delta/gamma)`` — and the cubic elsewhere; ``theory_spectrum_law`` says
+    which, per (T, weights). For ``T_eff > 1`` the finite-T law is only sampled today (tens of seconds
+    per cell, too slow for a template), so those cells keep the cubic, whose error there is measured
+    (``paper_bulk_ks``). Empty when the sweep has no spectrum observable.
+    """
+    spec = sweep.observables.spectrum
+    if spec is None:
+        return {}
+    c = grid_coords(sweep)
+    edges = spec.edges()
+    bins = 0.5 * (edges[:-1] + edges[1:])
+    shape = (len(c["delta"]), len(c["gamma"]))
+    cubic = np.empty(shape + (bins.size,))
+    exact = np.empty_like(cubic)
+    for i, dl in enumerate(c["delta"]):
+        for j, g in enumerate(c["gamma"]):
+            cubic[i, j] = bulk_histogram(edges, dl, g)
+    one_hot = np.zeros((len(c["T"]), len(c["weights"])), bool)
+    for a, T in enumerate(c["T"]):
+        R = sweep.correlation.matrix(int(T))
+        for b, scheme in enumerate(sweep.grid.weights):
+            one_hot[a, b] = not getattr(scheme, "data_dependent", False) and np.count_nonzero(scheme.weights(R)) == 1
+    if one_hot.any():
+        for i, dl in enumerate(c["delta"]):
+            for j, g in enumerate(c["gamma"]):
+                exact[i, j] = finite_t.histogram(edges, finite_t.poisson_law(dl, g), dl)
+    coords = {**c, "bin": bins}
+    law = _da(one_hot.astype(np.int8), ("T", "weights"), coords, "bulk law of theory_spectrum",
+              flag_values=[0, 1], flag_meanings="cubic finite_T_exact", description="; ".join(LAWS))
+    theory = np.where(one_hot[None, None, :, :, None], exact[:, :, None, None, :], cubic[:, :, None, None, :])
+    units = "1 / (unit of S/kappa)"
+    return {
+        "paper_spectrum": _da(cubic, ("delta", "gamma", "bin"), coords,
+                              "predicted eigenvalue density of S/kappa on the spectrum bins: the cubic law", units),
+        "theory_spectrum": _da(theory, ("delta", "gamma", "T", "weights", "bin"), coords,
+                               "predicted eigenvalue density of S/kappa on the spectrum bins (see "
+                               "theory_spectrum_law)", units),
+        "theory_spectrum_law": law,
+    }
 
 
 def _apply(fn, *args: xr.DataArray) -> xr.DataArray:
@@ -168,5 +219,6 @@ def theory_dataset(sweep: Sweep) -> xr.Dataset:
         snr_t = xr.apply_ufunc(spikes.transition_snr, kind, alpha, kappa, delta, gamma, centering)
         out[name] = snr_t.assign_attrs(long_name=f"{'population' if kind == 'population' else 'sample (observable)'} "
                                                  "transition SNR", units="snr")
+    out.update(spectrum_arrays(sweep))
     ds = xr.Dataset(out)
-    return ds.transpose(*[d for d in AXES if d in ds.dims])
+    return ds.transpose(*[d for d in AXES if d in ds.dims], ...)
