@@ -13,7 +13,7 @@ from rmtsweep.theory import bulk, finite_t
 from tests.helpers import BASE
 
 SWEEP = {**copy.deepcopy(BASE), "correlation": {"model": "decay", "r": 0.3},
-         "grid": {"delta": [0.5, 2.0], "gamma": [0.5], "snr": [0.0, 2.0], "T": [1, 4],
+         "grid": {"delta": [0.5, 2.0], "gamma": [0.5], "snr": [0.0, 2.0], "T": [1, 4, 16],
                   "weights": ["mean", "optimal"]},
          "observables": {"spectrum": {"bins": 40, "max": 8.0}}}
 
@@ -35,17 +35,28 @@ def test_the_cubic_histogram_is_the_integral_of_the_density_over_each_bin_plus_t
         assert got.sum() * 0.2 == pytest.approx(1.0, abs=2e-3)             # all the mass lies below 8
 
 
-def test_single_token_cells_use_the_exact_poisson_law_and_the_others_the_cubic(ds):
+def test_single_token_cells_use_the_exact_law_short_ones_a_sampled_law_long_ones_the_cubic(ds):
     law = ds["theory_spectrum_law"]
-    assert law.sel(T=1).values.tolist() == [1, 1]            # every scheme pools one token at T = 1
-    assert law.sel(T=4).values.tolist() == [0, 0]            # mean and optimal spread over 4 positions
+    assert law.sel(T=1).values.tolist() == [1, 1]            # every scheme pools one token at T = 1: exact
+    assert law.sel(T=4).values.tolist() == [2, 2]            # T_eff 4 and 2.3: sampled token-count law
+    assert law.sel(T=16).values.tolist() == [0, 2]           # mean has T_eff = 16: the cubic; optimal 2.3
     for delta in (0.5, 2.0):
-        ft = finite_t.histogram(np.linspace(0, 8, 41), finite_t.poisson_law(delta, 0.5), delta)
-        assert np.allclose(ds["theory_spectrum"].sel(delta=delta, gamma=0.5, T=1, weights="mean"), ft)
-        assert np.array_equal(ds["theory_spectrum"].sel(delta=delta, gamma=0.5, T=4, weights="optimal"),
+        exact = finite_t.histogram(np.linspace(0, 8, 41), finite_t.poisson_law(delta, 0.5), delta)
+        assert np.allclose(ds["theory_spectrum"].sel(delta=delta, gamma=0.5, T=1, weights="mean"), exact, atol=1e-3)
+        assert np.array_equal(ds["theory_spectrum"].sel(delta=delta, gamma=0.5, T=16, weights="mean"),
                               ds["paper_spectrum"].sel(delta=delta, gamma=0.5))
     t1 = ds["theory_spectrum"].sel(delta=0.5, gamma=0.5, T=1, weights="mean")
     assert not np.allclose(t1, ds["paper_spectrum"].sel(delta=0.5, gamma=0.5), atol=0.02)   # they do differ
+
+
+@pytest.mark.slow
+def test_the_sampled_law_is_close_to_a_larger_sample(ds):
+    """The store's sampled law (V = 1000, 4 samples) against V = 2500 x 6 samples: Kolmogorov <= 0.003."""
+    w = np.full(4, 0.25)                                      # mean weights at T = 4
+    big = finite_t.histogram(np.linspace(0, 8, 41), finite_t.sample_token_law(w, 0.5, 0.5, size=2500, replicates=6,
+                                                                               seed=99), 0.5)
+    got = ds["theory_spectrum"].sel(delta=0.5, gamma=0.5, T=4, weights="mean").values
+    assert np.abs(np.cumsum(got - big) * 0.2).max() < 0.003
 
 
 def test_no_spectrum_observable_means_no_predicted_spectrum():
