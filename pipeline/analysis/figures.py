@@ -3,7 +3,8 @@
 Each store yields the figures its content supports:
 
 - (a) ``spectrum``: eigenvalue histogram of ``S/kappa`` against the ``MP_delta ⊠ MP_gamma`` density
-  (:func:`rmtsweep.theory.density`; the point mass :func:`rmtsweep.theory.atom` at 0 is annotated),
+  (:func:`rmtsweep.theory.density`; the point mass :func:`rmtsweep.theory.atom` at 0 is annotated)
+  and, where the store's ``theory_spectrum`` is the finite-T law, that law per bin,
   with the predicted and the simulated outlier marked;
 - (b) ``alignment``: top alignment against SNR per weight scheme, Monte Carlo mean ± standard error
   over the theory curve;
@@ -55,6 +56,10 @@ def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None) -> Path
         ax.bar(x, hist, width=width, color="0.75", label="Monte Carlo")
         fine = np.linspace(1e-3, x[-1], 800)
         ax.plot(fine, theory.density(fine, dl, g), "k", lw=1.2, label="MP$_\\delta$ ⊠ MP$_\\gamma$")
+        if "theory_spectrum_law" in c and int(c["theory_spectrum_law"]) > 0:      # the finite-T law differs here
+            law = "exact" if int(c["theory_spectrum_law"]) == 1 else "sampled ν"
+            ax.step(x, c["theory_spectrum"].values, where="mid", color="C2", lw=1.2,
+                    label=f"finite-T law ({law}), per bin")
         kappa = float(c["theory_kappa"])
         ax.axvline(float(c["theory_outlier"]) / kappa, color="C3", ls="--", label="theory λ₁/κ")
         lam = (c["eigenvalues"].sel(k=1).where(c["done"]).mean("replicate")) / kappa
@@ -220,6 +225,9 @@ def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[
         if ds.sizes["T"] > 1 and ds.sizes["weights"] > 1:
             var, at = ("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp else ("lambda1_rel_error", float(ds["snr"].values[-1]))
             weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
-            files += plot_map(path, "T", "weights", var, sub, select={"snr": at})
+            same = {"clim": (0.0, 0.04)} if var == "paper_bulk_ks" else {}     # the two laws on one scale
+            files += plot_map(path, "T", "weights", var, sub, select={"snr": at}, **same)
+            if var == "paper_bulk_ks":                 # and against the store's finite-T law, on the same axes
+                files += plot_map(path, "T", "weights", "bulk_ks", sub, select={"snr": at}, clim=(0.0, 0.04))
             files += plot_map(path, "delta", "gamma", var, sub, select={"snr": at, "weights": weights})
     return files, notes

@@ -229,4 +229,52 @@ def theory_dataset(sweep: Sweep) -> xr.Dataset:
                                                  "transition SNR", units="snr")
     out.update(spectrum_arrays(sweep))
     ds = xr.Dataset(out)
-    return ds.transpose(*[d for d in AXES if d in ds.dims], ...)
+    ds = ds.transpose(*[d for d in AXES if d in ds.dims], ...)
+    return _one_token_spikes(ds, sweep) if centering == "class" else ds
+
+
+def _one_position(sweep: Sweep) -> list[tuple[int, str]]:
+    """The (T, weights) cells whose weights sit on one position (fixed schemes): the exact finite-T law."""
+    cells = []
+    for T in sweep.grid.T:
+        R = sweep.correlation.matrix(int(T))
+        cells += [(int(T), s.label) for s in sweep.grid.weights
+                  if not getattr(s, "data_dependent", False) and np.count_nonzero(s.weights(R)) == 1]
+    return cells
+
+
+def _one_token_spikes(ds: xr.Dataset, sweep: Sweep) -> xr.Dataset:
+    """Edge, outlier, alignment, phase and sample threshold from the exact finite-T law where it is exact.
+
+    Where the weights sit on one position (every scheme at ``T = 1``) the token-count law is
+    ``(gamma/delta) Poisson(delta/gamma)`` and docs/theory.md §6.1 gives the bulk's main edge, the
+    outlier equation and the threshold exactly; there they replace the cubic's (which stays in
+    ``paper_*``), and ``theory_law`` is 1. ``theory_rho_sample`` (per delta, gamma) stays the cubic's.
+    """
+    c = grid_coords(sweep)
+    flag = np.zeros((len(c["T"]), len(c["weights"])), np.int8)
+    cells = _one_position(sweep)
+    ds = ds.copy(deep=True)
+    for T, w in cells:
+        flag[list(c["T"]).index(T), list(c["weights"]).index(w)] = 1
+        at = {"T": T, "weights": w}
+        kappa, alpha = float(ds["theory_kappa"].sel(at)), float(ds["theory_alpha"].sel(at))
+        rho = ds["theory_rho"].sel(at).values
+        for dl in c["delta"]:
+            rho_pop = float(ds["theory_rho_population"].sel(delta=dl))
+            for g in c["gamma"]:
+                nu = finite_t.poisson_law(dl, g)
+                rc = finite_t.threshold(nu, dl)
+                loc, ov = finite_t.outlier(rho, nu, dl)
+                cell = {"delta": dl, "gamma": g, **at}
+                ds["theory_edge"].loc[cell] = kappa * finite_t.edge(nu, dl)
+                ds["theory_outlier"].loc[cell] = kappa * loc
+                ds["theory_overlap"].loc[cell] = ov
+                ds["theory_phase"].loc[cell] = np.where(rho > rc, 2, np.where(rho > rho_pop, 1, 0))
+                ds["theory_snr_sample"].loc[cell] = rc * kappa / alpha
+    ds["theory_law"] = _da(flag, ("T", "weights"), c, "law behind theory_edge, _outlier, _overlap, _phase, "
+                           "_snr_sample", flag_values=[0, 1], flag_meanings="cubic finite_T_exact",
+                           description="finite_T_exact: weights on one position (docs/theory.md §6.1)")
+    for name in ("theory_edge", "theory_outlier", "theory_overlap", "theory_phase", "theory_snr_sample"):
+        ds[name].attrs["long_name"] = ds[name].attrs["long_name"] + " (finite-T law where theory_law = 1)"
+    return ds

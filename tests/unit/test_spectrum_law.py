@@ -62,3 +62,25 @@ def test_the_sampled_law_is_close_to_a_larger_sample(ds):
 def test_no_spectrum_observable_means_no_predicted_spectrum():
     data = {k: v for k, v in SWEEP.items() if k != "observables"}
     assert "theory_spectrum" not in theory_dataset(parse_sweep(data))
+
+
+def test_one_position_cells_take_edge_outlier_phase_and_threshold_from_the_exact_law(ds):
+    from rmtsweep.theory import spikes
+    assert ds["theory_law"].sel(T=1).values.tolist() == [1, 1]
+    assert ds["theory_law"].sel(T=4).values.tolist() == [0, 0]
+    for delta in (0.5, 2.0):
+        nu = finite_t.poisson_law(delta, 0.5)
+        at = {"delta": delta, "gamma": 0.5, "T": 1, "weights": "mean"}
+        k = float(ds["theory_kappa"].sel(T=1, weights="mean"))
+        assert float(ds["theory_edge"].sel(at)) == pytest.approx(k * finite_t.edge(nu, delta))
+        rho = ds["theory_rho"].sel(T=1, weights="mean").values
+        loc, ov = finite_t.outlier(rho, nu, delta)
+        assert np.allclose(ds["theory_outlier"].sel(at), k * loc) and np.allclose(ds["theory_overlap"].sel(at), ov)
+        assert float(ds["theory_snr_sample"].sel(at)) == pytest.approx(
+            finite_t.threshold(nu, delta) * k / float(ds["theory_alpha"].sel(T=1, weights="mean")))
+        # T = 4 keeps the cubic, and paper_* is the cubic everywhere
+        cubic = {"delta": delta, "gamma": 0.5, "T": 4, "weights": "mean"}
+        kc = float(ds["theory_kappa"].sel(T=4, weights="mean"))
+        assert float(ds["theory_edge"].sel(cubic)) == pytest.approx(kc * float(bulk.edge(delta, 0.5)))
+        assert np.allclose(ds["paper_outlier"].sel(at),
+                           k * spikes.sample_outlier(rho, delta, 0.5))
