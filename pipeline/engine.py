@@ -74,6 +74,7 @@ def connect(engine: Engine) -> Iterator:
         # workers log only errors: a stop cancels what is in flight, and each worker would warn about it
         with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                           silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+            client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
             client.register_plugin(IgnoreInterrupt(), name="rmtsweep-ignore-sigint")
             click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
             yield client, Capacity()

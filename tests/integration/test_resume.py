@@ -104,13 +104,27 @@ def test_killed_worker_is_replaced_and_result_identical(medium, tmp_path):
         thread = threading.Thread(target=lambda: _guard(errors, run_sweep, load_sweep(sweep_path), store, cl,
                                                         progress=False))
         thread.start()
+        address = next(a for a, pid in pids.items() if pid == victim)
         deadline = time.monotonic() + 60
-        while writes(store) < 10 and time.monotonic() < deadline:
+        held: list[str] = []
+        while (writes(store) < 10 or not held) and time.monotonic() < deadline:
+            held = list(cl.processing(workers=[address]).get(address, ()))
             time.sleep(0.01)
+        written_at_kill = writes(store)
         os.kill(victim, signal.SIGKILL)
         thread.join(timeout=300)
+        assert not thread.is_alive(), "the run had not finished 300 s after the kill"
+        assert held, "the killed worker held no task when it died: nothing was rescheduled"
+        assert 10 <= written_at_kill < MEDIUM_TASKS, written_at_kill      # the kill landed mid-sweep
         assert not errors, errors
         assert victim not in cl.run(os.getpid).values()          # the nanny started a new process
+    # every task the dead worker held was computed again elsewhere and written, once
+    lines = (store / JOURNAL).read_text().splitlines()
+    written = [line.split()[3] for line in lines if " write " in line]
+    assert len(written) == len(set(written)) == MEDIUM_TASKS
+    held_tasks = {k.split("rmtsweep-task-")[1].rsplit("-", 1)[0] for k in held}
+    assert held_tasks <= set(written)
+    assert held_tasks & set(written[written_at_kill:]), "no task the dead worker held was finished after its death"
     assert_stores_equal(store, clean)
 
 
