@@ -26,7 +26,7 @@ from . import finite_t
 from .bulk import edge as bulk_edge, histogram as bulk_histogram
 from .finite_d import pooled_sign_excess_kurtosis
 
-__all__ = ["ABS", "FINITE_T_BELOW", "LAWS", "SAMPLE", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset", "weight_scalars"]
+__all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
 
@@ -88,6 +88,8 @@ def pooled_kurtosis(sweep: Sweep) -> xr.DataArray:
 LAWS = ("cubic MP_delta ⊠ MP_gamma", "finite-T law, exact (one token per sequence carries all the weight)",
         "finite-T law over a sampled token-count spectrum (seeded, V = 1000, 4 samples)")
 FINITE_T_BELOW = 8.0     # T_eff under which the finite-T law is computed; above it the cubic is within 0.003
+ONE_TOKEN_BUDGET = 256   # (delta, gamma) points whose T = 1 edge, outlier and threshold a template computes
+FINITE_T_BUDGET = 6400   # (distinct law, delta, gamma) x bins a template computes (~0.4 s per 100); beyond, the cubic
 SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.5 s per law, ~1e-3 in KS
 
 
@@ -100,7 +102,9 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
     token counts Poisson), else over the token-count spectrum ``nu`` sampled with :data:`SAMPLE`
     (a seeded large-V Monte Carlo: about 1e-3 in Kolmogorov distance from a 12x larger sample).
     Elsewhere, and for attention (whose weights differ per sequence), it is the cubic;
-    ``theory_spectrum_law`` says which per (T, weights). Empty without a spectrum observable.
+    ``theory_spectrum_law`` says which per (T, weights). A grid that would need more than
+    :data:`FINITE_T_BUDGET` (distinct laws x (delta, gamma) x bins) keeps the cubic everywhere, and the
+    flag's description says so (store creation must stay fast). Empty without a spectrum observable.
     """
     spec = sweep.observables.spectrum
     if spec is None:
@@ -112,23 +116,33 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
     cubic = np.array([[bulk_histogram(edges, dl, g) for g in c["gamma"]] for dl in c["delta"]])
     theory = np.repeat(np.repeat(cubic[:, :, None, None, :], len(c["T"]), 2), len(c["weights"]), 3)
     law = np.zeros((len(c["T"]), len(c["weights"])), np.int8)
-    laws: dict[tuple, finite_t.DiscreteLaw] = {}
+    wanted = []                                   # (T index, weights index, exact, weights) needing the finite-T law
     for a, T in enumerate(c["T"]):
         R = sweep.correlation.matrix(int(T))
         for b, scheme in enumerate(sweep.grid.weights):
             if getattr(scheme, "data_dependent", False) or float(ws["theory_T_eff"][a, b]) >= FINITE_T_BELOW:
                 continue
             w = scheme.weights(R)
-            exact = np.count_nonzero(w) == 1
-            law[a, b] = 1 if exact else 2
-            profile = () if exact else tuple(np.round(np.sort(np.abs(w[w != 0])) / np.abs(w).max(), 12))
-            for i, dl in enumerate(c["delta"]):
-                for j, g in enumerate(c["gamma"]):
-                    key = (profile, float(dl) / float(g))
-                    if key not in laws:
-                        laws[key] = (finite_t.poisson_law(dl, g) if exact
-                                     else finite_t.sample_token_law(w, dl, g, **SAMPLE))
-                    theory[i, j, a, b] = finite_t.histogram(edges, laws[key], dl, nodes=8)
+            wanted.append((a, b, np.count_nonzero(w) == 1, w))
+    profile = {(a, b): () if exact else tuple(np.round(np.sort(np.abs(w[w != 0])) / np.abs(w).max(), 12))
+               for a, b, exact, w in wanted}
+    pairs = [(dl, g) for dl in c["delta"] for g in c["gamma"]]
+    work = len(set(profile.values())) * len(pairs) * bins.size
+    note = ""
+    if work > FINITE_T_BUDGET:                    # too slow for a template: keep the cubic, and say so
+        note = (f"; the finite-T law was not computed: {work} (law, delta, gamma) x bins exceed the budget of "
+                f"{FINITE_T_BUDGET} (about {FINITE_T_BUDGET // 250} s at store creation)")
+        wanted = []
+    cache: dict[tuple, np.ndarray] = {}
+    for a, b, exact, w in wanted:
+        law[a, b] = 1 if exact else 2
+        for i, dl in enumerate(c["delta"]):
+            for j, g in enumerate(c["gamma"]):
+                key = (profile[(a, b)], float(dl), float(g))
+                if key not in cache:
+                    nu = finite_t.poisson_law(dl, g) if exact else finite_t.sample_token_law(w, dl, g, **SAMPLE)
+                    cache[key] = finite_t.histogram(edges, nu, dl, nodes=8)
+                theory[i, j, a, b] = cache[key]
     coords = {**c, "bin": bins}
     units = "1 / (unit of S/kappa)"
     return {
@@ -139,7 +153,7 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
                                "theory_spectrum_law)", units),
         "theory_spectrum_law": _da(law, ("T", "weights"), coords, "bulk law of theory_spectrum",
                                    flag_values=[0, 1, 2], flag_meanings="cubic finite_T_exact finite_T_sampled",
-                                   description="; ".join(LAWS)),
+                                   description="; ".join(LAWS) + note),
     }
 
 
@@ -254,27 +268,32 @@ def _one_token_spikes(ds: xr.Dataset, sweep: Sweep) -> xr.Dataset:
     c = grid_coords(sweep)
     flag = np.zeros((len(c["T"]), len(c["weights"])), np.int8)
     cells = _one_position(sweep)
+    pairs = [(dl, g) for dl in c["delta"] for g in c["gamma"]]
+    note = ""
+    if cells and len(pairs) > ONE_TOKEN_BUDGET:   # the edge and threshold cost ~0.1 s per (delta, gamma)
+        note = f"; not computed: {len(pairs)} (delta, gamma) points exceed the budget of {ONE_TOKEN_BUDGET}"
+        cells = []
     ds = ds.copy(deep=True)
+    laws = {(dl, g): finite_t.poisson_law(dl, g) for dl, g in pairs} if cells else {}
+    edges = {key: (finite_t.edge(nu, key[0]), finite_t.threshold(nu, key[0])) for key, nu in laws.items()}
     for T, w in cells:
         flag[list(c["T"]).index(T), list(c["weights"]).index(w)] = 1
         at = {"T": T, "weights": w}
         kappa, alpha = float(ds["theory_kappa"].sel(at)), float(ds["theory_alpha"].sel(at))
         rho = ds["theory_rho"].sel(at).values
-        for dl in c["delta"]:
+        for dl, g in pairs:
             rho_pop = float(ds["theory_rho_population"].sel(delta=dl))
-            for g in c["gamma"]:
-                nu = finite_t.poisson_law(dl, g)
-                rc = finite_t.threshold(nu, dl)
-                loc, ov = finite_t.outlier(rho, nu, dl)
-                cell = {"delta": dl, "gamma": g, **at}
-                ds["theory_edge"].loc[cell] = kappa * finite_t.edge(nu, dl)
-                ds["theory_outlier"].loc[cell] = kappa * loc
-                ds["theory_overlap"].loc[cell] = ov
-                ds["theory_phase"].loc[cell] = np.where(rho > rc, 2, np.where(rho > rho_pop, 1, 0))
-                ds["theory_snr_sample"].loc[cell] = rc * kappa / alpha
+            nu, (edge, rc) = laws[(dl, g)], edges[(dl, g)]
+            loc, ov = finite_t.outlier(rho, nu, dl)
+            cell = {"delta": dl, "gamma": g, **at}
+            ds["theory_edge"].loc[cell] = kappa * edge
+            ds["theory_outlier"].loc[cell] = kappa * loc
+            ds["theory_overlap"].loc[cell] = ov
+            ds["theory_phase"].loc[cell] = np.where(rho > rc, 2, np.where(rho > rho_pop, 1, 0))
+            ds["theory_snr_sample"].loc[cell] = rc * kappa / alpha
     ds["theory_law"] = _da(flag, ("T", "weights"), c, "law behind theory_edge, _outlier, _overlap, _phase, "
                            "_snr_sample", flag_values=[0, 1], flag_meanings="cubic finite_T_exact",
-                           description="finite_T_exact: weights on one position (docs/theory.md §6.1)")
+                           description="finite_T_exact: weights on one position (docs/theory.md §6.1)" + note)
     for name in ("theory_edge", "theory_outlier", "theory_overlap", "theory_phase", "theory_snr_sample"):
         ds[name].attrs["long_name"] = ds[name].attrs["long_name"] + " (finite-T law where theory_law = 1)"
     return ds

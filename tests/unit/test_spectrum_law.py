@@ -84,3 +84,14 @@ def test_one_position_cells_take_edge_outlier_phase_and_threshold_from_the_exact
         assert float(ds["theory_edge"].sel(cubic)) == pytest.approx(kc * float(bulk.edge(delta, 0.5)))
         assert np.allclose(ds["paper_outlier"].sel(at),
                            k * spikes.sample_outlier(rho, delta, 0.5))
+
+
+def test_a_grid_too_large_for_the_finite_t_budget_keeps_the_cubic_and_says_so():
+    from rmtsweep.theory.on_grid import FINITE_T_BUDGET
+    data = {**SWEEP, "grid": {**SWEEP["grid"], "delta": list(np.linspace(0.5, 2.0, 12)),
+                              "gamma": list(np.linspace(0.5, 2.0, 12)), "T": [2, 3]},
+            "observables": {"spectrum": {"bins": 200, "max": 8.0}}}
+    ds = theory_dataset(parse_sweep(data))                # 2 schemes x 2 T x 144 points x 200 bins >> budget
+    assert (ds["theory_spectrum_law"] == 0).all()
+    assert f"exceed the budget of {FINITE_T_BUDGET}" in ds["theory_spectrum_law"].attrs["description"]
+    assert np.array_equal(ds["theory_spectrum"].isel(T=0, weights=0), ds["paper_spectrum"])
