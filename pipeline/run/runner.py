@@ -29,6 +29,7 @@ from typing import Callable
 
 from distributed import Client
 
+from ..errors import StoreWriteError
 from ..spec import SweepFile
 from ..store import Store, Template, now, provenance, template
 from ..theory.on_grid import theory_dataset
@@ -104,6 +105,18 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
     TaskFailedError
         A task kept failing; finished tasks stay done.
     """
+    try:
+        return _run(sweep_file, Path(path), client, progress, force, writes, expected_threads, memory_per_thread,
+                    notes)
+    except OSError as exc:
+        if exc.filename:                          # names its file already: the CLI prints it as it is
+            raise
+        raise StoreWriteError(f"{path}: {exc.strerror or exc} (writing the store's journal or metadata); fix it "
+                              f"and rerun the same command to resume") from None
+
+
+def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, force: bool, writes: Writes,
+         expected_threads: int, memory_per_thread: float | None, notes: Callable[[str], None] | None) -> RunReport:
     sweep = sweep_file.sweep
     note = notes or (lambda _: None)
     note(check_memory(client, task_memory_bytes(sweep), force, memory_per_thread))

@@ -61,6 +61,11 @@ class Row:
         return f"| {self.fault} | {self.exit_code} | {said} | {lines} | {self.recovery} | {ok} |"
 
 
+def _disk_k(path: Path) -> int:
+    """KiB a directory takes on a page-granular filesystem (each file rounded up to 4 KiB)."""
+    return sum(-(-f.stat().st_size // 4096) * 4 for f in path.rglob("*") if f.is_file())
+
+
 def _stderr_lines(text: str) -> tuple[str, list[str]]:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     if not lines:
@@ -81,6 +86,12 @@ class Bench:
         self.clean = root / "clean.zarr"
         if not self.clean.exists():
             self.run(self.clean, check=True)
+        template = root / "template.zarr"
+        if not template.exists():
+            from rmtsweep.run.runner import prepare_store
+            from rmtsweep.spec import load_sweep
+            prepare_store(load_sweep(self.sweep), template)
+        self.clean_k, self.template_k = _disk_k(self.clean), _disk_k(template)    # as a tmpfs counts them
 
     def cmd(self, store: Path) -> list[str]:
         return [*RMTSWEEP, "run", str(self.sweep), "--store", str(store), "--workers", "2", "--no-progress"]
@@ -182,13 +193,14 @@ def _namespaced(bench: Bench, script: str) -> subprocess.CompletedProcess:
 
 
 def disk_full(bench: Bench) -> Row:
-    """The store on a 1.3 MB tmpfs (the finished store takes ~1.9 MB), then the space grows to 64 MB."""
+    """The store on a tmpfs with room for its template and half its data, then the space grows to 64 MB."""
+    size_k = bench.template_k + (bench.clean_k - bench.template_k) // 2
     mnt = bench.root / "small-disk"
     mnt.mkdir(exist_ok=True)
     store, saved = mnt / "full.zarr", bench.root / "full.zarr"
     shutil.rmtree(saved, ignore_errors=True)
     run = " ".join(bench.cmd(store))
-    script = (f"mount -t tmpfs -o size=1300k none {mnt} && "
+    script = (f"mount -t tmpfs -o size={size_k}k none {mnt} && "
               f"{{ {run} 2> {bench.root}/full.err; echo $? > {bench.root}/full.code; }}; "
               f"mount -o remount,size=64m {mnt} && {run} 2>/dev/null && cp -a {store} {saved}")
     outer = _namespaced(bench, script)
