@@ -109,7 +109,10 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
         return _run(sweep_file, Path(path), client, progress, force, writes, expected_threads, memory_per_thread,
                     notes)
     except OSError as exc:
-        if exc.filename:                          # names its file already: the CLI prints it as it is
+        # a file error without its file (the journal's buffered write, metadata): name the store. An error
+        # that names its file is printed as it is, and one with no errno (a lost dask connection) is no
+        # store error at all.
+        if exc.filename or exc.errno is None:
             raise
         raise StoreWriteError(f"{path}: {exc.strerror or exc} (writing the store's journal or metadata); fix it "
                               f"and rerun the same command to resume") from None
