@@ -15,6 +15,8 @@ they are off on an uncentred table (for ``class`` they equal ``theory_*``).
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 import xarray as xr
 
@@ -116,14 +118,9 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
     cubic = np.array([[bulk_histogram(edges, dl, g) for g in c["gamma"]] for dl in c["delta"]])
     theory = np.repeat(np.repeat(cubic[:, :, None, None, :], len(c["T"]), 2), len(c["weights"]), 3)
     law = np.zeros((len(c["T"]), len(c["weights"])), np.int8)
-    wanted = []                                   # (T index, weights index, exact, weights) needing the finite-T law
-    for a, T in enumerate(c["T"]):
-        R = sweep.correlation.matrix(int(T))
-        for b, scheme in enumerate(sweep.grid.weights):
-            if getattr(scheme, "data_dependent", False) or float(ws["theory_T_eff"][a, b]) >= FINITE_T_BELOW:
-                continue
-            w = scheme.weights(R)
-            wanted.append((a, b, np.count_nonzero(w) == 1, w))
+    # (T index, weights index, exact, weights) of the cells needing the finite-T law
+    wanted = [(a, b, _one_hot(w), w) for a, b, w in _fixed_weights(sweep)
+              if float(ws["theory_T_eff"][a, b]) < FINITE_T_BELOW]
     profile = {(a, b): () if exact else tuple(np.round(np.sort(np.abs(w[w != 0])) / np.abs(w).max(), 12))
                for a, b, exact, w in wanted}
     pairs = [(dl, g) for dl in c["delta"] for g in c["gamma"]]
@@ -247,14 +244,18 @@ def theory_dataset(sweep: Sweep) -> xr.Dataset:
     return _one_token_spikes(ds, sweep) if centering == "class" else ds
 
 
-def _one_position(sweep: Sweep) -> list[tuple[int, str]]:
-    """The (T, weights) cells whose weights sit on one position (fixed schemes): the exact finite-T law."""
-    cells = []
-    for T in sweep.grid.T:
+def _fixed_weights(sweep: Sweep) -> Iterator[tuple[int, int, np.ndarray]]:
+    """``(T index, weights index, w)`` of every fixed scheme of the grid (attention's weights vary per sequence)."""
+    for a, T in enumerate(sweep.grid.T):
         R = sweep.correlation.matrix(int(T))
-        cells += [(int(T), s.label) for s in sweep.grid.weights
-                  if not getattr(s, "data_dependent", False) and np.count_nonzero(s.weights(R)) == 1]
-    return cells
+        for b, scheme in enumerate(sweep.grid.weights):
+            if not getattr(scheme, "data_dependent", False):
+                yield a, b, scheme.weights(R)
+
+
+def _one_hot(w: np.ndarray) -> bool:
+    """Whether the weights sit on one position: the finite-T law is then exact (Poisson token counts)."""
+    return int(np.count_nonzero(w)) == 1
 
 
 def _one_token_spikes(ds: xr.Dataset, sweep: Sweep) -> xr.Dataset:
@@ -267,18 +268,20 @@ def _one_token_spikes(ds: xr.Dataset, sweep: Sweep) -> xr.Dataset:
     """
     c = grid_coords(sweep)
     flag = np.zeros((len(c["T"]), len(c["weights"])), np.int8)
-    cells = _one_position(sweep)
+    cells = [(a, b) for a, b, w in _fixed_weights(sweep) if _one_hot(w)]
     pairs = [(dl, g) for dl in c["delta"] for g in c["gamma"]]
     note = ""
     if cells and len(pairs) > ONE_TOKEN_BUDGET:   # the edge and threshold cost ~0.1 s per (delta, gamma)
         note = f"; not computed: {len(pairs)} (delta, gamma) points exceed the budget of {ONE_TOKEN_BUDGET}"
         cells = []
-    ds = ds.copy(deep=True)
+    changed = ("theory_edge", "theory_outlier", "theory_overlap", "theory_phase", "theory_snr_sample")
+    if cells:                                     # copy only what is overwritten, only when something is
+        ds = ds.assign({name: ds[name].copy(deep=True) for name in changed})
     laws = {(dl, g): finite_t.poisson_law(dl, g) for dl, g in pairs} if cells else {}
     edges = {key: (finite_t.edge(nu, key[0]), finite_t.threshold(nu, key[0])) for key, nu in laws.items()}
-    for T, w in cells:
-        flag[list(c["T"]).index(T), list(c["weights"]).index(w)] = 1
-        at = {"T": T, "weights": w}
+    for a, b in cells:
+        flag[a, b] = 1
+        at = {"T": c["T"][a], "weights": c["weights"][b]}
         kappa, alpha = float(ds["theory_kappa"].sel(at)), float(ds["theory_alpha"].sel(at))
         rho = ds["theory_rho"].sel(at).values
         for dl, g in pairs:
@@ -294,6 +297,6 @@ def _one_token_spikes(ds: xr.Dataset, sweep: Sweep) -> xr.Dataset:
     ds["theory_law"] = _da(flag, ("T", "weights"), c, "law behind theory_edge, _outlier, _overlap, _phase, "
                            "_snr_sample", flag_values=[0, 1], flag_meanings="cubic finite_T_exact",
                            description="finite_T_exact: weights on one position (docs/theory.md §6.1)" + note)
-    for name in ("theory_edge", "theory_outlier", "theory_overlap", "theory_phase", "theory_snr_sample"):
+    for name in changed:
         ds[name].attrs["long_name"] = ds[name].attrs["long_name"] + " (finite-T law where theory_law = 1)"
     return ds
