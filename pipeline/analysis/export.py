@@ -87,12 +87,7 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
             if v.dtype == bool:
                 v.attrs["flag_values"], v.attrs["flag_meanings"] = [0, 1], "false true"
         ds.attrs = {k: _netcdf_attr(v) for k, v in ds.attrs.items()}
-        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        try:
-            ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT")
-            os.replace(tmp, out)          # never a half-written file under the requested name
-        finally:
-            tmp.unlink(missing_ok=True)
+        _write_atomically(out, lambda tmp: ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT"))
     return out
 
 
@@ -102,13 +97,18 @@ def export_phase_diagram(path: str | Path, out: str | Path, n_boot: int = 1000, 
     from .phase import phase_diagram
     out = output_file(out)
     table = phase_diagram(path, n_boot=n_boot, level=level, seed=seed)
+    _write_atomically(out, lambda tmp: table.to_csv(tmp, index=False))
+    return out, table.attrs["method"]
+
+
+def _write_atomically(out: Path, write) -> None:
+    """``write(tmp)`` beside ``out``, then rename: never a half-written file under the requested name."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        table.to_csv(tmp, index=False)
+        write(tmp)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
-    return out, table.attrs["method"]
 
 
 def output_file(out: str | Path) -> Path:
