@@ -121,11 +121,16 @@ class Bench:
             raise RuntimeError(f"the run ended before {after} tasks were written: {proc.stderr.read()[-2000:]}")
         return proc
 
+    def fresh(self, name: str) -> Path:
+        """A store path in the scratch directory with nothing left there from an earlier row."""
+        store = self.root / name
+        shutil.rmtree(store, ignore_errors=True)
+        return store
+
     def half_done(self, name: str) -> Path:
         """A copy of the clean store with every other task's ``done`` cleared (data left as they are)."""
         import zarr
-        store = self.root / name
-        shutil.rmtree(store, ignore_errors=True)
+        store = self.fresh(name)
         shutil.copytree(self.clean, store)
         done = zarr.open_group(str(store), mode="r+")["done"]
         flags = done[...]
@@ -135,8 +140,7 @@ class Bench:
 
 
 def _signal(bench: Bench, name: str, sig: int, group: bool, fault: str) -> Row:
-    store = bench.root / name
-    shutil.rmtree(store, ignore_errors=True)
+    store = bench.fresh(name)
     proc = bench.start(store, after=5)
     (os.killpg if group else os.kill)(proc.pid, sig)
     _, err = proc.communicate(timeout=60)
@@ -147,8 +151,7 @@ def _signal(bench: Bench, name: str, sig: int, group: bool, fault: str) -> Row:
 
 def sigkill_three_times(bench: Bench) -> Row:
     """SIGKILL to the whole process group at three points, then the same command."""
-    store = bench.root / "killed.zarr"
-    shutil.rmtree(store, ignore_errors=True)
+    store = bench.fresh("killed.zarr")
     for target in (6, 20, 40):
         proc = bench.start(store, after=target)
         os.killpg(proc.pid, signal.SIGKILL)
@@ -170,8 +173,7 @@ def sigint_group(bench: Bench) -> Row:
 
 def corrupt_chunk(bench: Bench) -> Row:
     """Overwrite the middle of a finished chunk; ``compare`` names it, ``verify --repair`` and ``run`` recover."""
-    store = bench.root / "corrupt.zarr"
-    shutil.rmtree(store, ignore_errors=True)
+    store = bench.fresh("corrupt.zarr")
     shutil.copytree(bench.clean, store)
     chunk = sorted(p for p in (store / "eigenvalues").iterdir() if p.name[0].isdigit())[5]
     data = bytearray(chunk.read_bytes())
@@ -197,8 +199,7 @@ def disk_full(bench: Bench) -> Row:
     size_k = bench.template_k + (bench.clean_k - bench.template_k) // 2
     mnt = bench.root / "small-disk"
     mnt.mkdir(exist_ok=True)
-    store, saved = mnt / "full.zarr", bench.root / "full.zarr"
-    shutil.rmtree(saved, ignore_errors=True)
+    store, saved = mnt / "full.zarr", bench.fresh("full.zarr")
     run = " ".join(bench.cmd(store))
     script = (f"mount -t tmpfs -o size={size_k}k none {mnt} && "
               f"{{ {run} 2> {bench.root}/full.err; echo $? > {bench.root}/full.code; }}; "
@@ -236,8 +237,7 @@ def permission_denied(bench: Bench) -> Row:
 
 def vanished_store(bench: Bench) -> Row:
     """The store directory removed while the run writes (a scratch purge)."""
-    store = bench.root / "vanished.zarr"
-    shutil.rmtree(store, ignore_errors=True)
+    store = bench.fresh("vanished.zarr")
     proc = bench.start(store, after=5)
     shutil.rmtree(store, ignore_errors=True)
     _, err = proc.communicate(timeout=120)
@@ -251,8 +251,7 @@ def vanished_store(bench: Bench) -> Row:
 def reader_while_writing(bench: Bench) -> Row:
     """A reader opening the store again and again while a run writes: every done replicate has its data."""
     from rmtsweep import open_store
-    store = bench.root / "read.zarr"
-    shutil.rmtree(store, ignore_errors=True)
+    store = bench.fresh("read.zarr")
     proc = bench.start(store, after=1)
     bad, reads = [], 0
     while proc.poll() is None:
