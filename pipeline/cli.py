@@ -151,9 +151,19 @@ def demo(store_path: Path, workers: int | None, progress: bool) -> None:
 
 @cli.command(name="sweeps")
 def list_sweeps() -> None:
-    """List the sweeps shipped with rmtsweep (run any of them by name: `rmtsweep run NAME`)."""
+    """List the sweeps shipped with rmtsweep (run any of them by name: `rmtsweep run NAME`), with their d."""
     for name, (path, description) in shipped_sweeps().items():
-        click.echo(f"{name:28s} {description or '(no description)'}")
+        click.echo(f"{name:28s} {_d_text(path):26s} {description or '(no description)'}")
+
+
+def _d_text(path: Path) -> str:
+    """``d = 400`` for a top-level d, ``d axis: 100, 200, 400`` for ``grid.d`` ('' for a file that does not load)."""
+    try:
+        sweep = load_sweep(path).sweep
+    except RmtsweepError:
+        return ""
+    values = ", ".join(map(str, sweep.d_values))
+    return f"d axis: {values}" if sweep.d_axis else f"d = {values}"
 
 
 @cli.command()
@@ -168,6 +178,8 @@ def status(store_path: Path) -> None:
                f"rmtsweep {a['rmtsweep_version']}, git {a['git_revision']}, created {a['created']}")
     click.echo(f"tasks done: {done} / {total} ({100 * done / total:.1f}%), replicates "
                f"{st['replicates_done']} / {st['replicates_total']}: {state}")
+    if st["d_axis"] is not None:
+        click.echo(f"d axis: {', '.join(map(str, st['d_axis']))} (d is a grid axis: one d value per task)")
     runs = a.get("runs", [])
     keys = ("sweep_hash", "rmtsweep_version", "git_revision")
     if len({tuple(r.get(k) for k in keys) for r in runs}) > 1:
@@ -251,15 +263,16 @@ def _selection(values: tuple[str, ...]) -> dict[str, str]:
 
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
-@click.option("--x", "x", required=True, help="Grid axis across: delta, gamma, snr, T or weights.")
-@click.option("--y", "y", required=True, help="Grid axis up: delta, gamma, snr, T or weights.")
+@click.option("--x", "x", required=True, help="Grid axis across: delta, gamma, snr, T, weights (or d, if an axis).")
+@click.option("--y", "y", required=True, help="Grid axis up: delta, gamma, snr, T, weights (or d, if an axis).")
 @click.option("--var", "var", required=True, help="Store or comparison variable, e.g. overlap, lambda1_z.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("maps"), show_default=True,
               help="Directory for the maps (created if missing), or a file such as fig.pdf (its suffix is the "
                    "format).")
 @click.option("--widgets/--facets", default=None,
               help="HTML with widgets or facets over the other axes (default: facets up to 12 panels).")
-@click.option("--select", "select", multiple=True, metavar="DIM=VALUE", help="Fix an axis (or k) first.")
+@click.option("--select", "select", multiple=True, metavar="DIM=VALUE",
+              help="Fix an axis (or k) first, e.g. --select d=400.")
 @click.option("--format", "formats", multiple=True, metavar="FMT",
               help="html, png, svg or pdf; repeat or comma-separate, e.g. --format png,pdf (default: html and png).")
 @click.option("--clim", default=None, metavar="LO,HI",

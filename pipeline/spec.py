@@ -4,7 +4,7 @@ Every error names the file, the field and the bad value, in one line, and is rai
 :class:`~rmtsweep.errors.SweepDefinitionError`. A sweep file looks like::
 
     name: demo
-    d: 300
+    d: 300                                        # or, as a grid axis: grid.d: [100, 200, 400]
     replicates: 8
     seed: 2026
     correlation: {model: prefix, L: 4}
@@ -33,6 +33,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .dims import StoreDims, store_dims
 from .errors import SweepDefinitionError
 from .types import Centering
 
@@ -70,16 +71,20 @@ def _unique(values: tuple) -> tuple:
 
 
 class Grid(BaseModel):
-    """The swept axes. ``snr`` is computed inside each task; the others each make grid cells."""
+    """The swept axes. ``snr`` is computed inside each task; the others each make grid cells.
+
+    ``d`` (the embedding dimension) is optional: a sweep gives either a top-level ``d`` or ``grid.d``.
+    """
 
     model_config = _STRICT
+    d: tuple[Annotated[int, Field(ge=2, strict=False)], ...] | None = None
     delta: PositiveAxis
     gamma: PositiveAxis
     snr: tuple[Annotated[float, Field(ge=0.0, allow_inf_nan=False)], ...]
     T: tuple[Annotated[int, Field(ge=1, strict=False)], ...]
     weights: tuple[WeightsSpec, ...]
 
-    @field_validator("delta", "gamma", "snr", "T", mode="before")
+    @field_validator("d", "delta", "gamma", "snr", "T", mode="before")
     @classmethod
     def _expand(cls, v: Any) -> Any:
         return _axis(v)
@@ -90,10 +95,10 @@ class Grid(BaseModel):
         v = [v] if isinstance(v, (str, dict)) else v
         return [{"scheme": x} if isinstance(x, str) else x for x in v]
 
-    @field_validator("delta", "gamma", "snr", "T")
+    @field_validator("d", "delta", "gamma", "snr", "T")
     @classmethod
-    def _distinct(cls, v: tuple) -> tuple:
-        return _unique(v)
+    def _distinct(cls, v: tuple | None) -> tuple | None:
+        return v if v is None else _unique(v)
 
 
 class SpectrumSpec(BaseModel):
@@ -130,7 +135,7 @@ class Sweep(BaseModel):
     model_config = _STRICT
     name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")]
     description: str = ""
-    d: Annotated[int, Field(ge=2)]
+    d: Annotated[int, Field(ge=2)] | None = None
     replicates: Annotated[int, Field(ge=1)]
     replicates_per_task: Annotated[int, Field(ge=1)] | None = None
     cells_per_task: Annotated[int, Field(ge=1)] | None = None
@@ -145,9 +150,33 @@ class Sweep(BaseModel):
         """The ``weights`` coordinate: one label per scheme."""
         return [w.label for w in self.grid.weights]
 
-    def sizes(self, delta: float, gamma: float) -> tuple[int, int]:
-        """``V = round(d / delta)`` and ``N = round(d / gamma)`` (:func:`sizes`)."""
-        return sizes(self.d, delta, gamma)
+    @property
+    def d_axis(self) -> bool:
+        """Whether ``d`` is a grid axis (``grid.d`` given) rather than one top-level value."""
+        return self.grid.d is not None
+
+    @property
+    def d_values(self) -> tuple[int, ...]:
+        """Every ``d`` of the sweep: ``grid.d`` in its order, or ``(d,)``."""
+        if self.grid.d is not None:
+            return tuple(self.grid.d)
+        return () if self.d is None else (self.d,)
+
+    @property
+    def dims(self) -> StoreDims:
+        """The dimensions of this sweep's store (:func:`rmtsweep.dims.store_dims`)."""
+        return store_dims(self.d_axis)
+
+    def sizes(self, delta: float, gamma: float, d: int | None = None) -> tuple[int, int]:
+        """``V = round(d / delta)`` and ``N = round(d / gamma)`` (:func:`sizes`).
+
+        ``d`` defaults to the top-level ``d``; a sweep with ``grid.d`` needs it.
+        """
+        if d is None:
+            if self.d is None:
+                raise ValueError(f"sweep {self.name!r} sweeps d (grid.d = {list(self.d_values)}); pass d")
+            d = self.d
+        return sizes(d, delta, gamma)
 
     def canonical(self, batching: bool = True) -> dict[str, Any]:
         """The definition as plain JSON-able data (defaults filled in).
@@ -155,13 +184,17 @@ class Sweep(BaseModel):
         ``batching=False`` leaves out ``cells_per_task`` and ``replicates_per_task``: how work is cut
         into tasks changes no result, so two sweeps that differ only there hold the same numbers.
         An unset ``cells_per_task`` is left out either way (hashes of sweeps written before it existed
-        stay the same).
+        stay the same), and so are an unset ``grid.d`` and, with ``grid.d``, the unset top-level ``d``.
         """
         out = self.model_dump(mode="json")
         if not batching:
             out.pop("replicates_per_task")
         if not batching or out["cells_per_task"] is None:
             out.pop("cells_per_task")
+        if out["grid"]["d"] is None:
+            out["grid"].pop("d")
+        if out["d"] is None:
+            out.pop("d")
         return out
 
     def digest(self) -> str:
@@ -209,20 +242,34 @@ def _format(err: dict) -> str:
     return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
 
 
+def _check_d(s: Sweep) -> str | None:
+    """Exactly one of the top-level ``d`` and ``grid.d``."""
+    if s.d is not None and s.grid.d is not None:
+        return (f"d: give either a top-level `d` or the axis `grid.d`, not both "
+                f"(got d = {s.d} and grid.d = {list(s.grid.d)})")
+    if s.d is None and s.grid.d is None:
+        return "d: missing; give a top-level `d: 400` (one dimension) or the axis `grid.d: [100, 200, 400]`"
+    return None
+
+
 def _check_consistency(s: Sweep) -> list[str]:
     """Checks that need more than one field."""
+    if (problem := _check_d(s)) is not None:
+        return [problem]
     problems = []
     Ts = s.grid.T
+    d = min(s.d_values)                       # V, N and the rank bound are smallest at the smallest d
+    at = f" at d = {d} (the smallest of grid.d)" if s.d_axis else ""
     for field, axis in (("grid.delta", s.grid.delta), ("grid.gamma", s.grid.gamma)):
         for i, x in enumerate(axis):
-            if round(s.d / x) < 2:
+            if round(d / x) < 2:
                 what = "V" if field == "grid.delta" else "N"
-                problems.append(f"{field}[{i}]: d/{field[5:]} = {s.d}/{x:g} rounds to {what} = "
-                                f"{round(s.d / x)}; need at least 2")
-    n_min = min(round(s.d / g) for g in s.grid.gamma)
-    v_min = min(round(s.d / x) for x in s.grid.delta)
-    if s.top_k > min(s.d, n_min, v_min):
-        problems.append(f"top_k: {s.top_k} exceeds the rank bound min(d, V, N) = {min(s.d, n_min, v_min)}")
+                problems.append(f"{field}[{i}]: d/{field[5:]} = {d}/{x:g} rounds to {what} = "
+                                f"{round(d / x)}{at}; need at least 2")
+    n_min = min(round(d / g) for g in s.grid.gamma)
+    v_min = min(round(d / x) for x in s.grid.delta)
+    if s.top_k > min(d, n_min, v_min):
+        problems.append(f"top_k: {s.top_k} exceeds the rank bound min(d, V, N) = {min(d, n_min, v_min)}{at}")
     problems += s.correlation.problems(Ts)
     labels = s.weight_labels()
     for i, w in enumerate(s.grid.weights):

@@ -11,6 +11,8 @@ Detection: a replicate detects an outlier when its ``lambda_1`` exceeds the pred
 eigenvalue fluctuates on the Tracy-Widom scale ``O(lambda_+ d^(-2/3))``; one such unit keeps null
 replicates from counting (2 % false detections on the demo sweep; 6 % with no margin). Any margin
 moves the empirical transition up by ``O(d^(-1/3))``, as the outlier leaves the bulk quadratically.
+Where ``d`` is a grid axis of the store the margin (and ``theory_detection_rate``) is taken at each
+``d`` value (:func:`d_of`), and the comparison has a ``d`` dimension first.
 
 Uncentred tables (``table_centering: none``): the signal outlier is identified as the top-k
 eigenvector best aligned with ``u``; its eigenvalue is held against ``theory_signal_outlier``, its
@@ -32,15 +34,16 @@ import xarray as xr
 import zarr
 
 from .. import theory
-from ..dims import CELL_DIMS
+from ..dims import D, has_d_axis, store_dims
 from ..errors import SelectionError
 from ..store import ZARR_FORMAT, metadata_lock, open_dataset, stored_sweep
 from ..theory import finite_d
 from ..theory.on_grid import pooled_kurtosis
 from .stats import mean_sem
 
-__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "crossing", "detected", "detection_margin", "done_digest",
-           "open_source", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
+__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "crossing", "d_of", "detected", "detection_margin",
+           "done_digest", "open_source", "signal_pair", "summary", "theory_detection_rate", "transition_snr",
+           "write_comparison"]
 
 MARGIN_FACTOR = 1.0
 GROUP = "comparison"
@@ -88,8 +91,17 @@ def signal_pair(eig: xr.DataArray, ov: xr.DataArray) -> tuple[xr.DataArray, xr.D
     return eig.where(eig["k"] == best + 1).max("k"), ov.where(ov["k"] == best + 1).max("k"), best
 
 
-def detection_margin(edge: xr.DataArray, d: int, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
-    """The detection margin ``margin_factor * kappa lambda_+ * d^(-2/3)`` above the predicted edge."""
+def d_of(ds: xr.Dataset) -> xr.DataArray | int:
+    """The store's ``d``: its ``d`` coordinate (a DataArray, broadcast over ``d``) when ``d`` is a grid axis
+    (or a value of it was selected), else the top-level ``attrs["d"]``."""
+    return ds[D] if D in ds.coords else int(ds.attrs["d"])
+
+
+def detection_margin(edge: xr.DataArray, d: xr.DataArray | int, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
+    """The detection margin ``margin_factor * kappa lambda_+ * d^(-2/3)`` above the predicted edge.
+
+    ``d`` is an int or a DataArray over the store's ``d`` axis (:func:`d_of`).
+    """
     return margin_factor * edge * d ** (-2.0 / 3.0)
 
 
@@ -108,7 +120,7 @@ def detected(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACT
     tested = (signal_pair(eig, ds["overlap"])[0] if ds.attrs.get("table_centering", "class") == "none"
               else eig.sel(k=1, drop=True))
     edge = ds["theory_edge"]
-    return _hits(tested, edge, detection_margin(edge, int(ds.attrs["d"]), margin_factor), ds["done"])
+    return _hits(tested, edge, detection_margin(edge, d_of(ds), margin_factor), ds["done"])
 
 
 def crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
@@ -187,12 +199,13 @@ def bulk_distance(ds: xr.Dataset, done: xr.DataArray, law: str = "theory") -> xr
         long_name=f"Kolmogorov distance of the mean eigenvalue histogram of S/kappa to {which}", units="1")
 
 
-def theory_detection_rate(ds: xr.Dataset, d: int, margin_factor: float, lazy: bool = False) -> xr.DataArray:
+def theory_detection_rate(ds: xr.Dataset, d: xr.DataArray | int, margin_factor: float,
+                          lazy: bool = False) -> xr.DataArray:
     """The finite-d prediction of ``detection_rate`` (class-centred tables; docs/theory.md §6.2).
 
     :func:`rmtsweep.theory.finite_d.detection_probability` at the store's ``theory_rho``, ``delta``,
-    ``gamma`` and ``d``, with the exact excess kurtosis of the pooled signs of its sweep. Derived,
-    not fitted to any sweep.
+    ``gamma`` and ``d`` (an int, or a DataArray over the ``d`` axis: :func:`d_of`), with the exact
+    excess kurtosis of the pooled signs of its sweep. Derived, not fitted to any sweep.
     """
     # a dataset without its sweep (built by hand) gets the Gaussian value 0: it enters only the outlier's spread
     kurtosis = pooled_kurtosis(stored_sweep("<store>", dict(ds.attrs))) if "sweep_canonical" in ds.attrs else 0.0
@@ -223,7 +236,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     Returns
     -------
     xarray.Dataset
-        Dims ``(delta, gamma, T, weights, snr)``: ``lambda1_*`` and ``overlap_*`` (``mean``, ``sem``,
+        Dims ``([d,] delta, gamma, T, weights, snr)``: ``lambda1_*`` and ``overlap_*`` (``mean``, ``sem``,
         ``theory``, ``error``, ``z``; eigenvalues in the absolute units of ``S``), ``n_done``,
         ``detection_rate``, ``empirical_phase``, ``theory_phase``, ``phase_agrees``; per line
         ``transition_snr_empirical``, ``transition_snr_theory``, ``transition_snr_error``. For an
@@ -231,7 +244,9 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     """
     ds = open_source(source)
     centering = ds.attrs.get("table_centering", "class")
-    d = int(ds.attrs["d"])
+    d = d_of(ds)
+    dims = store_dims(has_d_axis(ds.dims))
+
     def arr(name: str) -> xr.DataArray:              # theory arrays are small: read now unless all must stay lazy
         return ds[name] if lazy else ds[name].load()
 
@@ -286,11 +301,12 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
         out["paper_bulk_ks"] = bulk_distance(ds, done, law="paper")
-    cmp = xr.Dataset(out).transpose(*CELL_DIMS, "snr")
+    cmp = xr.Dataset(out).transpose(*dims.cell, "snr")
     signal = ("signal outlier = the top-k eigenvector best aligned with u (uncentred table); detection "
               "tests its eigenvalue" if centering == "none" else "signal outlier = the top eigenpair")
     cmp.attrs = {"title": f"comparison of {ds.attrs.get('sweep_name', 'store')} with theory",
-                 "table_centering": centering, "d": d, "sweep_hash": ds.attrs.get("sweep_hash", ""),
+                 "table_centering": centering, **({} if dims.d_axis else {"d": int(d)}),   # a d axis: a coordinate
+                 "sweep_hash": ds.attrs.get("sweep_hash", ""),
                  "signal_outlier": signal, "margin_factor": margin_factor,
                  "detection": f"detected iff eigenvalue > kappa lambda_+ + {margin_factor:g} kappa lambda_+ "
                               f"d^(-2/3) (top bulk eigenvalue fluctuates on the O(d^-2/3) scale)",

@@ -27,7 +27,8 @@ import numpy as np
 import xarray as xr
 
 from .. import theory
-from .compare import compare, open_source
+from ..dims import D
+from .compare import compare, d_of, open_source
 from .stats import mean_sem
 
 __all__ = ["accuracy_figure", "alignment_figure", "attention_figure", "figures", "phase_figure", "spectrum_figure"]
@@ -93,7 +94,7 @@ def alignment_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
                     capsize=2, label=f"{w} (α/κ = {ratio:.2f})")
     ax.set_xlabel("snr = ||μ||²")
     ax.set_ylabel("top alignment |û₁ᵀu|²")
-    ax.set_title(f"δ={cell['delta']:g}, γ={cell['gamma']:g}, T={cell['T']}, d={ds.attrs['d']}: "
+    ax.set_title(f"δ={cell['delta']:g}, γ={cell['gamma']:g}, T={cell['T']}, d={int(d_of(ds))}: "
                  "points Monte Carlo, lines theory", fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, out / "fig-b-alignment.png")
@@ -174,7 +175,7 @@ def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> tuple[Path, 
         right.errorbar(snr, 100 * (m / limit - 1), yerr=100 * se / limit, fmt="o-", ms=3, capsize=2, color=colour,
                        label=f"{w} (limit {limit:.2f})")
     left.set(xlabel="snr = ||μ||²", ylabel="detection rate", ylim=(-0.03, 1.03),
-             title=f"δ={cell['delta']:g}, γ={cell['gamma']:g}, T={cell['T']}, d={ds.attrs['d']}; dotted: theory")
+             title=f"δ={cell['delta']:g}, γ={cell['gamma']:g}, T={cell['T']}, d={int(d_of(ds))}; dotted: theory")
     right.axhline(0, color="0.5", lw=0.8)
     right.set(xlabel="snr = ||μ||²", ylabel="realised α/κ over its limit − 1 (%)",
               title="α/κ on the shared draws, against each limit")
@@ -207,6 +208,11 @@ def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[
     for path in paths:
         ds = open_source(path)
         cmp = compare(ds)
+        at_d = {}
+        if D in ds.dims:                               # the paper's figures are at one d: the largest
+            at_d = {D: int(ds[D].max())}
+            ds, cmp = ds.sel(at_d), cmp.sel(at_d)
+            notes.append(f"{path}: d is a grid axis; the figures are drawn at d = {at_d[D]}")
         sub = out / Path(str(path)).stem
         if "spectrum" in ds:
             files.append(spectrum_figure(ds, sub))
@@ -226,8 +232,8 @@ def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[
             var, at = ("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp else ("lambda1_rel_error", float(ds["snr"].values[-1]))
             weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
             same = {"clim": (0.0, 0.04)} if var == "paper_bulk_ks" else {}     # the two laws on one scale
-            files += plot_map(path, "T", "weights", var, sub, select={"snr": at}, **same)
+            files += plot_map(path, "T", "weights", var, sub, select={"snr": at, **at_d}, **same)
             if var == "paper_bulk_ks":                 # and against the store's finite-T law, on the same axes
-                files += plot_map(path, "T", "weights", "bulk_ks", sub, select={"snr": at}, clim=(0.0, 0.04))
-            files += plot_map(path, "delta", "gamma", var, sub, select={"snr": at, "weights": weights})
+                files += plot_map(path, "T", "weights", "bulk_ks", sub, select={"snr": at, **at_d}, clim=(0.0, 0.04))
+            files += plot_map(path, "delta", "gamma", var, sub, select={"snr": at, "weights": weights, **at_d})
     return files, notes

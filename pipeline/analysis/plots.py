@@ -8,7 +8,8 @@ set; ``k`` defaults to 1 (the top eigenpair); the title says which ``k`` and sta
 The colour scale is chosen per quantity (:mod:`rmtsweep.analysis.map_style`: exactly 0-1 for rates
 and alignments, symmetric for errors, a discrete legend for categorical variables such as
 ``theory_phase``, robust limits otherwise; ``clim`` overrides). The remaining grid axes become
-facets (or widgets in the HTML with ``widgets=True``; static files are always faceted). Over each
+facets (or widgets in the HTML with ``widgets=True``; static files are always faceted), ``d`` too
+where it is a grid axis (``select={"d": 400}`` picks one). Over each
 panel the population and sample transitions (``theory_snr_population``, ``theory_snr_sample``) are
 drawn as curves in the plotted plane: SNR against delta or gamma, or contours in the (delta, gamma)
 plane; not over a categorical axis (T, weights), where a line between categories means nothing.
@@ -29,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 from .. import theory
-from ..dims import AXES
+from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from .compare import GROUP, compare, open_source
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
@@ -88,7 +89,7 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
     elif k is None and (var.startswith("lambda1_") or
                         (var.startswith("overlap_") and ds.attrs.get("table_centering", "class") == "class")):
         k = 1                                               # the comparison holds the top eigenpair
-    extra = [d for d in da.dims if d not in AXES]
+    extra = [d for d in da.dims if d not in ALL_AXES]
     if extra:
         raise SelectionError(f"--var {var}: has the non-grid dimension(s) {extra}; pick one value with --select")
     da = da.load()
@@ -96,10 +97,11 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
     return da, ds
 
 
-def snr_transition(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None) -> np.ndarray:
+def snr_transition(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None, d=None) -> np.ndarray:
     """SNR of the population or sample transition at arrays of delta and gamma, one (T, weights).
 
-    :func:`rmtsweep.theory.transition_snr` with the store's weight scalars and centering.
+    :func:`rmtsweep.theory.transition_snr` with the store's weight scalars and centering (a
+    large-dimension limit: the same at every ``d``).
     """
     sel = {"T": T, "weights": weights}
     return theory.transition_snr(kind, float(ds["theory_alpha"].sel(sel)), float(ds["theory_kappa"].sel(sel)),
@@ -109,14 +111,15 @@ def snr_transition(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None
 def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, list[np.ndarray]]:
     """Theory transitions in the (x, y) plane at the other axes' values ``at``, as lists of (n, 2) paths."""
     out: dict[str, list[np.ndarray]] = {}
-    pos = {a: (np.arange(ds.sizes[a]) if a in CATEGORICAL else ds[a].values.astype(float)) for a in AXES}
+    pos = {a: (np.arange(ds.sizes[a]) if a in CATEGORICAL else ds[a].values.astype(float))
+           for a in ALL_AXES if a in ds.dims}
     for kind in ("population", "sample"):
         if "snr" in (x, y):
             a = y if x == "snr" else x
             if a in ("delta", "gamma"):
                 grid = np.linspace(pos[a].min(), pos[a].max(), 200)
                 s = snr_transition(ds, kind, **{**at, a: grid})
-            else:  # T or weights: one point per grid value
+            else:  # T, weights or d: one point per grid value
                 grid = pos[a]
                 s = np.array([snr_transition(ds, kind, **{**at, a: v}).item() for v in ds[a].values])
             xy = np.column_stack([s, grid] if x == "snr" else [grid, s])
@@ -177,9 +180,9 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     rest = [d for d in da.dims if d not in (x, y)]
     ticks = {a: list(enumerate(str(v) for v in da[a].values)) for a in (x, y) if a in CATEGORICAL}
     drawn = da.assign_coords({a: np.arange(da.sizes[a]) for a in ticks})
-    fixed = {a: da[a].item() for a in AXES if a in da.coords and da[a].ndim == 0}
+    fixed = {a: da[a].item() for a in ALL_AXES if a in da.coords and da[a].ndim == 0}
     fixed.update({d: da[d].values[0] for d in rest if da.sizes[d] == 1})
-    fixed = {a: fixed[a] for a in AXES if a in fixed}
+    fixed = {a: fixed[a] for a in ALL_AXES if a in fixed}
     varying = [d for d in rest if da.sizes[d] > 1]
     transitions = not ticks and ("snr" in (x, y) or {x, y} == {"delta", "gamma"})
     head = da.attrs.get("map_statistic", name)
@@ -187,7 +190,7 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     panels = []
     for key in itertools.product(*(da[d].values for d in rest)):
         at = dict(zip(rest, key))
-        full = {**{a: ds[a].values[0] for a in AXES}, **fixed, **at}
+        full = {**{a: ds[a].values[0] for a in ALL_AXES if a in ds.dims}, **fixed, **at}
         panels.append(Panel(tuple(str(k) for k in key) or ("all",), ", ".join(f"{d}={_fmt(at[d])}" for d in varying),
                             drawn.sel(at).transpose(y, x), transition_curves(ds, x, y, full) if transitions else {}))
     return MapFigure(name, x, y, title, tuple(panels), colour_scale(da, clim), {a: _label(ds, a) for a in (x, y)},
@@ -352,8 +355,9 @@ def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str |
     >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "paper/overlap.pdf", clim=(0, 1))  # doctest: +SKIP
     """
     for name, axis in (("--x", x), ("--y", y)):
-        if axis not in AXES:
-            raise SelectionError(f"{name} {axis!r}: not a grid axis (valid: {', '.join(AXES)})")
+        if axis not in ALL_AXES:
+            raise SelectionError(f"{name} {axis!r}: not a grid axis (valid: {', '.join(AXES)}; d where it is "
+                                 f"a grid axis)")
     name = path.attrs.get("sweep_name", "store") if isinstance(path, xr.Dataset) else Path(str(path)).stem
     directory, stem, fmts = output_target(out, f"{name}-{var}-{x}-{y}", formats)
     da, ds = map_data(path, var, select)

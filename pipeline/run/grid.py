@@ -1,15 +1,21 @@
 """The sweep grid: points, tasks (one store chunk each) and the random stream of every replicate.
 
-A *point* (or cell) is one value of ``(delta, gamma, T)``; every weights scheme of a point shares
-its draws (paired comparisons), and one draw serves every SNR value (common random numbers). A
-*task* is a block of points and replicates — one chunk of every per-replicate variable of the store,
-cut by :func:`rmtsweep.run.cost.choose_blocking` so that it runs about a second.
+A *point* (or cell) is one value of ``(delta, gamma, T)`` — and of ``d`` when ``d`` is a grid axis;
+every weights scheme of a point shares its draws (paired comparisons), and one draw serves every SNR
+value (common random numbers). A *task* is a block of points and replicates — one chunk of every
+per-replicate variable of the store, cut by :func:`rmtsweep.run.cost.choose_blocking` so that it
+runs about a second. A task holds one ``d`` value (blocks along ``d`` have size 1); its
+:class:`Context` carries that ``d``, which sets the model's ``V``, ``N`` and table.
 
 Seeding: replicate ``r`` of a point draws from
 ``SeedSequence(seed, spawn_key=(key(delta), key(gamma), T, r))`` where ``key(x)`` is the IEEE-754
-bit pattern of ``x``. Keys come from the coordinate *values*, not their positions, so results do
-not depend on the batching, worker count, task order, which run computed a point, or values added
-to an axis later. The weights scheme is deliberately not part of the key.
+bit pattern of ``x``, when the sweep has a top-level ``d``: the key is the one of every earlier
+version, so every existing store and published number is reproduced bit for bit. When ``d`` is a
+grid axis (``grid.d``, even with a single value) the key is ``(int(d), key(delta), key(gamma), T, r)``,
+so that each ``d`` gets its own independent streams (without ``d`` in the key, two values of ``d``
+would start from the same random numbers). Keys come from the coordinate *values*, not their
+positions, so results do not depend on the batching, worker count, task order, which run computed a
+point, or values added to an axis later. The weights scheme is deliberately not part of the key.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from ..spec import Sweep, sizes
 from ..types import Centering
 from .cost import Blocking
 
-__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "task_memory_bytes", "tasks", "value_key"]
+__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "spawn_key", "task_memory_bytes", "tasks",
+           "value_key"]
 
 
 def value_key(x: float) -> int:
@@ -33,18 +40,33 @@ def value_key(x: float) -> int:
     return int(np.float64(x).view(np.uint64))
 
 
-def replicate_rng(seed: int, delta: float, gamma: float, T: int, replicate: int) -> np.random.Generator:
-    """The generator of one replicate of one point (independent of everything but these values)."""
-    ss = np.random.SeedSequence(seed, spawn_key=(value_key(delta), value_key(gamma), int(T), int(replicate)))
+def spawn_key(delta: float, gamma: float, T: int, replicate: int, d: int | None = None) -> tuple[int, ...]:
+    """The ``SeedSequence`` spawn key of one replicate of one point (module docstring).
+
+    ``d=None`` (a sweep with a top-level ``d``): ``(key(delta), key(gamma), T, replicate)``, as in every
+    earlier version; with ``d`` (a sweep whose ``d`` is a grid axis): ``(d, key(delta), ...)``.
+    """
+    key = (value_key(delta), value_key(gamma), int(T), int(replicate))
+    return key if d is None else (int(d),) + key
+
+
+def replicate_rng(seed: int, delta: float, gamma: float, T: int, replicate: int,
+                  d: int | None = None) -> np.random.Generator:
+    """The generator of one replicate of one point (independent of everything but these values).
+
+    Pass ``d`` only for a sweep whose ``d`` is a grid axis (:func:`spawn_key`).
+    """
+    ss = np.random.SeedSequence(seed, spawn_key=spawn_key(delta, gamma, T, replicate, d))
     return np.random.Generator(np.random.PCG64(ss))
 
 
 @dataclass(frozen=True)
 class Context:
-    """What every task of a sweep shares: sizes, seed, model choices, the SNR and weights axes.
+    """What every task of one ``d`` shares: ``d``, seed, model choices, the SNR and weights axes.
 
-    Built once per run from the sweep (:meth:`from_sweep`); it does not grow with the grid's
-    ``delta``, ``gamma`` or ``T`` axes.
+    Built once per run and ``d`` value from the sweep (:meth:`from_sweep`); it does not grow with the
+    grid's ``delta``, ``gamma`` or ``T`` axes. ``d_axis`` says whether ``d`` is a grid axis, and so
+    part of the seeds' key (module docstring).
     """
 
     d: int
@@ -57,13 +79,19 @@ class Context:
     spectrum_edges: tuple[float, ...] | None = None
     ridge_penalty: float | None = None
     test_samples: int = 0
+    d_axis: bool = False
 
     @classmethod
-    def from_sweep(cls, sweep: Sweep) -> "Context":
-        """The sweep's shared part."""
+    def from_sweep(cls, sweep: Sweep, d: int | None = None) -> "Context":
+        """The sweep's shared part, for the tasks of dimension ``d`` (default: the top-level ``d``)."""
+        if d is None:
+            if sweep.d_axis:
+                raise ValueError(f"sweep {sweep.name!r} sweeps d (grid.d = {list(sweep.d_values)}); pass d")
+            d = sweep.d
         obs = sweep.observables
-        return cls(d=sweep.d, seed=sweep.seed, correlation=sweep.correlation, centering=sweep.table_centering,
-                   top_k=sweep.top_k, snr=tuple(sweep.grid.snr), schemes=tuple(sweep.grid.weights),
+        return cls(d=int(d), d_axis=sweep.d_axis, seed=sweep.seed, correlation=sweep.correlation,
+                   centering=sweep.table_centering, top_k=sweep.top_k, snr=tuple(sweep.grid.snr),
+                   schemes=tuple(sweep.grid.weights),
                    spectrum_edges=tuple(obs.spectrum.edges()) if obs.spectrum else None,
                    ridge_penalty=obs.ridge.penalty if obs.ridge else None,
                    test_samples=obs.ridge.test_samples if obs.ridge else 0)
@@ -100,7 +128,7 @@ class Task:
     Attributes
     ----------
     index
-        Position of the chunk on the chunk grid, ``(delta, gamma, T, replicate)``.
+        Position of the chunk on the chunk grid, ``(delta, gamma, T, replicate)`` (``d_pos`` aside).
     start, stop
         Its region on the store's ``(delta, gamma, T, replicate)`` axes.
     delta, gamma, T
@@ -109,7 +137,9 @@ class Task:
         Which of its ``(delta, gamma, T, weights, replicate)`` entries to compute (``None``: all of
         them); a chunk of a store that was extended holds some done already.
     context
-        What every task of the sweep shares.
+        What every task of its ``d`` shares, ``d`` included (:attr:`d`).
+    d_pos
+        Its position on the store's ``d`` axis, or ``None`` for a store with a top-level ``d``.
     """
 
     index: tuple[int, int, int, int]
@@ -120,6 +150,12 @@ class Task:
     T: tuple[int, ...]
     todo: np.ndarray | None
     context: Context
+    d_pos: int | None = None
+
+    @property
+    def d(self) -> int:
+        """The task's embedding dimension."""
+        return self.context.d
 
     @property
     def shape(self) -> tuple[int, int, int, int, int]:
@@ -128,10 +164,15 @@ class Task:
         return n[0], n[1], n[2], len(self.context.schemes), n[3]
 
     @property
-    def region(self) -> tuple[slice, ...]:
-        """Its chunk of a ``(delta, gamma, T, weights, replicate, ...)`` array."""
+    def region(self) -> tuple[int | slice, ...]:
+        """Its chunk of a ``([d,] delta, gamma, T, weights, replicate, ...)`` array.
+
+        With a ``d`` axis the first entry is the integer ``d_pos``: it selects the task's ``d`` and
+        drops that axis, so the chunk has the task's :attr:`shape` either way.
+        """
         s = [slice(a, b) for a, b in zip(self.start, self.stop)]
-        return s[0], s[1], s[2], slice(None), s[3]
+        lead = () if self.d_pos is None else (self.d_pos,)
+        return lead + (s[0], s[1], s[2], slice(None), s[3])
 
     @property
     def snr(self) -> np.ndarray:
@@ -145,8 +186,9 @@ class Task:
 
     @property
     def key(self) -> str:
-        """A short identity for keys and the journal, e.g. ``0-1-0-2``."""
-        return "-".join(map(str, self.index))
+        """A short identity for keys and the journal, e.g. ``0-1-0-2`` (``d_pos`` first with a ``d`` axis)."""
+        lead = () if self.d_pos is None else (self.d_pos,)
+        return "-".join(map(str, lead + self.index))
 
     @property
     def name(self) -> str:
@@ -154,7 +196,8 @@ class Task:
         def span(values) -> str:
             return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
         r0, r1 = self.start[3], self.stop[3]
-        return (f"delta={span(self.delta)} gamma={span(self.gamma)} T={span(self.T)} "
+        lead = "" if self.d_pos is None else f"d={self.d} "
+        return (f"{lead}delta={span(self.delta)} gamma={span(self.gamma)} T={span(self.T)} "
                 f"replicates {r0}-{r1 - 1}")
 
     def points(self) -> Iterator[tuple[tuple[int, int, int], tuple[float, float, int]]]:
@@ -165,11 +208,12 @@ class Task:
     def rng(self, point: tuple[float, float, int], r: int) -> np.random.Generator:
         """The generator of replicate ``start[3] + r`` of ``point``."""
         delta, gamma, T = point
-        return replicate_rng(self.context.seed, delta, gamma, T, self.start[3] + r)
+        c = self.context
+        return replicate_rng(c.seed, delta, gamma, T, self.start[3] + r, d=c.d if c.d_axis else None)
 
 
 def grid_shape(sweep: Sweep) -> tuple[int, int, int, int]:
-    """Sizes of the ``(delta, gamma, T, replicate)`` axes."""
+    """Sizes of the ``(delta, gamma, T, replicate)`` axes (of each ``d`` value)."""
     g = sweep.grid
     return len(g.delta), len(g.gamma), len(g.T), sweep.replicates
 
@@ -179,23 +223,32 @@ def _starts(n: int, size: int) -> list[int]:
 
 
 def n_tasks(sweep: Sweep, blocking: Blocking) -> int:
-    """Total number of tasks (chunks) of the sweep under ``blocking``."""
-    return int(np.prod([len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple())]))
+    """Total number of tasks (chunks) of the sweep under ``blocking`` (one ``d`` value per task)."""
+    per_d = int(np.prod([len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple())]))
+    return per_d * len(sweep.d_values)
 
 
 def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None) -> Iterator[Task]:
-    """The tasks still to do, lazily, in chunk order.
+    """The tasks still to do, lazily, in chunk order (``d`` outermost).
 
     Parameters
     ----------
     blocking
-        The store's chunking along ``(delta, gamma, T, replicate)``.
+        The store's chunking along ``(delta, gamma, T, replicate)``; along ``d`` (if it is an axis)
+        every task holds one value.
     done
-        Optional ``done`` mask of the store, shape ``(delta, gamma, T, weights, replicate)``: a chunk
-        with all done is skipped; one with some done computes the rest (``Task.todo``).
+        Optional ``done`` mask of the store, shape ``([d,] delta, gamma, T, weights, replicate)``: a
+        chunk with all done is skipped; one with some done computes the rest (``Task.todo``).
     """
+    for pos, d in enumerate(sweep.d_values):
+        mask = done if done is None or not sweep.d_axis else done[pos]
+        yield from _tasks_of(sweep, Context.from_sweep(sweep, d), blocking, mask, pos if sweep.d_axis else None)
+
+
+def _tasks_of(sweep: Sweep, context: Context, blocking: Blocking, done: np.ndarray | None,
+              d_pos: int | None) -> Iterator[Task]:
+    """The tasks of one ``d`` value (``done``: its ``(delta, gamma, T, weights, replicate)`` mask)."""
     g = sweep.grid
-    context = Context.from_sweep(sweep)
     shape = grid_shape(sweep)
     starts = [_starts(n, c) for n, c in zip(shape, blocking.as_tuple())]
     for index in itertools.product(*(range(len(s)) for s in starts)):
@@ -209,16 +262,16 @@ def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None) -> I
             todo = None if not block.any() else ~block
         yield Task(index=index, start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
                    gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
-                   context=context)
+                   context=context, d_pos=d_pos)
 
 
 def task_memory_bytes(sweep: Sweep) -> int:
     """Upper estimate of one task's peak memory: table, pooled matrix, Gram and tokens of its largest point.
 
     Tasks compute their points one after the other, so the peak is that of the largest point: the
-    smallest ``delta`` and ``gamma`` (largest ``V``, ``N``) and the largest ``T``.
+    largest ``d``, the smallest ``delta`` and ``gamma`` (largest ``V``, ``N``) and the largest ``T``.
     """
-    d, g = sweep.d, sweep.grid
-    V, N = sweep.sizes(min(g.delta), min(g.gamma))
+    d, g = max(sweep.d_values), sweep.grid
+    V, N = sizes(d, min(g.delta), min(g.gamma))
     n = min(d, N)
     return 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * max(g.T))

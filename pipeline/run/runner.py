@@ -134,7 +134,8 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
         done = run.writer.done_mask()
         total = n_tasks(sweep, blocking)
         todo = list(tasks(sweep, blocking, done))
-        note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates "
+        per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
+        note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates{per_d} "
              f"({len(todo)} to compute)")
         bar = Progress(sweep.name, total, total - len(todo), enabled=progress)
 

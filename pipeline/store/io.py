@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
+from ..dims import has_d_axis
 from ..errors import StoreError
 from ..spec import Sweep, parse_sweep
 from .layout import FORMAT, ZARR_FORMAT, Template
@@ -123,9 +124,10 @@ def record_run(path: Path, info: dict) -> int:
 
 
 def blocking_of(path: str | Path) -> tuple[int, int, int, int]:
-    """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done``."""
-    c = zarr.open_array(str(Path(path) / "done"), mode="r").chunks
-    return c[0], c[1], c[2], c[4]
+    """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``)."""
+    done = zarr.open_array(str(Path(path) / "done"), mode="r")
+    chunks = dict(zip(done.attrs["_ARRAY_DIMENSIONS"], done.chunks))
+    return chunks["delta"], chunks["gamma"], chunks["T"], chunks["replicate"]
 
 
 def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
@@ -138,7 +140,8 @@ def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
 
 
 def status(path: str | Path) -> dict:
-    """Counts of done tasks (chunks of ``done``) and replicates, replicates per run, and the attrs."""
+    """Counts of done tasks (chunks of ``done``) and replicates, replicates per run, the attrs, and the
+    ``d`` axis (``d_axis``: its values, or ``None`` for a store with a top-level ``d``)."""
     path = Path(path)
     open_dataset(path)                                  # raises StoreError if it is not a store
     group = zarr.open_group(str(path), mode="r")
@@ -148,4 +151,5 @@ def status(path: str | Path) -> dict:
     runs, counts = np.unique(group["run"][...][done] if "run" in group else [], return_counts=True)
     return {"tasks_done": int(per_task.sum()), "tasks_total": int(per_task.size),
             "replicates_done": int(done.sum()), "replicates_total": int(done.size),
-            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist())), "attrs": attrs}
+            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist())), "attrs": attrs,
+            "d_axis": group["d"][...].tolist() if has_d_axis(group["done"].attrs["_ARRAY_DIMENSIONS"]) else None}

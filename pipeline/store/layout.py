@@ -1,9 +1,11 @@
 """The store's layout: its format marker, variables, attributes, provenance and template.
 
 Dims ``delta, gamma, T, weights, replicate, snr, k`` (:mod:`rmtsweep.dims`; ``bin`` with the
-spectrum observable). Per-replicate variables are chunked so that one chunk is one task's block
-of points and replicates (every scheme, SNR value and ``k``); the theory arrays of
-:mod:`rmtsweep.theory.on_grid` are written with the template; provenance lives in the dataset attrs.
+spectrum observable), with ``d`` first when the sweep makes ``d`` a grid axis (``grid.d``; one chunk
+per ``d`` value); with a top-level ``d`` there is no ``d`` dimension and ``attrs["d"]`` holds it.
+Per-replicate variables are chunked so that one chunk is one task's block of points and replicates
+(every scheme, SNR value and ``k``); the theory arrays of :mod:`rmtsweep.theory.on_grid` are written
+with the template; provenance lives in the dataset attrs.
 
 The template costs the same for any grid size: the frame (coordinates, theory, attrs) is written
 through xarray, and the per-replicate arrays are created empty through zarr with their fill values,
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..dims import REPLICATE_DIMS, SNR_DIMS
+from ..dims import D
 from ..spec import Sweep, SweepFile
 from ..theory.on_grid import grid_coords
 
@@ -88,37 +90,45 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
     """The per-replicate variables of ``sweep``'s store, chunked one task per chunk.
 
     ``blocking`` is the task's size along ``(delta, gamma, T, replicate)``; a chunk spans every
-    weights scheme, every SNR value, ``k`` and ``bin``. Fill values are what unwritten chunks read
-    back as: NaN, ``False`` for ``done`` (zarr's null fill reads as zeros) and -1 for ``run``.
+    weights scheme, every SNR value, ``k`` and ``bin``, and one ``d`` value when ``d`` is an axis.
+    Fill values are what unwritten chunks read back as: NaN, ``False`` for ``done`` (zarr's null fill
+    reads as zeros) and -1 for ``run``.
     """
     g = sweep.grid
+    dims = sweep.dims
+    rep_dims, snr_dims = dims.replicate, dims.snr
     n_w, n_snr, k = len(g.weights), len(g.snr), sweep.top_k
-    rep_shape = (len(g.delta), len(g.gamma), len(g.T), n_w, sweep.replicates)
+    lead = (len(sweep.d_values),) if dims.d_axis else ()
+    rep_shape = lead + (len(g.delta), len(g.gamma), len(g.T), n_w, sweep.replicates)
     cd, cg, cT, cr = blocking
-    rep_chunks = (cd, cg, cT, n_w, cr)
+    rep_chunks = (1,) * len(lead) + (cd, cg, cT, n_w, cr)
     attrs = variable_attrs()
-    out = [Variable(name, SNR_DIMS + ("k",), rep_shape + (n_snr, k), rep_chunks + (n_snr, k), "float64", np.nan,
+    out = [Variable(name, snr_dims + ("k",), rep_shape + (n_snr, k), rep_chunks + (n_snr, k), "float64", np.nan,
                     attrs[name]) for name in PER_SNR]
-    out += [Variable(name, REPLICATE_DIMS, rep_shape, rep_chunks, "float64", np.nan, attrs[name])
+    out += [Variable(name, rep_dims, rep_shape, rep_chunks, "float64", np.nan, attrs[name])
             for name in ("alpha", "kappa")]
-    out.append(Variable("done", REPLICATE_DIMS, rep_shape, rep_chunks, "bool", None, attrs["done"]))
-    out.append(Variable("run", REPLICATE_DIMS, rep_shape, rep_chunks, "int16", -1, attrs["run"]))
+    out.append(Variable("done", rep_dims, rep_shape, rep_chunks, "bool", None, attrs["done"]))
+    out.append(Variable("run", rep_dims, rep_shape, rep_chunks, "int16", -1, attrs["run"]))
     if sweep.observables.ridge:
-        out.append(Variable("accuracy", SNR_DIMS, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan,
+        out.append(Variable("accuracy", snr_dims, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan,
                             attrs["accuracy"]))
     if any(w.data_dependent for w in g.weights):
-        out += [Variable(name, SNR_DIMS, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan, attrs[name])
+        out += [Variable(name, snr_dims, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan, attrs[name])
                 for name in ("kappa_snr", "alpha_snr", "attention_distance")]
     if sweep.observables.spectrum:
         bins = sweep.observables.spectrum.bins
-        out.append(Variable("spectrum", SNR_DIMS + ("bin",), rep_shape + (n_snr, bins), rep_chunks + (n_snr, bins),
+        out.append(Variable("spectrum", snr_dims + ("bin",), rep_shape + (n_snr, bins), rep_chunks + (n_snr, bins),
                             "float64", np.nan, attrs["spectrum"]))
     return out
 
 
 def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
-    """Everything of the store but its per-replicate variables: coordinates, theory arrays, provenance."""
-    coords = grid_coords(sweep)
+    """Everything of the store but its per-replicate variables: coordinates, theory arrays, provenance.
+
+    The theory arrays do not depend on ``d`` (large-dimension limits): with a ``d`` axis they have
+    no ``d`` dimension and broadcast against the per-replicate variables.
+    """
+    coords = ({D: np.asarray(sweep.d_values, np.int64)} if sweep.d_axis else {}) | grid_coords(sweep)
     coords["replicate"] = np.arange(sweep.replicates)
     coords["k"] = np.arange(1, sweep.top_k + 1)
     if sweep.observables.spectrum:
@@ -128,6 +138,8 @@ def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
     if "bin" in ds.coords:
         ds["bin"].attrs = {"long_name": "bin centre of eigenvalue / kappa", "units": "kappa",
                            "bin_width": float(edges[1] - edges[0])}
+    if sweep.d_axis:
+        ds[D].attrs = {"long_name": "embedding dimension d", "units": "1"}
     ds["replicate"].attrs = {"long_name": "Monte Carlo replicate", "units": "1"}
     ds["k"].attrs = {"long_name": "rank of the eigenpair (1 = largest)", "units": "1"}
     ds["delta"].attrs = {"long_name": "delta = d / V", "units": "1"}
@@ -153,9 +165,14 @@ def template(sweep: Sweep, theory: xr.Dataset, provenance: dict, blocking: tuple
 
 
 def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) -> dict:
-    """Dataset attrs recording what produced the store (JSON-able values only)."""
+    """Dataset attrs recording what produced the store (JSON-able values only).
+
+    ``d`` is an attribute only for a top-level ``d``; a grid axis ``d`` is a coordinate.
+    """
     s = sweep_file.sweep
-    return {
+    seeding = ("SeedSequence(seed, spawn_key=(d, bits(delta), bits(gamma), T, replicate))" if s.d_axis else
+               "SeedSequence(seed, spawn_key=(bits(delta), bits(gamma), T, replicate))")
+    out = {
         "rmtsweep_format": FORMAT,
         "title": f"rmtsweep: {s.name}",
         "sweep_name": s.name,
@@ -164,7 +181,7 @@ def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) ->
         "sweep_text": sweep_file.text,
         "sweep_canonical": json.dumps(s.canonical(), sort_keys=True),
         "seed": s.seed,
-        "seeding": "SeedSequence(seed, spawn_key=(bits(delta), bits(gamma), T, replicate))",
+        "seeding": seeding,
         "d": s.d,
         "correlation": s.correlation.label(),
         "table_centering": s.table_centering,
@@ -173,6 +190,9 @@ def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) ->
         "created": now(),
         "runs": [],
     }
+    if s.d_axis:
+        out.pop("d")
+    return out
 
 
 def now() -> str:

@@ -1,9 +1,9 @@
 """Rerunning a store with a changed sweep file: extend what can be extended, refuse the rest.
 
-Adding replicates or adding values on the ``delta``, ``gamma``, ``T`` or ``weights`` axes extends the
-store: a new template (with the store's own batching) is written beside it, every finished replicate
-is copied over by coordinate *value*, chunk by chunk, and the two directories are swapped; only the
-new work is then computed. A change of ``cells_per_task`` or ``replicates_per_task`` alone changes
+Adding replicates or adding values on the ``d`` (when it is a grid axis), ``delta``, ``gamma``, ``T``
+or ``weights`` axes extends the store: a new template (with the store's own batching) is written
+beside it, every finished replicate is copied over by coordinate *value*, chunk by chunk, and the two
+directories are swapped; only the new work is then computed. A change of ``cells_per_task`` or ``replicates_per_task`` alone changes
 nothing: the store keeps the batching it was made with. Because each
 replicate's random stream is keyed by its coordinate values, the copied results are exactly what a
 fresh run of the larger sweep would compute.
@@ -11,7 +11,9 @@ fresh run of the larger sweep would compute.
 Changing the SNR values also extends, but every cell is recomputed: a task computes all SNR values
 of a cell from the same draws. Changing a field that fixes what the stored numbers mean (``d``,
 ``seed``, the correlation model, the table centering, ``top_k``, the optional observables) or
-dropping axis values is refused with the field, both values and the way out.
+dropping axis values is refused with the field, both values and the way out. So is turning a
+top-level ``d`` into the axis ``grid.d`` or back: the streams of a top-level ``d`` are not keyed by
+``d`` (:mod:`rmtsweep.run.grid`), so its results are not those of any ``d`` axis.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from ..dims import AXES
+from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
 from .writer import per_replicate_arrays
@@ -46,7 +48,10 @@ def plan(stored: Sweep, new: Sweep, path: Path) -> str:
     if stored.canonical(batching=False) == new.canonical(batching=False):
         return "same"          # at most the batching differs: the store keeps its own chunks
     way_out = "start a new store with --store NEW_PATH"
+    _check_d(stored, new, path, way_out)
     for field in FIXED:
+        if field == D:
+            continue                                     # _check_d
         a, b = stored.canonical()[field], new.canonical()[field]
         if a != b:
             raise StoreError(f"{path}: this sweep changes `{field}` ({a!r} in the store, {b!r} in the file), "
@@ -59,12 +64,28 @@ def plan(stored: Sweep, new: Sweep, path: Path) -> str:
         if w.label in old_w and old_w[w.label] != w:
             raise StoreError(f"{path}: weights {w.label!r} are defined differently from the store's; "
                              f"give them another `name` or {way_out}")
-    for axis in AXES:
+    for axis in stored.dims.axes:
         dropped = [v for v in _labels(stored, axis) if v not in _labels(new, axis)]
         if dropped:
             raise StoreError(f"{path}: grid.{axis} drops {dropped} held in the store; a store only grows "
                              f"(select what you need with xarray instead); {way_out}")
     return "extend"
+
+
+def _check_d(stored: Sweep, new: Sweep, path: Path, way_out: str) -> None:
+    """Refuse a change of a top-level ``d``, and a change between a top-level ``d`` and ``grid.d``."""
+    if not stored.d_axis and not new.d_axis and stored.d != new.d:
+        raise StoreError(f"{path}: this sweep changes `d` ({stored.d!r} in the store, {new.d!r} in the file), which "
+                         f"changes what the stored results mean (the streams of a top-level d are not keyed by d); "
+                         f"{way_out} (with `grid.d: [{stored.d}, {new.d}]` to sweep d)")
+    if not stored.d_axis and new.d_axis:
+        raise StoreError(f"{path}: this sweep makes `d` a grid axis (grid.d = {list(new.d_values)}) but the store "
+                         f"has the top-level d = {stored.d}, whose streams are not keyed by d; start a new store "
+                         f"with `grid.d` and --store NEW_PATH")
+    if stored.d_axis and not new.d_axis:
+        raise StoreError(f"{path}: this sweep has the top-level d = {new.d} but the store's d is the grid axis "
+                         f"grid.d = {list(stored.d_values)}, whose streams are keyed by d; keep `grid.d` (adding "
+                         f"values extends the store), or {way_out}")
 
 
 def recover(path: Path) -> None:
@@ -95,7 +116,7 @@ def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
     if recompute_all:
         return 0
     old, new = zarr.open_group(str(old_path), mode="r"), zarr.open_group(str(new_path), mode="r+")
-    axes = ("delta", "gamma", "T", "weights", "replicate")
+    axes = store_dims(has_d_axis(new["done"].attrs["_ARRAY_DIMENSIONS"])).replicate
     where = [_positions(old[a][...], new[a][...]) for a in axes]
     chunks = new["done"].chunks
     starts = [range(0, len(w), c) for w, c in zip(where, chunks)]

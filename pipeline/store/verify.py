@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from ..dims import has_d_axis, store_dims
 from .writer import per_replicate_arrays
 
 __all__ = ["Corrupt", "corrupt_tasks", "repair"]
@@ -42,15 +43,17 @@ def corrupt_tasks(path: str | Path, limit: int | None = None) -> list[Corrupt]:
     group = zarr.open_group(str(path), mode="r")
     arrays = per_replicate_arrays(group)
     done = arrays["done"]
-    axes = {a: group[a][...] for a in ("delta", "gamma", "T")}
+    dims = tuple(done.attrs["_ARRAY_DIMENSIONS"])
+    named = store_dims(has_d_axis(dims)).task                       # ([d,] delta, gamma, T): in the task's name
+    axes = {a: group[a][...] for a in named}
     chunks = done.chunks
     starts = [range(0, n, c) for n, c in zip(done.shape, chunks)]
     found: list[Corrupt] = []
     for start in itertools.product(*starts):
         region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape))
-        d, g, t, _, r = region
-        cell = (f"delta={_span(axes['delta'][d])} gamma={_span(axes['gamma'][g])} T={_span(axes['T'][t])} "
-                f"replicates {r.start}-{r.stop - 1}")
+        at = dict(zip(dims, region))
+        r = at["replicate"]
+        cell = " ".join(f"{a}={_span(axes[a][at[a]])}" for a in named) + f" replicates {r.start}-{r.stop - 1}"
         try:
             flags = done[region]
         except Exception as exc:  # noqa: BLE001 - any failure to decode is corruption

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from ..dims import REPLICATE_DIMS
+from ..dims import has_d_axis, store_dims
 
 __all__ = ["DONE_WRITERS", "Writer", "per_replicate_arrays"]
 
@@ -23,9 +23,14 @@ DONE_WRITERS = 8   # threads that write done chunks concurrently (each chunk has
 
 
 def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
-    """The group's per-replicate variables (dims starting ``delta, gamma, T, weights, replicate``)."""
-    return {name: arr for name, arr in group.arrays()
-            if tuple(arr.attrs.get("_ARRAY_DIMENSIONS", ()))[:len(REPLICATE_DIMS)] == REPLICATE_DIMS}
+    """The group's per-replicate variables (dims starting ``[d,] delta, gamma, T, weights, replicate``)."""
+    out = {}
+    for name, arr in group.arrays():
+        dims = tuple(arr.attrs.get("_ARRAY_DIMENSIONS", ()))
+        lead = store_dims(has_d_axis(dims)).replicate
+        if dims[:len(lead)] == lead:
+            out[name] = arr
+    return out
 
 
 class Writer:
@@ -42,8 +47,9 @@ class Writer:
                     run: int) -> None:
         """Write one task's data (not ``done``) into its chunk; ``run`` marks the replicates it computed.
 
-        ``todo`` (``(delta, gamma, T, weights, replicate)`` of the chunk, or ``None`` for all) says
-        which entries ``values`` holds; the others keep what the chunk already has.
+        ``region`` is :attr:`rmtsweep.run.grid.Task.region` (an integer first with a ``d`` axis: the
+        task's one ``d`` value). ``todo`` (``(delta, gamma, T, weights, replicate)`` of the chunk, or
+        ``None`` for all) says which entries ``values`` holds; the others keep what the chunk already has.
         """
         for name, array in self.arrays.items():
             if name == "done":
