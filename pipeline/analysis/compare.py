@@ -39,13 +39,17 @@ from ..errors import SelectionError
 from ..store import ZARR_FORMAT, metadata_lock, open_dataset, stored_sweep
 from ..theory import finite_d
 from ..theory.on_grid import pooled_kurtosis
+from .finite_size import finite_size_spikes
+from .limits import MIN_D, limit_variables
 from .stats import mean_sem
+from .transition import crossing, transition_snr
 
 __all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "crossing", "d_of", "detected", "detection_margin",
            "done_digest", "open_source", "signal_pair", "summary", "theory_detection_rate", "transition_snr",
            "write_comparison"]
 
 MARGIN_FACTOR = 1.0
+LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
 GROUP = "comparison"
 LIST_ALL = 24          # the summary lists every SNR line up to this many, else the worst ones
 
@@ -123,48 +127,6 @@ def detected(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACT
     return _hits(tested, edge, detection_margin(edge, d_of(ds), margin_factor), ds["done"])
 
 
-def crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
-    """First upward crossing of 1/2 along the last axis, linearly interpolated (NaN if none).
-
-    Censored (NaN) where the rate never reaches 1/2 or is already at or above it at the first SNR.
-    NaN rates are skipped (the crossing is taken between the neighbouring finite points). Vectorised
-    over the leading axes, so a bootstrap's thousands of resampled lines cost one call.
-    """
-    rate = np.asarray(rate, dtype=float)
-    if rate.ndim == 1:
-        return crossing(rate[None], snr)[0]
-    out = np.full(rate.shape[:-1], np.nan)
-    gappy = np.isnan(rate).any(axis=-1) & np.isfinite(rate).any(axis=-1)
-    full = np.isfinite(rate).all(axis=-1)
-    r = rate[full]
-    if r.size:
-        above = r >= 0.5
-        first = above.argmax(axis=-1)
-        ok = above.any(axis=-1) & (first > 0)
-        rows, i = np.nonzero(ok)[0], first[ok]
-        r0, r1 = r[rows, i - 1], r[rows, i]
-        vals = np.full(r.shape[0], np.nan)
-        vals[rows] = snr[i - 1] + (0.5 - r0) * (snr[i] - snr[i - 1]) / (r1 - r0)
-        out[full] = vals
-    for idx in zip(*np.nonzero(gappy)):
-        keep = np.isfinite(rate[idx])
-        out[idx] = crossing(rate[idx][keep], np.asarray(snr)[keep])
-    return out
-
-
-def transition_snr(rate: xr.DataArray) -> xr.DataArray:
-    """SNR where the detection rate first crosses 1/2 upwards, interpolated linearly between grid SNRs.
-
-    NaN when the line never reaches 1/2 or is already at or above 1/2 at its first SNR (censored).
-    Lazy on a dask-backed ``rate`` (one call per chunk).
-    """
-    if rate.chunks is not None:
-        rate = rate.chunk({"snr": -1})
-    return xr.apply_ufunc(crossing, rate, kwargs={"snr": rate["snr"].values},
-                          input_core_dims=[["snr"]], output_core_dims=[[]], dask="parallelized",
-                          output_dtypes=[float])
-
-
 def _above(density: xr.DataArray, width: float) -> xr.DataArray:
     """``1 - (mass above each right bin edge)``: the CDF at the right edges, blind to the atom at 0."""
     mass = density * width
@@ -215,6 +177,16 @@ def theory_detection_rate(ds: xr.Dataset, d: xr.DataArray | int, margin_factor: 
                        dask="parallelized", output_dtypes=[float])
     return p.assign_attrs(long_name="finite-d prediction of the detection rate (Tracy-Widom edge, Gaussian "
                                     "outlier; derived, not fitted)", units="1")
+
+
+def _finite_size(ds: xr.Dataset, d: xr.DataArray | int, out: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:
+    """The realised-count predictions at the store's size (:mod:`rmtsweep.analysis.finite_size`) and their z."""
+    fs = finite_size_spikes(ds, d)
+    for name in ("lambda1", "overlap") if fs else ():
+        se = np.sqrt(out[f"{name}_sem"] ** 2 + fs[f"finite_size_{name}_se"] ** 2)
+        fs[f"finite_size_{name}_z"] = ((out[f"{name}_mean"] - fs[f"finite_size_{name}"]) / se).assign_attrs(
+            long_name=f"(MC - finite_size_{name}) / sqrt(sem^2 + prediction's s.e.^2)", units="1")
+    return fs
 
 
 def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR, lazy: bool = False) -> xr.Dataset:
@@ -298,6 +270,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
     if centering == "class" and "theory_rho" in ds:
         out["theory_detection_rate"] = theory_detection_rate(ds, d, margin_factor, lazy)
+        out.update(_finite_size(ds, d, out))
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
         out["paper_bulk_ks"] = bulk_distance(ds, done, law="paper")
@@ -316,7 +289,12 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     cmp.attrs.update(done_replicates=int(done.sum()), done_total=int(done.size), done_digest=done_digest(done.values))
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)            # means of cells with no replicate done: NaN
-        return cmp.compute()
+        cmp = cmp.compute()
+        if dims.d_axis and ds.sizes[D] >= MIN_D and tested.size <= LIMIT_BUDGET:   # the d -> infinity limits
+            cmp = cmp.assign(limit_variables(cmp, _hits(tested, edge, margin, done).load()))
+            cmp.attrs["limits"] = (f"per line over d (>= {MIN_D} values): transition_snr ~ limit + a d^-1/3, "
+                                   "lambda1 and overlap ~ limit + c/d (rmtsweep.analysis.limits)")
+    return cmp
 
 
 def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:

@@ -12,13 +12,8 @@ Sherman–Morrison on ``(1/V) sum_j p_j y_j y_j^T`` gives it directly; ``nu = de
 ``nu = MP_{gamma/delta}`` the cubic of :mod:`rmtsweep.theory.bulk`. Moments: ``m_k = sum over
 non-crossing partitions of delta^(k - #blocks) prod E_nu[p^|block|]`` (used as a check in the tests).
 
-**nu.** ``T = 1`` (or one-hot ``w``): ``D = (V/N) diag(counts)``, counts ``~ Poisson(delta/gamma)``, so
-``nu = (gamma/delta) Poisson(delta/gamma)`` exactly (:func:`poisson_law`). For ``T >= 2`` the
-off-diagonal entries of ``D`` are O(1) (each token shares sequences with ``~T(T-1) delta/gamma``
-others), so ``nu`` is *not* the compound-Poisson law of the diagonal: it is the spectral law of a sparse
-random weighted hypergraph (locally a Galton–Watson tree), which has no closed form. It is computed by
-:func:`sample_token_law`: a seeded Monte Carlo of ``D`` at large V (exact eigenvalues, replicates
-pooled), with a Kolmogorov standard error from the spread over replicates; bias O(1/V).
+**nu** (:mod:`rmtsweep.theory.token_law`): exact ``(gamma/delta) Poisson(delta/gamma)`` at ``T = 1``,
+sampled at large V for ``T >= 2``.
 
 **Bulk** (:func:`stieltjes`, :func:`density`, :func:`histogram`). Newton on
 ``phi(m) = -1/m + E_nu[p/(1 + delta p m)] - z`` continued from large ``Im z`` down to ``Im z = eta``.
@@ -30,159 +25,37 @@ complement is the image of the decreasing branches of ``l(G)`` between the poles
 and a gap lying between the poles of atoms ``p_k > p_{k+1}`` has mass ``nu(p >= p_k) / delta`` above
 it (exact separation). The atom at 0 is ``max(0, 1 - nu(p > 0) / delta)`` (rank of ``S``).
 
-**Outliers** (:func:`outlier`). With ``e = s / sqrt(V)`` (spectral law ``nu`` w.r.t. ``D``: exact at
-``T = 1`` and for i.i.d. signs), ``r = Z D s / V`` and ``K(l) = r^T (l - B)^{-1} r``, a Schur complement
-gives ``K = c - 1 - 1 / E_nu[1/(c - p)]``, ``c = 1/(delta G)``, and the 2x2 determinant gives
-``snr G (1 + K) = 1``. This is the ``rho G (1 + h(G)) = 1`` (``h = K``) and simplifies to
+**Outliers** (:func:`outlier`; derived here). Let ``e = s / sqrt(V)`` and ``nu_s`` its spectral measure
+w.r.t. ``D`` (``nu_s = nu`` at ``T = 1`` and for i.i.d. signs; its mean is ``a_s = e^T D e -> alpha/kappa``).
+Then ``S/kappa = B + mu r^T + r mu^T + a_s mu mu^T`` with ``B = Z D Z^T / V`` and ``r = Z D e / sqrt(V)``,
+and the 2x2 determinant on ``span(mu, r)`` gives ``snr G (a_s + K) = 1`` with ``K(l) = r^T (l - B)^{-1} r``.
+Push-through and ``Z e = 0`` (class centring: ``Z^T Z`` has ``e`` in its kernel) give
+``K = -a_s + l x``, ``x = e^T (l D^{-1} - Z^T Z / V)^{-1} e``; the subordination of the rotation-invariant
+``Z^T Z / V`` replaces it by the scalar ``omega = l delta G`` on ``e``'s complement, and a Schur complement on
+``e`` gives ``x = q / (1 + omega q)``, ``q = E_nu_s[p / (l - omega p)]``. With ``c = 1/(delta G)`` and
+``beta = 1/(1 - delta p G) = c/(c - p)`` everything collapses to
 
-    E_nu[beta(G)] = rho / (rho - delta),   outlier l = l(G),
+    E_nu_s[beta(G)] = snr / (snr - delta),   outlier l = l(G)   (l(G) and G from the bulk's nu),
 
-alignment ``G^2 / (-G' - rho G^2 dK/dl) = -G^2 l'(G) / (1 + rho G^2 dK/dG)`` (``dK/dl = K_G / l'(G)``).
+``K = -a_s + (1 - 1/E_nu_s[beta]) / (delta G)``, and the alignment (residue of ``u^T (l - S)^{-1} u``)
+``G^2 / (-G' - snr G^2 dK/dl) = -G^2 l'(G) / (1 + snr G^2 dK/dG)``. With ``nu_s = nu`` (so ``a_s = 1`` and
+``snr = rho``) this is the i.i.d. form; with ``nu = nu_s = delta_1`` it is Section 3.2.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import scipy.sparse
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import poisson
 
 from ._common import bin_average
+from .token_law import DiscreteLaw, empirical_law, mp_law, poisson_law, sample_laws, sample_token_law, token_law
 
 __all__ = [
     "DiscreteLaw", "atom", "density", "edge", "empirical_law", "histogram", "mp_law", "outlier", "poisson_law",
-    "sample_token_law", "stieltjes", "threshold", "token_law",
+    "sample_laws", "sample_token_law", "stieltjes", "threshold", "token_law",
 ]
 
 Float = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class DiscreteLaw:
-    """A discrete probability law ``sum_j weights_j delta_{points_j}`` on ``[0, inf)``.
-
-    Attributes
-    ----------
-    points, weights : ndarray
-        Sorted support points (>= 0) and their masses (sum 1).
-    stderr : float
-        Kolmogorov standard error of the law as an estimate of the limit (0 for an exact law).
-    method : str
-        How it was obtained (``"poisson"``, ``"mp-quadrature"``, ``"sample"``).
-    """
-
-    points: Float
-    weights: Float
-    stderr: float = 0.0
-    method: str = "exact"
-
-    def expect(self, f) -> Float:
-        """``E[f(p)]``: ``f`` maps the points array (last axis) to values; summed against the weights."""
-        return np.asarray(f(self.points) @ self.weights)
-
-    @property
-    def mean(self) -> float:
-        return float(self.points @ self.weights)
-
-    def moment(self, k: int) -> float:
-        """``E[p^k]``."""
-        return float(self.points**k @ self.weights)
-
-
-def _law(points: ArrayLike, weights: ArrayLike, stderr: float = 0.0, method: str = "exact") -> DiscreteLaw:
-    p, w = np.asarray(points, float), np.asarray(weights, float)
-    keep = w > 0
-    order = np.argsort(p[keep])
-    return DiscreteLaw(p[keep][order], w[keep][order] / w[keep].sum(), stderr, method)
-
-
-def empirical_law(values: ArrayLike) -> DiscreteLaw:
-    """Equal-weight law of ``values`` (e.g. one replicate's ``V counts / N`` at ``T = 1``): the
-    deterministic equivalent *given* the realised ``D``, a finite-V refinement of the limit."""
-    v, c = np.unique(np.asarray(values, float), return_counts=True)
-    return _law(v, c, method="empirical")
-
-
-def poisson_law(delta: float, gamma: float, tol: float = 1e-17) -> DiscreteLaw:
-    """``nu = (gamma/delta) Poisson(delta/gamma)``, the exact law at ``T = 1``; atoms of mass < ``tol`` dropped."""
-    lam = delta / gamma
-    k = np.arange(int(lam + 20 * np.sqrt(lam) + 40))
-    pmf = poisson.pmf(k, lam)
-    return _law(k / lam, np.where(pmf >= tol, pmf, 0.0), method="poisson")
-
-
-def mp_law(c: float, n: int = 2000) -> DiscreteLaw:
-    """Marchenko–Pastur law of ratio ``c`` (mean 1) discretised by the midpoint rule in ``theta``.
-
-    ``x = a + (b - a)(1 - cos theta)/2`` makes ``f(x) dx ∝ sin^2(theta) / x d theta`` smooth and periodic,
-    so the rule converges spectrally for smooth test functions; atom ``1 - 1/c`` at 0 when ``c > 1``.
-    This is ``nu`` in the ``T -> inf`` limit (the cubic law).
-    """
-    a, b = (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
-    th = np.pi * (np.arange(n) + 0.5) / n
-    x = a + (b - a) * (1 - np.cos(th)) / 2
-    wt = np.sin(th) ** 2 / x
-    cont = min(1.0, 1.0 / c)
-    pts, wts = np.append(x, 0.0), np.append(wt / wt.sum() * cont, 1.0 - cont)
-    return _law(pts, wts, method="mp-quadrature")
-
-
-def _compress(values: Float, resolution: float) -> tuple[Float, Float]:
-    """Pool sorted eigenvalues into atoms: exact zeros stay one atom, the rest are averaged in cells
-    of width ``resolution`` in ``log(1 + p)`` (keeps the mean; moves each value by < ``resolution (1 + p)``)."""
-    scale = max(values.max(), 1e-300)
-    zero = values <= 1e-9 * scale
-    cell = np.floor(np.log1p(values[~zero]) / resolution).astype(np.int64)
-    _, inv = np.unique(cell, return_inverse=True)
-    sums = np.bincount(inv, weights=values[~zero])
-    counts = np.bincount(inv).astype(float)
-    return np.append(sums / counts, 0.0), np.append(counts, zero.sum()) / values.size
-
-
-def sample_token_law(w: ArrayLike, delta: float, gamma: float, *, size: int = 1500, replicates: int = 16,
-                     seed: int = 0, resolution: float = 2e-3) -> DiscreteLaw:
-    """Spectral law ``nu`` of ``D = V A A^T / (N kappa)`` by a seeded large-V Monte Carlo.
-
-    Each replicate draws ``N = round(V delta/gamma)`` sequences of ``T = len(w)`` i.i.d. uniform tokens
-    (class structure does not change the local limit), forms the smaller of the Gram matrices
-    ``A A^T`` / ``A^T A`` (``size`` x ``size``; ``V`` follows), takes all its eigenvalues exactly and pads
-    the ``|V - N|`` zeros. The pooled eigenvalues are compressed by :func:`_compress`.
-
-    Error: the returned ``stderr`` is ``max_p std_r(F_r(p)) / sqrt(R)`` over the replicates' empirical
-    CDFs (a Kolmogorov standard error); the finite-V bias is O(1/V) (short cycles), checked in the tests
-    by comparing sizes. The law has mean 1 and ``E p^2 = 1 + gamma/delta`` up to these errors.
-    """
-    w = np.asarray(w, float)
-    T, kap, lam = w.size, float(w @ w), delta / gamma
-    V = size if lam >= 1 else int(round(size / lam))
-    N = max(1, int(round(lam * V)))
-    rng = np.random.default_rng(seed)
-    grid = None
-    cdfs, vals = [], []
-    for _ in range(replicates):
-        tokens = rng.integers(V, size=(N, T))
-        A = scipy.sparse.csr_array((np.tile(w, N), tokens.ravel(), np.arange(0, N * T + 1, T)), shape=(N, V))
-        gram = (A @ A.T if N <= V else A.T @ A).toarray()
-        ev = np.linalg.eigvalsh(gram) * V / (N * kap)
-        ev = np.concatenate([np.clip(ev, 0, None), np.zeros(max(V - N, 0))])  # N < V: N x N Gram
-        vals.append(ev)
-        if grid is None:
-            grid = np.quantile(ev, np.linspace(0, 1, 401))
-        cdfs.append(np.searchsorted(np.sort(ev), grid, side="right") / ev.size)
-    se = float(np.std(cdfs, axis=0, ddof=1).max() / np.sqrt(replicates)) if replicates > 1 else np.nan
-    pts, wts = _compress(np.concatenate(vals), resolution)
-    return _law(pts, wts, stderr=se, method="sample")
-
-
-def token_law(w: ArrayLike, delta: float, gamma: float, **sample_options) -> DiscreteLaw:
-    """``nu`` for pooling weights ``w``: exact :func:`poisson_law` when ``w`` has one nonzero entry,
-    else :func:`sample_token_law` (``sample_options`` passed on)."""
-    w = np.asarray(w, float)
-    if np.count_nonzero(w) == 1:
-        return poisson_law(delta, gamma)
-    return sample_token_law(w, delta, gamma, **sample_options)
 
 
 # ----------------------------------------------------------------------------- bulk: complex plane
@@ -339,21 +212,28 @@ def edge(nu: DiscreteLaw, delta: float, *, tail: float = 0.5) -> float:
     return _main(nu, delta, tail)[3]
 
 
-def threshold(nu: DiscreteLaw, delta: float, *, tail: float = 0.5) -> float:
-    """Sample threshold ``rho_c = delta E beta_e / (E beta_e - 1)`` at the main edge's ``G``."""
-    eb = float(_moments_g(np.array(_main(nu, delta, tail)[2]), nu, delta)["eb"])
+def threshold(nu: DiscreteLaw, delta: float, *, tail: float = 0.5, signal: DiscreteLaw | None = None) -> float:
+    """Sample threshold ``delta E beta_e / (E beta_e - 1)`` at the main edge's ``G``, ``E`` over ``signal``.
+
+    Without ``signal`` (``nu_s = nu``) it is the threshold on ``rho``; with it, on the raw ``snr``.
+    """
+    eb = float(_moments_g(np.array(_main(nu, delta, tail)[2]), signal or nu, delta)["eb"])
     return delta * eb / (eb - 1.0)
 
 
-def outlier(rho: ArrayLike, nu: DiscreteLaw, delta: float, *, tail: float = 0.5) -> tuple[Float, Float]:
+def outlier(rho: ArrayLike, nu: DiscreteLaw, delta: float, *, tail: float = 0.5, signal: DiscreteLaw | None = None
+            ) -> tuple[Float, Float]:
     """Top outlier of ``S / kappa`` and its alignment ``|u_hat^T u|^2`` for effective SNR ``rho``.
 
-    Solves ``E_nu[beta(G)] = rho / (rho - delta)`` (module docstring) by bisection on each interval
+    ``signal`` is the spectral measure ``nu_s`` of the signal direction (default ``nu``, exact at
+    ``T = 1`` and for i.i.d. signs, and then ``rho = alpha snr / kappa``); when given, ``rho`` is the raw
+    ``snr`` (the signal law's mean carries ``alpha/kappa``).
+    Solves ``E_nu_s[beta(G)] = rho / (rho - delta)`` (module docstring) by bisection on each interval
     between poles where ``E beta`` is increasing, from the top interval down to the main gap, and keeps
     the largest ``l(G)`` on a decreasing branch of ``l`` (outside the support) above the main edge.
-    Below ``rho_c`` the location is the main edge and the alignment 0. Assumes the signal direction
-    ``s / sqrt(V)`` has spectral law ``nu`` w.r.t. ``D`` (exact for ``T = 1`` and i.i.d. signs).
+    Below the threshold the location is the main edge and the alignment 0.
     """
+    sig = signal or nu
     rho = np.asarray(rho, float)
     r = rho.ravel()
     gaps = _intervals(nu, delta, tail)
@@ -366,10 +246,10 @@ def outlier(rho: ArrayLike, nu: DiscreteLaw, delta: float, *, tail: float = 0.5)
         lo, hi = np.full(r.size, g_lo), np.full(r.size, g_edge)
         for _ in range(200):  # E beta increasing in G on the interval
             mid = 0.5 * (lo + hi)
-            up = _moments_g(mid, nu, delta)["eb"] < target
+            up = _moments_g(mid, sig, delta)["eb"] < target
             lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
         G = 0.5 * (lo + hi)
-        q = _moments_g(G, nu, delta)
+        q = {**_moments_g(G, sig, delta), **{k: v for k, v in _moments_g(G, nu, delta).items() if k in ("l", "dl")}}
         take = ~found & (q["dl"] < 0) & (hi < g_edge) & (lo > g_lo) & np.isfinite(target) & (q["l"] >= main[3])
         K_G = -(1 - 1 / q["eb"]) / (delta * G**2) + q["deb"] / (delta * G * q["eb"] ** 2)
         align = -(G**2) * q["dl"] / (1 + r * G**2 * K_G)
@@ -378,3 +258,5 @@ def outlier(rho: ArrayLike, nu: DiscreteLaw, delta: float, *, tail: float = 0.5)
         if g_edge == main[2]:
             break
     return loc.reshape(rho.shape), ov.reshape(rho.shape)
+
+

@@ -7,7 +7,7 @@ import pytest
 
 from rmtsweep.model import CellModel, correlation_matrix, make_correlation, make_scheme, pooling_weights, simulate_replicate
 from rmtsweep.theory import bulk, spikes
-from rmtsweep.theory import finite_t as ft
+from rmtsweep.theory import finite_t as ft, token_counts
 
 CELLS = [(0.5, 0.5), (1.0, 0.25), (0.25, 1.0)]
 
@@ -170,3 +170,73 @@ def test_T1_histogram_against_simulation_d400():
     assert _cdf_on(edges, law)[-1] == pytest.approx(1.0, abs=2e-4)
     assert _ks(edges, sim, law) <= 0.008
     assert _ks(edges, sim, _cubic_hist(edges, delta, gamma)) >= 0.015
+
+
+def test_realised_counts_tend_to_the_limit_law():
+    """Well above the threshold the realised-count prediction tends to the limit formula as d grows
+    (the limit law's Poisson pmf is computed independently of the count draws)."""
+    rho, delta, gamma = np.array([6.0, 8.0]), 0.5, 0.5
+    loc, ov = ft.outlier(rho, ft.poisson_law(delta, gamma), delta)
+    gaps = []
+    for d in (200, 3200):
+        fs = token_counts.realised_count_spikes(rho, delta, gamma, d, draws=16, seed=1)
+        gaps.append(max(np.abs(fs.lambda1 - loc).max(), np.abs(fs.overlap - ov).max()))
+    assert gaps[1] < 0.02 and gaps[1] < gaps[0]
+
+
+def test_realised_counts_against_simulation_d200():
+    """T = 1, iid, mean weights, d = 200, delta = gamma = 0.5 (rho_c = 2.39): near the threshold the
+    realised-count prediction of the top alignment is within 4 standard errors of simulation, where the
+    limit formula is low by many (docs/theory.md §6.1)."""
+    d, delta, gamma, T = 200, 0.5, 0.5, 1
+    snr = np.array([2.9, 3.6, 4.8])                        # 1.2, 1.5, 2 rho_c (iid: rho = snr)
+    corr = make_correlation("iid")
+    w = pooling_weights(make_scheme("mean"), correlation_matrix(corr, T))
+    model = CellModel(d=d, V=round(d / delta), N=round(d / gamma), T=T, w=w, correlation=corr, centering="class",
+                      top_k=1)
+    rng = np.random.default_rng(2001)
+    reps = [simulate_replicate(model, snr, rng) for _ in range(64)]
+    ov = np.array([r.overlap[:, 0] for r in reps])
+    lam = np.array([r.eigenvalues[:, 0] for r in reps])
+    fs = token_counts.realised_count_spikes(snr, delta, gamma, d, draws=128, seed=5)
+    limit = ft.outlier(snr, ft.poisson_law(delta, gamma), delta)[1]
+    se = np.sqrt(ov.std(0, ddof=1) ** 2 / len(reps) + fs.overlap_se**2)
+    assert np.all(np.abs(ov.mean(0) - fs.overlap) < 4 * se), (ov.mean(0), fs.overlap, se)
+    assert (ov.mean(0) - limit)[0] > 6 * se[0]
+    se_l = np.sqrt(lam.std(0, ddof=1) ** 2 / len(reps) + fs.lambda1_se**2)
+    assert np.all(np.abs(lam.mean(0) - fs.lambda1) < 4 * se_l), (lam.mean(0), fs.lambda1, se_l)
+
+
+def test_signal_law_mean_is_alpha_over_kappa():
+    """nu_s (the signal direction's spectral measure w.r.t. D) has mean alpha/kappa, while nu keeps mean 1:
+    prefix(4) optimal weights (alpha/kappa = 4), mean weights (1.75), and i.i.d. signs (1)."""
+    for corr, scheme, T, target in ((make_correlation("prefix", L=4), "optimal", 16, 4.0),
+                                    (make_correlation("prefix", L=4), "mean", 16, 1.75),
+                                    (make_correlation("iid"), "mean", 2, 1.0)):
+        R = correlation_matrix(corr, T)
+        w = pooling_weights(make_scheme(scheme), R)
+        assert float(w @ R @ w / (w @ w)) == pytest.approx(target)
+        nu, nu_s = ft.sample_laws(w, 0.5, 0.5, corr, size=600, replicates=4, seed=2)
+        assert nu.mean == pytest.approx(1.0, abs=0.03) and nu_s.weights.sum() == pytest.approx(1.0)
+        # e^T D e = mean of (w.xi)^2 / kappa over N R = 2400 sequences: relative s.e. <= sqrt(2 / 2400)
+        assert nu_s.mean == pytest.approx(target, rel=3 * np.sqrt(2 / 2400)), (scheme, nu_s.mean)
+
+
+def test_signal_law_outlier_against_simulation_prefix():
+    """Correlated signs (prefix(4), optimal weights, T_eff = 4, d = 400) well above the threshold: the
+    outlier over (nu, nu_s) at the raw snr is within 4 s.e. of simulated lambda_1/kappa and alignment."""
+    d, delta, gamma, T = 400, 0.5, 0.5, 16
+    corr = make_correlation("prefix", L=4)
+    R = correlation_matrix(corr, T)
+    w = pooling_weights(make_scheme("optimal"), R)
+    snr = np.array([1.0, 1.5])
+    model = CellModel(d=d, V=800, N=800, T=T, w=w, correlation=corr, centering="class", top_k=1)
+    rng = np.random.default_rng(77)
+    reps = [simulate_replicate(model, snr, rng) for _ in range(24)]
+    lam = np.array([r.eigenvalues[:, 0] for r in reps]) / (w @ w)
+    ov = np.array([r.overlap[:, 0] for r in reps])
+    nu, nu_s = ft.sample_laws(w, delta, gamma, corr)
+    loc, align = ft.outlier(snr, nu, delta, signal=nu_s)
+    se = lambda x: x.std(0, ddof=1) / np.sqrt(len(reps))              # noqa: E731
+    assert np.all(abs(lam.mean(0) - loc) < 4 * se(lam) + 0.01), (lam.mean(0), loc)   # + the law's sampling error
+    assert np.all(abs(ov.mean(0) - align) < 4 * se(ov) + 0.01), (ov.mean(0), align)

@@ -1,0 +1,46 @@
+"""The comparison's finite-size (T = 1) and d -> infinity variables on small real stores."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from rmtsweep import compare
+from rmtsweep.theory.finite_t import outlier, poisson_law
+from rmtsweep.theory.token_counts import realised_count_spikes
+from tests.helpers import BASE, build_store
+
+ONE_TOKEN = {**copy.deepcopy(BASE), "name": "one-token", "d": 40, "replicates": 4, "correlation": {"model": "iid"},
+             "grid": {"delta": [0.5], "gamma": [0.5], "snr": [0.0, 3.0, 6.0], "T": [1, 4], "weights": ["mean"]}}
+
+
+def test_finite_size_variables_only_where_the_law_is_exact(tmp_path):
+    """finite_size_* equal realised_count_spikes at the store's d (times kappa) at T = 1, and are NaN at T = 4."""
+    cmp = compare(build_store(tmp_path / "s.zarr", ONE_TOKEN))
+    fs = realised_count_spikes(np.array([0.0, 3.0, 6.0]), 0.5, 0.5, 40, draws=64)
+    at1 = cmp.sel(delta=0.5, gamma=0.5, T=1, weights="mean")
+    assert np.allclose(at1["finite_size_overlap"], fs.overlap)
+    assert np.allclose(at1["finite_size_lambda1"], fs.lambda1)           # kappa = 1 at T = 1
+    assert cmp["finite_size_overlap"].sel(T=4).isnull().all()
+    z = at1["finite_size_lambda1_z"]
+    assert np.all(np.isfinite(z.sel(snr=[3.0, 6.0])))
+
+
+def test_limit_variables_on_a_d_axis(tmp_path):
+    """Three d values: every line gets lambda1_limit and overlap_limit with errors; far above the
+    threshold lambda_1 extrapolates to the limit theory within 4 of its standard errors."""
+    data = {**copy.deepcopy(ONE_TOKEN), "name": "d-axis", "replicates": 8}
+    data.pop("d")
+    data["grid"] = {**data["grid"], "d": [20, 40, 80], "T": [1], "snr": [0.0, 8.0, 12.0]}
+    cmp = compare(build_store(tmp_path / "d.zarr", data))
+    for name in ("lambda1", "overlap"):
+        for suffix in ("_limit", "_limit_sem", "_limit_z", "_limit_chi2"):
+            assert f"{name}{suffix}" in cmp and "d" not in cmp[f"{name}{suffix}"].dims
+    assert "transition_snr_limit" in cmp and "transition_snr_sem" in cmp
+    top = cmp.sel(snr=12.0, T=1, weights="mean", delta=0.5, gamma=0.5)
+    loc, _ = outlier(np.array([12.0]), poisson_law(0.5, 0.5), 0.5)
+    assert float(top["lambda1_theory"]) == pytest.approx(loc[0], rel=1e-9)    # kappa = 1; the exact T = 1 law
+    z = (float(top["lambda1_limit"]) - loc[0]) / float(top["lambda1_limit_sem"])
+    assert abs(z - float(top["lambda1_limit_z"])) < 1e-9 and abs(z) < 4
