@@ -1,38 +1,34 @@
-"""Print the README's finite-d numbers from the stores of ``sweeps/finite_d/`` (d = 100, 200, 400, 800).
+"""Print the README's finite-d numbers from the store of ``sweeps/finite-d.yaml`` (d = 100, 200, 400, 800).
 
-    for f in sweeps/finite_d/d*.yaml; do rmtsweep run "$f"; done     # stores in store/finite-d-<d>.zarr
-    python docs/finite_d_tables.py [STORE_DIR]
+    rmtsweep run finite-d                      # store/finite-d.zarr, about 15 s on 2 cores
+    python docs/finite_d_tables.py [STORE]
 
 1. The finite-d prediction of the detection rate (``theory_detection_rate``, docs/theory.md §6.2,
    derived, not fitted) against the measured rate: the fraction of cells within
    ``3 sqrt(p (1 - p) / n) + 0.03`` (binomial error of ``n`` replicates at the predicted ``p``).
-2. The transition SNR per d (bootstrap 95 % interval) and its d -> infinity limit from a
-   finite-size-scaling fit ``t(d) = t_inf + a d^(-b)``: with ``b = 1/3`` fixed (the detection margin
-   is ``O(d^-2/3)`` and the outlier leaves the bulk quadratically, so the crossing moves by
-   ``O(d^-1/3)``), and with ``b`` free as a check. Weights from the bootstrap intervals.
-3. ``lambda_1`` and the top alignment at a fixed SNR above the transition, extrapolated with
-   ``y(d) = y_inf + c / d`` (the O(1/d) bias of a mean; fluctuations are in the standard errors), and
-   held against the limit theory with z-scores.
+2. The transition SNR per d (± bootstrap s.e.) and the comparison's ``transition_snr_limit``: a fit
+   ``t(d) = t_inf + a d^(-b)`` with ``b`` the derived finite-d prediction's exponent over these d
+   (``transition_snr_limit_exponent``; :mod:`rmtsweep.analysis.limits`), and with ``b = 1/3`` (the
+   asymptotic exponent) and ``b`` free as checks.
+3. ``lambda_1`` and the top alignment at a fixed SNR above the transition: ``lambda1_limit`` and
+   ``overlap_limit`` (``y_inf + c/d``), held against the limit theory with z-scores.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 from scipy.optimize import curve_fit
 
 from rmtsweep import compare, open_store
-from rmtsweep.analysis import mean_sem, phase_diagram
 
-D_VALUES = (100, 200, 400, 800)
-STORE = Path("store")
+STORE = "store/finite-d.zarr"
 SNR_FIXED = 1.5
 
 
-def _fit(d: np.ndarray, y: np.ndarray, se: np.ndarray, exponent: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted fit of ``y_inf + a d^-b`` (``b`` fixed when given); returns (parameters, standard errors)."""
+def _fit(d: np.ndarray, y: np.ndarray, se: np.ndarray, exponent: float | None) -> tuple[float, float]:
+    """Limit and its standard error of a weighted fit ``y_inf + a d^-b`` (``b`` free when None)."""
     if exponent is None:
         f = lambda x, y0, a, b: y0 + a * x ** (-b)                  # noqa: E731
         p0 = (y[-1], (y[0] - y[-1]) * d[0] ** 0.33, 0.33)
@@ -40,71 +36,56 @@ def _fit(d: np.ndarray, y: np.ndarray, se: np.ndarray, exponent: float | None) -
         f = lambda x, y0, a: y0 + a * x ** (-exponent)              # noqa: E731
         p0 = (y[-1], (y[0] - y[-1]) * d[0] ** exponent)
     p, cov = curve_fit(f, d, y, p0=p0, sigma=se, absolute_sigma=True, maxfev=20000)
-    return p, np.sqrt(np.diag(cov))
+    return p[0], float(np.sqrt(cov[0, 0]))
 
 
-def detection(stores: dict) -> None:
+def main(path: str) -> None:
+    cmp = compare(open_store(path)).squeeze(["delta", "gamma", "T"], drop=True)
+    d = cmp["d"].values
+    weights = [str(w) for w in cmp["weights"].values]
     print("\nFinite-d detection rate: cells where |measured - theory_detection_rate| <= 3 binomial s.e. + 0.03\n")
-    print("| d | mean | optimal | all |")
-    print("| --- | --- | --- | --- |")
-    total = [0, 0]
-    for d, ds in stores.items():
-        cmp = compare(ds)
-        p, n = cmp["theory_detection_rate"], cmp["n_done"]
-        ok = abs(cmp["detection_rate"] - p) <= 3 * np.sqrt(p * (1 - p) / n) + 0.03
-        cells = [f"{int(ok.sel(weights=w).sum())}/{ok.sel(weights=w).size}" for w in ("mean", "optimal")]
-        total[0] += int(ok.sum())
-        total[1] += ok.size
-        print(f"| {d} | {cells[0]} | {cells[1]} | {int(ok.sum())}/{ok.size} ({100 * float(ok.mean()):.0f} %) |")
-    print(f"\nall d: {total[0]}/{total[1]} ({100 * total[0] / total[1]:.1f} %)")
+    print("| d | " + " | ".join(weights) + " | all |")
+    print("|" + " --- |" * (len(weights) + 2))
+    p, n = cmp["theory_detection_rate"], cmp["n_done"]
+    ok = abs(cmp["detection_rate"] - p) <= 3 * np.sqrt(p * (1 - p) / n) + 0.03
+    for x in d:
+        o = ok.sel(d=x)
+        cells = [f"{int(o.sel(weights=w).sum())}/{o.sel(weights=w).size}" for w in weights]
+        print(f"| {x} | " + " | ".join(cells) + f" | {int(o.sum())}/{o.size} ({100 * float(o.mean()):.0f} %) |")
+    print(f"\nall d: {int(ok.sum())}/{ok.size} ({100 * float(ok.mean()):.1f} %)")
 
-
-def transitions(stores: dict) -> None:
-    tables = {d: phase_diagram(ds, n_boot=2000, seed=1).set_index("weights") for d, ds in stores.items()}
-    print("\nTransition SNR (bootstrap 95 % interval) and its d -> infinity limit\n")
-    print("| weights | " + " | ".join(f"d = {d}" for d in D_VALUES) +
-          " | limit, b = 1/3 | free b: limit, b | theory_snr_sample |")
-    print("|" + " --- |" * (len(D_VALUES) + 4))
-    for w in ("mean", "optimal"):
-        rows = [tables[d].loc[w] for d in D_VALUES]
-        t = np.array([r.transition_snr for r in rows])
-        se = np.array([(r.ci_high - r.ci_low) / (2 * 1.96) for r in rows])
-        se = np.where(se > 0, se, np.nanmax(se))                       # a zero-width interval: the largest
-        (t_inf, _), (t_se, _) = _fit(np.array(D_VALUES, float), t, se, 1 / 3)
+    print("\nTransition SNR (± bootstrap s.e.) and its d -> infinity limit\n")
+    print("| weights | " + " | ".join(f"d = {x}" for x in d) +
+          " | limit (b from theory) | b = 1/3 | free b | theory_snr_sample |")
+    print("|" + " --- |" * (len(d) + 5))
+    for w in weights:
+        c = cmp.sel(weights=w)
+        t, se = c["transition_snr_empirical"].values, c["transition_snr_sem"].values
+        th, b = float(c["transition_snr_theory"].max()), float(c["transition_snr_limit_exponent"])
+        lim, lim_se = float(c["transition_snr_limit"]), float(c["transition_snr_limit_sem"])
+        third = _fit(d.astype(float), t, se, 1 / 3)
         try:
-            (f_inf, _, b), (f_se, _, b_se) = _fit(np.array(D_VALUES, float), t, se, None)
-            free = f"{f_inf:.3f} ± {f_se:.3f}, b = {b:.2f} ± {b_se:.2f}"
+            free = "{:.3f} ± {:.3f}".format(*_fit(d.astype(float), t, se, None))
         except RuntimeError:
             free = "no fit"
-        theory = rows[0].theory_snr_sample
-        print(f"| {w} | " + " | ".join(f"{r.transition_snr:.3f} ({r.ci_low:.3f}-{r.ci_high:.3f})" for r in rows) +
-              f" | {t_inf:.3f} ± {t_se:.3f} ({100 * (t_inf / theory - 1):+.1f} %) | {free} | {theory:.3f} |")
+        print(f"| {w} | " + " | ".join(f"{a:.3f} ± {s:.3f}" for a, s in zip(t, se)) +
+              f" | {lim:.3f} ± {lim_se:.3f} (b = {b:.2f}; {100 * (lim / th - 1):+.1f} %, z = "
+              f"{float(c['transition_snr_limit_z']):+.1f}) | {third[0]:.3f} ± {third[1]:.3f} "
+              f"({100 * (third[0] / th - 1):+.1f} %) | {free} | {th:.3f} |")
 
-
-def limits(stores: dict) -> None:
-    print(f"\nlambda_1 / kappa and top alignment at snr {SNR_FIXED}, extrapolated as y_inf + c/d\n")
-    print("| weights | quantity | " + " | ".join(f"d = {d}" for d in D_VALUES) + " | limit | theory | z |")
-    print("|" + " --- |" * (len(D_VALUES) + 5))
-    for w in ("mean", "optimal"):
+    print(f"\nlambda_1 / kappa and top alignment at snr {SNR_FIXED}: lambda1_limit, overlap_limit (y_inf + c/d)\n")
+    print("| weights | quantity | " + " | ".join(f"d = {x}" for x in d) + " | limit | theory | z |")
+    print("|" + " --- |" * (len(d) + 5))
+    kappa = open_store(path)["theory_kappa"].squeeze(drop=True)
+    for w in weights:
+        c = cmp.sel(weights=w, snr=SNR_FIXED)
         for name, what in (("lambda1", "lambda_1/kappa"), ("overlap", "alignment")):
-            ys, ses, theory = [], [], None
-            for ds in stores.values():
-                c = ds.sel(delta=0.5, gamma=0.5, T=16, weights=w, snr=SNR_FIXED)
-                k = float(c["theory_kappa"])
-                x = c["eigenvalues"].sel(k=1) / k if name == "lambda1" else c["overlap"].sel(k=1)
-                m, s = mean_sem(x, c["done"])
-                ys.append(float(m))
-                ses.append(float(s))
-                theory = float(c["theory_outlier"]) / k if name == "lambda1" else float(c["theory_overlap"])
-            (y_inf, _), (y_se, _) = _fit(np.array(D_VALUES, float), np.array(ys), np.array(ses), 1.0)
-            print(f"| {w} | {what} | " + " | ".join(f"{y:.4f} ± {s:.4f}" for y, s in zip(ys, ses)) +
-                  f" | {y_inf:.4f} ± {y_se:.4f} | {theory:.4f} | {(y_inf - theory) / y_se:+.1f} |")
+            k = float(kappa.sel(weights=w)) if name == "lambda1" else 1.0
+            ys = " | ".join(f"{float(c[f'{name}_mean'].sel(d=x)) / k:.4f} ± {float(c[f'{name}_sem'].sel(d=x)) / k:.4f}"
+                            for x in d)
+            print(f"| {w} | {what} | {ys} | {float(c[f'{name}_limit']) / k:.4f} ± {float(c[f'{name}_limit_sem']) / k:.4f}"
+                  f" | {float(c[f'{name}_theory']) / k:.4f} | {float(c[f'{name}_limit_z']):+.1f} |")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        STORE = Path(sys.argv[1])
-    stores = {d: open_store(STORE / f"finite-d-{d}.zarr") for d in D_VALUES}
-    detection(stores)
-    transitions(stores)
-    limits(stores)
+    main(sys.argv[1] if len(sys.argv) > 1 else STORE)

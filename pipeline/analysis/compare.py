@@ -203,7 +203,8 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     margin_factor
         Detection margin in units of ``kappa lambda_+ d^(-2/3)`` (absolute eigenvalue units).
     lazy
-        Return the comparison as lazy dask arrays (compute it with ``.compute()``).
+        Return the comparison as lazy dask arrays (compute it with ``.compute()``); the ``finite_size_*``
+        and ``*_limit`` variables are computed only by an eager comparison.
 
     Returns
     -------
@@ -270,7 +271,8 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
     if centering == "class" and "theory_rho" in ds:
         out["theory_detection_rate"] = theory_detection_rate(ds, d, margin_factor, lazy)
-        out.update(_finite_size(ds, d, out))
+        if not lazy:                                 # a seeded Monte Carlo over token counts: eager only
+            out.update(_finite_size(ds, d, out))
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
         out["paper_bulk_ks"] = bulk_distance(ds, done, law="paper")
@@ -291,9 +293,9 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
         warnings.simplefilter("ignore", RuntimeWarning)            # means of cells with no replicate done: NaN
         cmp = cmp.compute()
         if dims.d_axis and ds.sizes[D] >= MIN_D and tested.size <= LIMIT_BUDGET:   # the d -> infinity limits
-            cmp = cmp.assign(limit_variables(cmp, _hits(tested, edge, margin, done).load()))
-            cmp.attrs["limits"] = (f"per line over d (>= {MIN_D} values): transition_snr ~ limit + a d^-1/3, "
-                                   "lambda1 and overlap ~ limit + c/d (rmtsweep.analysis.limits)")
+            cmp = cmp.assign(limit_variables(cmp, _hits(tested, edge, margin, done).load(), margin_factor))
+            cmp.attrs["limits"] = (f"per line over d (>= {MIN_D} values): transition_snr ~ limit + a d^-b (b: the "
+                                   "finite-d theory's exponent), lambda1 and overlap ~ limit + c/d (rmtsweep.analysis.limits)")
     return cmp
 
 
@@ -363,6 +365,17 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
         close = abs(rate - p) <= 3 * np.sqrt(p * (1 - p) / n.where(n > 0)) + 0.03
         lines.append(f"detection rate within 3 binomial sigma + 0.03 of the finite-d prediction in "
                      f"{int(close.where(rate.notnull()).sum())}/{int(rate.count())} cells")
+    for name in ("lambda1", "overlap") if "finite_size_lambda1_z" in cmp else ():
+        z = cmp[f"finite_size_{name}_z"]
+        lines.append(f"{name} at the store's size (finite_size_{name}, T = 1 cells): "
+                     f"{int((abs(z) <= 3).sum())}/{int(np.isfinite(z).sum())} cells within 3 standard errors")
+    if "transition_snr_limit" in cmp:
+        lim = cmp[["transition_snr_limit", "transition_snr_limit_sem", "transition_snr_limit_z"]].to_dataframe()
+        lines.append(f"d -> infinity ({cmp.sizes[D]} d values; {cmp.attrs.get('limits', '')}):")
+        for idx, row in lim.dropna().iterrows():
+            lines.append("   " + " ".join(f"{k}={v}" for k, v in zip(lim.index.names, np.atleast_1d(idx))) +
+                         f"  transition_snr_limit {row.transition_snr_limit:.3f} ± {row.transition_snr_limit_sem:.3f}"
+                         f"  z {row.transition_snr_limit_z:+.1f}")
     lines.append("transition SNR (detection rate crosses 1/2) vs theory_snr_sample:")
     t = cmp[["transition_snr_empirical", "transition_snr_theory", "transition_snr_error"]].to_dataframe()
     if len(t) > LIST_ALL:

@@ -13,6 +13,10 @@ Each store yields the figures its content supports:
   checked against the ranking of ``alpha/kappa``;
 - (f) ``attention``: finite-d attention beside mean, optimal and its limit ``causal(tau)``:
   detection rate and realised ``alpha/kappa`` against SNR, and the ranking (``sweeps/paper-attention*.yaml``);
+- (g) ``finite-d``: on a store with a ``d`` axis of >= 3 values (``sweeps/finite-d.yaml``), the measured
+  detection rate against SNR at every d with the finite-d prediction ``theory_detection_rate`` over
+  it, and the transition SNR against ``d^(-b)`` with its extrapolation ``transition_snr_limit``
+  beside the limit theory ``theory_snr_sample``;
 - (e) ``finite-T`` maps (through :mod:`rmtsweep.analysis.plots`): the bulk's Kolmogorov distance to the
   cubic law at snr = 0 (``paper_bulk_ks``; the relative error of ``lambda_1`` at the largest SNR when the
   store has no spectrum) over (T, weights) and over (delta, gamma) for harmonic weights: where the
@@ -31,7 +35,8 @@ from ..dims import D
 from .compare import compare, d_of, open_source
 from .stats import mean_sem
 
-__all__ = ["accuracy_figure", "alignment_figure", "attention_figure", "figures", "phase_figure", "spectrum_figure"]
+__all__ = ["accuracy_figure", "alignment_figure", "attention_figure", "figures", "finite_d_figure", "phase_figure",
+           "spectrum_figure"]
 
 
 def _subplots(nrows: int = 1, ncols: int = 1, **kwargs):
@@ -192,6 +197,61 @@ def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> tuple[Path, 
     return _save(fig, out / "fig-f-attention.png"), text
 
 
+def finite_d_figure(cmp: xr.Dataset, out: Path) -> tuple[Path, str]:
+    """(g) Detection rate over SNR at every d against ``theory_detection_rate``, and the transition's limit.
+
+    One panel per weights scheme (first delta, gamma, T): measured rate with binomial error bars and
+    the finite-d prediction (lines) per d, the limit theory's sample threshold dotted. Last panel: the
+    measured transition SNR (± its bootstrap s.e.) against ``d^(-b)`` (``transition_snr_limit_exponent``),
+    the weighted fit and its
+    ``d -> infinity`` limit (± s.e.) at 0, and ``theory_snr_sample`` (star). Returns the figure and a
+    line per scheme with the limit and its z.
+    """
+    cell = {a: cmp[a].values[0] for a in ("delta", "gamma", "T")}
+    c = cmp.sel(**cell)
+    weights = [str(w) for w in c["weights"].values]
+    ds_ = c["d"].values
+    fig, axes = _subplots(1, len(weights) + 1, figsize=(4.3 * (len(weights) + 1), 3.8), squeeze=False)
+    snr = c["snr"].values
+    lines = []
+    for ax, w in zip(axes[0], weights):
+        for j, d in enumerate(ds_):
+            at = c.sel(weights=w, d=d)
+            p, n = at["detection_rate"].values, at["n_done"].values
+            ax.errorbar(snr, p, yerr=np.sqrt(np.clip(p * (1 - p), 0, None) / np.maximum(n, 1)), fmt="o", ms=3,
+                        capsize=1.5, color=f"C{j}", label=f"d = {d}")
+            ax.plot(snr, at["theory_detection_rate"].values, "-", color=f"C{j}", lw=1)
+        ax.axvline(float(c["transition_snr_theory"].sel(weights=w).max()), color="k", ls=":", lw=1)
+        ax.set(xlabel="snr = ||μ||²", ylabel="detection rate", ylim=(-0.03, 1.03),
+               title=f"{w}: points measured, lines theory_detection_rate;\ndotted: d → ∞ threshold")
+        ax.title.set_fontsize(8)
+        ax.legend(fontsize=7, loc="lower right")
+    ax = axes[0][-1]
+    b = float(c["transition_snr_limit_exponent"])
+    x = ds_.astype(float) ** (-b)
+    for i, w in enumerate(weights):
+        at = c.sel(weights=w)
+        t, se = at["transition_snr_empirical"].values, at["transition_snr_sem"].values
+        ax.errorbar(x, t, yerr=se, fmt="o", ms=4, capsize=2, color=f"C{i}", label=f"{w}: measured")
+        lim, lim_se = float(at["transition_snr_limit"]), float(at["transition_snr_limit_sem"])
+        th = float(at["transition_snr_theory"].max())
+        ok = np.isfinite(t) & np.isfinite(se)
+        if ok.sum() >= 2 and np.isfinite(lim):
+            slope = np.polyfit(x[ok], t[ok] - lim, 1, w=1 / se[ok])[0] if ok.sum() > 2 else (t[ok][0] - lim) / x[ok][0]
+            xx = np.linspace(0, x.max(), 20)
+            ax.plot(xx, lim + slope * xx, "-", color=f"C{i}", lw=0.8)
+            ax.errorbar([0], [lim], yerr=[lim_se], fmt="s", ms=5, capsize=3, color=f"C{i}",
+                        label=f"{w}: limit {lim:.3f} ± {lim_se:.3f}")
+        ax.plot([0], [th], "*", ms=11, color=f"C{i}", mec="k", label=f"{w}: theory {th:.3f}")
+        lines.append(f"{w}: transition limit {lim:.3f} ± {lim_se:.3f} against theory_snr_sample {th:.3f} "
+                     f"({100 * (lim / th - 1):+.1f} %, z = {float(at['transition_snr_limit_z']):+.1f})")
+    ax.set(xlabel=f"d^(-b), b = {b:.2f} (finite-d theory)", ylabel="transition SNR",
+           xlim=(-0.01, x.max() * 1.08), title="transition SNR over d and its d → ∞ limit; star: limit theory")
+    ax.title.set_fontsize(8)
+    ax.legend(fontsize=6, loc="best")
+    return _save(fig, out / "fig-g-finite-d.png"), "; ".join(lines)
+
+
 def _save(fig, path: Path, tight: bool = True) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if tight:
@@ -209,11 +269,15 @@ def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[
         ds = open_source(path)
         cmp = compare(ds)
         at_d = {}
+        sub = out / Path(str(path)).stem
+        if "transition_snr_limit" in cmp:              # (g) needs every d; the others are drawn at one d
+            f, text = finite_d_figure(cmp, sub)
+            files.append(f)
+            notes.append(f"{path}: {text}")
         if D in ds.dims:                               # the paper's figures are at one d: the largest
             at_d = {D: int(ds[D].max())}
             ds, cmp = ds.sel(at_d), cmp.sel(at_d)
             notes.append(f"{path}: d is a grid axis; the figures are drawn at d = {at_d[D]}")
-        sub = out / Path(str(path)).stem
         if "spectrum" in ds:
             files.append(spectrum_figure(ds, sub))
         if "accuracy" in ds:

@@ -3,10 +3,17 @@
 Per line (every coordinate but ``d``) with at least :data:`MIN_D` values of ``d``, a weighted least-
 squares fit of ``y(d) = y_inf + a d^(-b)`` with ``b`` fixed:
 
-- the **transition SNR**, ``b = 1/3``: the detection margin is ``O(d^-2/3)`` and the outlier leaves the
-  bulk quadratically in ``rho - rho_c``, so the crossing of 1/2 moves by ``O(d^-1/3)``; its
-  standard error per ``d`` is the spread of a bootstrap over replicates (each replicate resampled
-  with all its SNR values), and lines where more than half of the resamples are censored are NaN;
+- the **transition SNR**: the detection margin is ``O(d^-2/3)`` and the outlier leaves the bulk
+  quadratically in ``rho - rho_c``, so the crossing of 1/2 moves by ``O(d^-1/3)`` as ``d -> inf``. At
+  the d of a sweep the corrections are not negligible: the derived finite-d prediction
+  (:func:`rmtsweep.theory.finite_d.detection_probability`, not fitted to anything) crosses 1/2 at
+  ``t(d)`` whose local exponent ``-dlog(t - t_inf)/dlog d`` is 0.39 at d = 100 and 0.36 at d = 800,
+  tending to 1/3 (0.34 at d = 10^6). :func:`transition_exponent` takes ``b`` as that prediction's
+  exponent over the sweep's own d values (a least-squares slope of ``log(t(d) - t_inf)``), so the same
+  fit applied to the prediction recovers its known limit; ``b`` is reported per line. The standard
+  error of the measured transition per ``d`` is the spread of a bootstrap over replicates (each
+  replicate resampled with all its SNR values); lines where more than half of the resamples are
+  censored are NaN;
 - ``lambda_1`` and the top alignment at each SNR, ``b = 1``: the bias of a mean of a smooth spectral
   statistic is ``O(1/d)`` away from the critical window (fluctuations sit in the standard errors).
   Near the transition the fit is not meaningful (the window's width shrinks like ``d^-1/3``).
@@ -20,13 +27,38 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..theory import finite_d, spikes
 from .transition import crossing
 
-__all__ = ["MIN_D", "TRANSITION_EXPONENT", "MEAN_EXPONENT", "extrapolate", "limit_variables", "transition_sem"]
+__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "limit_variables", "transition_exponent", "transition_sem"]
 
 MIN_D = 3
-TRANSITION_EXPONENT = 1.0 / 3.0
+ASYMPTOTIC_EXPONENT = 1.0 / 3.0      # of the transition's approach to its limit, as d -> infinity
 MEAN_EXPONENT = 1.0
+
+
+def transition_exponent(delta: float, gamma: float, d_values, margin_factor: float = 1.0) -> float:
+    """The derived finite-d prediction's exponent ``b`` in ``t(d) - t_inf ~ d^-b`` over ``d_values``.
+
+    ``t(d)`` is where :func:`rmtsweep.theory.finite_d.detection_probability` crosses 1/2 (on ``rho``;
+    the exponent does not depend on ``alpha/kappa``), ``t_inf`` the sample threshold ``rho_c``. Falls
+    back to 1/3 where the prediction has no crossing.
+
+    Examples
+    --------
+    >>> round(transition_exponent(0.5, 0.5, [100, 200, 400, 800]), 2)
+    0.38
+    >>> round(transition_exponent(0.5, 0.5, [10**5, 10**6]), 2)
+    0.34
+    """
+    rc = float(spikes.sample_threshold(delta, gamma))
+    rho = np.linspace(0.5 * rc, 3.0 * rc, 4001)
+    d = np.asarray(d_values, float)
+    t = np.array([crossing(finite_d.detection_probability(rho, delta, gamma, int(x), margin_factor), rho) for x in d])
+    ok = np.isfinite(t) & (t > rc)
+    if ok.sum() < 2:
+        return ASYMPTOTIC_EXPONENT
+    return float(-np.polyfit(np.log(d[ok]), np.log(t[ok] - rc), 1)[0])
 
 
 def _wls(y: np.ndarray, se: np.ndarray, x: np.ndarray) -> tuple[float, float, float]:
@@ -41,11 +73,11 @@ def _wls(y: np.ndarray, se: np.ndarray, x: np.ndarray) -> tuple[float, float, fl
     return float(beta[0]), float(np.sqrt(cov[0, 0])), chi2
 
 
-def extrapolate(y: xr.DataArray, se: xr.DataArray, exponent: float) -> tuple[xr.DataArray, ...]:
+def extrapolate(y: xr.DataArray, se: xr.DataArray, exponent: float | xr.DataArray) -> tuple[xr.DataArray, ...]:
     """``(y_inf, its standard error, chi^2 per dof)`` of ``y(d) = y_inf + a d^-exponent`` along ``d``.
 
     Weighted by ``1/se^2`` (absolute: the errors are the data's own). NaN on lines with fewer than
-    :data:`MIN_D` finite points.
+    :data:`MIN_D` finite points. ``exponent`` may vary per line (a DataArray without ``d``).
 
     Examples
     --------
@@ -54,9 +86,9 @@ def extrapolate(y: xr.DataArray, se: xr.DataArray, exponent: float) -> tuple[xr.
     >>> round(float(y0), 6), round(float(chi2), 6)
     (2.0, 0.0)
     """
-    x = y["d"].values.astype(float) ** (-exponent)
-    return tuple(xr.apply_ufunc(lambda a, b: _wls(a, b, x)[i], y, se, input_core_dims=[["d"], ["d"]],
-                                vectorize=True) for i in range(3))
+    d = y["d"].values.astype(float)
+    return tuple(xr.apply_ufunc(lambda a, b, e: _wls(a, b, d ** (-e))[i], y, se, exponent,
+                                input_core_dims=[["d"], ["d"], []], vectorize=True) for i in range(3))
 
 
 def transition_sem(hits: xr.DataArray, n_boot: int = 400, seed: int = 0) -> xr.DataArray:
@@ -79,26 +111,34 @@ def transition_sem(hits: xr.DataArray, n_boot: int = 400, seed: int = 0) -> xr.D
     return xr.DataArray(out, dims=h.dims[:-2], coords={k: h[k] for k in h.dims[:-2]})
 
 
-def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, n_boot: int = 400, seed: int = 0) -> dict[str, xr.DataArray]:
+def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, margin_factor: float = 1.0, n_boot: int = 400,
+                    seed: int = 0) -> dict[str, xr.DataArray]:
     """The comparison's limit variables, for a comparison ``cmp`` with a ``d`` dim of >= :data:`MIN_D` values.
 
     ``hits`` are the per-replicate detections (:func:`rmtsweep.analysis.compare.detected`). Returns
     ``transition_snr_sem`` (per d), ``transition_snr_limit``, ``transition_snr_limit_sem``,
-    ``transition_snr_limit_z``, ``transition_snr_limit_chi2``, and ``lambda1_limit``, ``overlap_limit``
-    with ``_sem``, ``_z`` and ``_chi2`` (per SNR).
+    ``transition_snr_limit_z``, ``transition_snr_limit_chi2``, ``transition_snr_limit_exponent``, and
+    ``lambda1_limit``, ``overlap_limit`` with ``_sem``, ``_z`` and ``_chi2`` (per SNR).
     """
     out: dict[str, xr.DataArray] = {}
+    d_values = cmp["d"].values
+    b = xr.apply_ufunc(lambda dl, g: transition_exponent(dl, g, d_values, margin_factor), cmp["delta"], cmp["gamma"],
+                       vectorize=True)
+    out["transition_snr_limit_exponent"] = b.assign_attrs(
+        long_name="exponent b of the transition fit: the derived finite-d prediction's over the store's d values",
+        units="1")
     t_se = transition_sem(hits, n_boot, seed)
     out["transition_snr_sem"] = t_se.assign_attrs(
         long_name=f"bootstrap standard error of transition_snr_empirical ({n_boot} resamples)", units="snr")
     specs = [("transition_snr", cmp["transition_snr_empirical"], t_se, cmp["transition_snr_theory"],
-              TRANSITION_EXPONENT, "transition SNR", "snr")]
+              b, "transition SNR", "snr")]
     for name, what, units in (("lambda1", "lambda_1", "same units as the eigenvalues of S"),
                               ("overlap", "top alignment", "1")):
         specs.append((name, cmp[f"{name}_mean"], cmp[f"{name}_sem"], cmp[f"{name}_theory"], MEAN_EXPONENT, what, units))
-    for name, y, se, theory, b, what, units in specs:
-        lim, sem, chi2 = extrapolate(y, se, b)
-        law = f"{what}(d) = limit + a d^-{b:.3g} (weighted least squares over d)"
+    for name, y, se, theory, expo, what, units in specs:
+        lim, sem, chi2 = extrapolate(y, se, expo)
+        law = f"{what}(d) = limit + a d^-b (weighted least squares over d; b: {name}_limit_exponent)" \
+            if isinstance(expo, xr.DataArray) else f"{what}(d) = limit + a d^-{expo:g} (weighted least squares over d)"
         out[f"{name}_limit"] = lim.assign_attrs(long_name=f"d -> infinity limit of the {what}: {law}", units=units)
         out[f"{name}_limit_sem"] = sem.assign_attrs(long_name=f"standard error of {name}_limit", units=units)
         th = theory.isel(d=0, drop=True) if "d" in theory.dims else theory

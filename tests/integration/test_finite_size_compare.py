@@ -44,3 +44,19 @@ def test_limit_variables_on_a_d_axis(tmp_path):
     assert float(top["lambda1_theory"]) == pytest.approx(loc[0], rel=1e-9)    # kappa = 1; the exact T = 1 law
     z = (float(top["lambda1_limit"]) - loc[0]) / float(top["lambda1_limit_sem"])
     assert abs(z - float(top["lambda1_limit_z"])) < 1e-9 and abs(z) < 4
+
+
+def test_finite_d_figure(tmp_path):
+    """Figure (g) is drawn for a store with three d values, and its note states the comparison's limit."""
+    from rmtsweep.analysis.figures import figures
+
+    data = {**copy.deepcopy(ONE_TOKEN), "name": "d-fig", "replicates": 8}
+    data.pop("d")
+    data["grid"] = {**data["grid"], "d": [20, 40, 80], "T": [1], "snr": [0.0, 2.0, 3.0, 4.0, 6.0, 8.0]}
+    store = build_store(tmp_path / "f.zarr", data)
+    files, notes = figures([store], tmp_path / "figs")
+    png = [f for f in files if f.name == "fig-g-finite-d.png"]
+    assert png and png[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    lim = float(compare(store)["transition_snr_limit"].squeeze())
+    note = next(n for n in notes if "transition limit" in n)
+    assert (f"transition limit {lim:.3f}" in note) if np.isfinite(lim) else ("transition limit nan" in note)

@@ -76,8 +76,8 @@ def test_digests_of_existing_sweep_files_do_not_change():
     """Hashes computed before `grid.d` existed: an unset `grid.d` is left out of the canonical form."""
     assert load_sweep("sweeps/demo.yaml").sweep.digest() == \
         "de3e64b1ef0d43c840a00edd6c404ad2f58da8c44716e43b70567c72cf01ffb4"
-    assert load_sweep("sweeps/finite_d/d400.yaml").sweep.digest() == \
-        "12d60120fb2e1dc22a41c6ddc5db8fb6be0c40289fb69a9571320734a04910da"
+    assert load_sweep("sweeps/paper-phase.yaml").sweep.digest() == \
+        "58d707c1a237c378bb5054c7bf10b6a54a595433fa9d36e97c19d70075e6abc4"
     assert "d" not in load_sweep("sweeps/demo.yaml").sweep.canonical()["grid"]
 
 
@@ -97,13 +97,14 @@ def test_the_sweeps_d_api():
     assert parse_sweep(d_axis([8])).digest() != top.digest()
 
 
-def test_the_shipped_finite_d_sweep_is_the_d400_file_with_a_d_axis():
-    a, b = load_sweep("sweeps/finite-d.yaml").sweep, load_sweep("sweeps/finite_d/d400.yaml").sweep
-    assert a.d_values == (100, 200, 400, 800) and a.name == "finite-d"
-    same = {k: v for k, v in a.canonical().items() if k not in ("name", "description")}
-    other = {k: v for k, v in b.canonical().items() if k not in ("name", "description", "d")}
-    same["grid"].pop("d")
-    assert same == other
+def test_the_shipped_finite_d_sweep():
+    """The issue's grid: delta = gamma = 0.5, T = 16, prefix(4), mean and optimal, 48 replicates, 19 SNR in [0.2, 2]."""
+    a = load_sweep("sweeps/finite-d.yaml").sweep
+    assert a.d_axis and a.d_values == (100, 200, 400, 800) and a.name == "finite-d"
+    g = a.grid
+    assert (g.delta, g.gamma, g.T, a.replicates) == ((0.5,), (0.5,), (16,), 48)
+    assert len(g.snr) == 19 and min(g.snr) == pytest.approx(0.2) and max(g.snr) == pytest.approx(2.0)
+    assert a.weight_labels() == ["mean", "optimal"] and a.correlation.model == "prefix"
 
 
 # -- tasks and cost -------------------------------------------------------------------------------------------
