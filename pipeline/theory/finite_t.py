@@ -51,7 +51,8 @@ from ._common import bin_average
 from .token_law import DiscreteLaw, empirical_law, mp_law, poisson_law, sample_laws, sample_token_law, token_law
 
 __all__ = [
-    "DiscreteLaw", "atom", "density", "edge", "empirical_law", "histogram", "mp_law", "outlier", "poisson_law",
+    "DiscreteLaw", "atom", "density", "edge", "edge_point", "empirical_law", "histogram", "location", "mp_law",
+    "outlier", "poisson_law",
     "sample_laws", "sample_token_law", "stieltjes", "threshold", "token_law",
 ]
 
@@ -199,6 +200,17 @@ def _intervals(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> li
 def _main(nu: DiscreteLaw, delta: float, tail: float) -> tuple:
     gaps = _intervals(nu, delta, tail)
     return min(gaps, key=lambda g: g[3])
+
+
+def edge_point(nu: DiscreteLaw, delta: float, *, tail: float = 0.5) -> tuple[float, float]:
+    """``(G_e, l_e)`` of the main edge (:func:`edge`): ``l_e = l(G_e)``, the right end of the main bulk."""
+    g = _main(nu, delta, tail)
+    return float(g[2]), float(g[3])
+
+
+def location(G: ArrayLike, nu: DiscreteLaw, delta: float) -> Float:
+    """``l(G) = 1/G + E_nu[p / (1 - delta p G)]``: the point outside the support where ``-m(l) = G``."""
+    return np.asarray(_moments_g(np.asarray(G, float), nu, delta)["l"])
 
 
 def edge(nu: DiscreteLaw, delta: float, *, tail: float = 0.5) -> float:

@@ -7,10 +7,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .finite_t import edge, outlier
+from .finite_t import edge, edge_point, location, outlier
 from .token_law import empirical_law
 
-__all__ = ["RealisedCounts", "realised_count_spikes"]
+__all__ = ["MIN_TOKENS", "RealisedCounts", "null_top", "realised_count_spikes"]
+
+MIN_TOKENS = 3
+"""Token counts shared by at least this many tokens form the bulk; rarer, higher counts are single spikes.
+
+Chosen on ``sweeps/finite-t-one-token.yaml`` (d = 400; 3 and 4 fit, 6 and more are 0.05-0.6 kappa low) and
+checked on ``sweeps/finite-t-alignment.yaml`` (d = 100-800, other seeds): |z| <= 1.9 in 12 of 12 cells."""
 
 Float = NDArray[np.float64]
 
@@ -28,7 +34,7 @@ class RealisedCounts:
         Mean alignment of the top eigenvector with ``u`` (0 in a draw whose signal outlier sits below
         the top of the spectrum: the top eigenvector is then a repeated token's), and its error.
     top, top_sd : float
-        Mean and spread over draws of the top of the spectrum without signal.
+        Mean and spread over draws of the top eigenvalue without signal (:func:`null_top`).
     draws : int
     """
 
@@ -45,6 +51,28 @@ def _seed_words(*values: float) -> list[int]:
     return [int(np.float64(v).view(np.uint64)) for v in values]
 
 
+def null_top(counts: np.ndarray, V: int, N: int, delta: float, min_tokens: int = MIN_TOKENS) -> float:
+    """The top eigenvalue of ``S/kappa`` without signal, given the token counts (``T = 1``).
+
+    A count held by ``min_tokens`` tokens or more is part of the bulk: the deterministic equivalent over
+    those tokens' empirical law, whose main edge is one candidate. A token with a rarer, higher count
+    ``c`` is a rank-one spike ``(c/N) e_v e_v^T`` of that bulk (``e_v`` independent of it): its eigenvalue
+    solves ``gamma c G(l) = 1``, i.e. ``l = l(G)`` at ``G = N / (d c)`` (the pole of its atom), when that
+    lies above the edge (``G < G_e``). The top eigenvalue is the largest candidate. The top of the
+    full law's support instead reaches above a piece's single eigenvalue (0.1-0.3 kappa high at d = 400).
+    """
+    values, holders = np.unique(counts, return_counts=True)
+    bulk_max = values[holders >= min_tokens].max()
+    p = V * counts / N
+    nu = empirical_law(p[counts <= bulk_max])
+    g_edge, top = edge_point(nu, delta)
+    for c in values[values > bulk_max]:
+        G = N / (delta * V * c)                     # 1 / (delta p) at p = V c / N
+        if G < g_edge:
+            top = max(top, float(location(G, nu, delta)))
+    return top
+
+
 def realised_count_spikes(rho: ArrayLike, delta: float, gamma: float, d: int, *, draws: int = 32,
                           seed: int = 0) -> RealisedCounts:
     """``lambda_1`` and the top alignment at size ``d`` and ``T = 1``, over the realised token counts.
@@ -55,13 +83,13 @@ def realised_count_spikes(rho: ArrayLike, delta: float, gamma: float, d: int, *,
     over their empirical law (:func:`empirical_law`), in which every token is an atom of mass ``1/d``:
     a token seen ``k`` times is a separate component holding one eigenvalue. This draws ``draws``
     count vectors (seeded by ``seed`` and the values of ``delta``, ``gamma``, ``d``) and in each takes
-    the top of the spectrum (:func:`edge` with ``tail = 1/(2d)``) and the signal outlier above it
-    (:func:`outlier`, same tail). The limit law (:func:`poisson_law`) is the ``d -> inf`` limit of this;
-    at ``d = 400`` its pieces above the main bulk are mostly empty, which is why the limit formula's
-    alignment is too low near the threshold (docs/theory.md §6.1).
+    the signal outlier above the top of the support (:func:`outlier` with ``tail = 1/(2d)``), with its
+    alignment, or else the top eigenvalue without signal (:func:`null_top`). The limit law
+    (:func:`poisson_law`) is the ``d -> inf`` limit of this; at ``d = 400`` its pieces above the main
+    bulk are mostly empty, which is why the limit formula's alignment is too low near the threshold
+    (docs/theory.md §6.1).
 
-    Derived for the signal outlier; the top of the spectrum is the top of its support, which for a
-    component holding one eigenvalue lies above that eigenvalue (biased high, measured in §6.1).
+    Derived, except :data:`MIN_TOKENS` (one integer, chosen on one sweep and checked on another).
     """
     rho = np.atleast_1d(np.asarray(rho, float))
     V, N = round(d / delta), round(d / gamma)
@@ -71,10 +99,11 @@ def realised_count_spikes(rho: ArrayLike, delta: float, gamma: float, d: int, *,
     for i in range(draws):
         counts = np.bincount(rng.integers(V, size=N), minlength=V)
         nu = empirical_law(V * counts / N)
-        tops[i] = edge(nu, delta, tail=tail)
+        support = edge(nu, delta, tail=tail)
+        tops[i] = null_top(counts, V, N, delta)
         loc, align = outlier(rho, nu, delta, tail=tail)
-        above = loc > tops[i] * (1 + 1e-12)
-        lam[i], ov[i] = np.where(above, loc, tops[i]), np.where(above, align, 0.0)
+        above = loc > support * (1 + 1e-12)
+        lam[i], ov[i] = np.where(above, np.maximum(loc, tops[i]), tops[i]), np.where(above, align, 0.0)
     se = (lambda x: x.std(axis=0, ddof=1) / np.sqrt(draws)) if draws > 1 else (lambda x: np.full(rho.size, np.nan))
     return RealisedCounts(lam.mean(0), se(lam), ov.mean(0), se(ov), float(tops.mean()),
                           float(tops.std(ddof=1)) if draws > 1 else np.nan, draws)

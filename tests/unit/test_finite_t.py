@@ -240,3 +240,23 @@ def test_signal_law_outlier_against_simulation_prefix():
     se = lambda x: x.std(0, ddof=1) / np.sqrt(len(reps))              # noqa: E731
     assert np.all(abs(lam.mean(0) - loc) < 4 * se(lam) + 0.01), (lam.mean(0), loc)   # + the law's sampling error
     assert np.all(abs(ov.mean(0) - align) < 4 * se(ov) + 0.01), (ov.mean(0), align)
+
+
+def test_null_top_against_simulation_d200():
+    """T = 1, no signal, d = 200: the mean top eigenvalue over realised counts (null_top) is within 3 s.e.
+    of simulation at delta = 0.5 and 1 (gamma = 0.5), where the top of the full support is several s.e. high."""
+    d, gamma, T = 200, 0.5, 1
+    corr = make_correlation("iid")
+    w = pooling_weights(make_scheme("mean"), correlation_matrix(corr, T))
+    for delta in (0.5, 1.0):
+        V, N = round(d / delta), round(d / gamma)
+        model = CellModel(d=d, V=V, N=N, T=T, w=w, correlation=corr, centering="class", top_k=1)
+        rng = np.random.default_rng(int(100 * delta))
+        sim = np.array([simulate_replicate(model, np.array([0.0]), rng).eigenvalues[0, 0] for _ in range(48)])
+        fs = token_counts.realised_count_spikes(np.array([0.0]), delta, gamma, d, draws=64, seed=3)
+        se = np.sqrt(sim.var(ddof=1) / sim.size + fs.lambda1_se[0] ** 2)
+        assert abs(sim.mean() - fs.top) < 3 * se, (delta, sim.mean(), fs.top, se)
+        rng = np.random.default_rng(9)
+        support = np.mean([ft.edge(ft.empirical_law(V * np.bincount(rng.integers(V, size=N), minlength=V) / N),
+                                   delta, tail=0.5 / d) for _ in range(64)])
+        assert support - sim.mean() > 2 * se, (delta, support, sim.mean(), se)
