@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import poisson
+
+from ..model.replicate import token_weight_matrix
 
 __all__ = ["DiscreteLaw", "empirical_law", "mp_law", "poisson_law", "sample_laws", "sample_token_law", "token_law"]
 
@@ -96,16 +97,23 @@ def mp_law(c: float, n: int = 2000) -> DiscreteLaw:
     return _law(pts, wts, method="mp-quadrature")
 
 
-def _compress(values: Float, resolution: float) -> tuple[Float, Float]:
-    """Pool sorted eigenvalues into atoms: exact zeros stay one atom, the rest are averaged in cells
-    of width ``resolution`` in ``log(1 + p)`` (keeps the mean; moves each value by < ``resolution (1 + p)``)."""
+def _compress(values: Float, resolution: float, masses: Float | None = None) -> tuple[Float, ...]:
+    """Pool eigenvalues into atoms: exact zeros stay one atom (last), the rest are averaged in cells
+    of width ``resolution`` in ``log(1 + p)`` (keeps the mean; moves each value by < ``resolution (1 + p)``).
+
+    Returns the atoms and their equal-weight masses; with ``masses`` (one per value) also those
+    masses summed over each atom's values.
+    """
     scale = max(values.max(), 1e-300)
     zero = values <= 1e-9 * scale
     cell = np.floor(np.log1p(values[~zero]) / resolution).astype(np.int64)
     _, inv = np.unique(cell, return_inverse=True)
     sums = np.bincount(inv, weights=values[~zero])
     counts = np.bincount(inv).astype(float)
-    return np.append(sums / counts, 0.0), np.append(counts, zero.sum()) / values.size
+    out = (np.append(sums / counts, 0.0), np.append(counts, zero.sum()) / values.size)
+    if masses is None:
+        return out
+    return out + (np.append(np.bincount(inv, weights=masses[~zero]), masses[zero].sum()),)
 
 
 def sample_token_law(w: ArrayLike, delta: float, gamma: float, *, size: int = 1500, replicates: int = 16,
@@ -129,8 +137,7 @@ def sample_token_law(w: ArrayLike, delta: float, gamma: float, *, size: int = 15
     grid = None
     cdfs, vals = [], []
     for _ in range(replicates):
-        tokens = rng.integers(V, size=(N, T))
-        A = scipy.sparse.csr_array((np.tile(w, N), tokens.ravel(), np.arange(0, N * T + 1, T)), shape=(N, V))
+        A = token_weight_matrix(rng.integers(V, size=(N, T)), w, V)
         gram = (A @ A.T if N <= V else A.T @ A).toarray()
         ev = np.linalg.eigvalsh(gram) * V / (N * kap)
         ev = np.concatenate([np.clip(ev, 0, None), np.zeros(max(V - N, 0))])  # N < V: N x N Gram
@@ -172,12 +179,11 @@ def sample_laws(w: ArrayLike, delta: float, gamma: float, correlation, *, size: 
     N = max(1, int(round(lam * V)))
     half = V // 2
     rng = np.random.default_rng(seed)
-    vals, sig = [], []
+    vals, sig, rest = [], [], 0.0
     s = np.where(np.arange(V) < half, 1.0, -1.0) / np.sqrt(V)
     for _ in range(replicates):
         xi, _ = correlation.draw(T, N, rng)
-        tokens = np.where(xi > 0, 0, half) + rng.integers(half, size=(N, T))
-        A = scipy.sparse.csr_array((np.tile(w, N), tokens.ravel(), np.arange(0, N * T + 1, T)), shape=(N, V))
+        A = token_weight_matrix(np.where(xi > 0, 0, half) + rng.integers(half, size=(N, T)), w, V)
         if N <= V:                                   # q_i = A^T u_i / sigma_i from the N x N Gram
             ev, U = np.linalg.eigh((A @ A.T).toarray())
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -185,20 +191,12 @@ def sample_laws(w: ArrayLike, delta: float, gamma: float, correlation, *, size: 
         else:
             ev, U = np.linalg.eigh((A.T @ A).toarray())
             proj = (U.T @ s) ** 2
-        ev = np.clip(ev, 0, None) * V / (N * kap)
-        vals.append(np.concatenate([ev, np.zeros(max(V - N, 0))]))
-        # e's mass outside the eigenvectors above (the null space of A) sits at p = 0
-        sig.append((np.append(ev, 0.0), np.append(proj, max(0.0, 1.0 - proj.sum()))))
-    values = np.sort(np.concatenate(vals))
-    pts, wts = _compress(values, resolution)
+        pad = max(V - N, 0)
+        vals.append(np.concatenate([np.clip(ev, 0, None) * V / (N * kap), np.zeros(pad)]))
+        sig.append(np.concatenate([proj, np.zeros(pad)]))
+        rest += max(0.0, 1.0 - proj.sum())           # e's mass in the null space of A sits at p = 0
+    pts, wts, mass = _compress(np.concatenate(vals), resolution, np.concatenate(sig) / replicates)
+    mass[-1] += rest / replicates
     nu = _law(pts, wts, method="sample")
-    sv = np.concatenate([v for v, _ in sig])
-    sw = np.concatenate([m for _, m in sig]) / replicates
-    key = lambda v: np.floor(np.log1p(v) / resolution).astype(np.int64)          # _compress's cells  # noqa: E731
-    zero_v, zero_s = values <= 1e-9 * max(values.max(), 1e-300), sv <= 1e-9 * max(values.max(), 1e-300)
-    cells = np.unique(key(values[~zero_v]))                                      # the order of pts[:-1]
-    mass = np.zeros(pts.size)
-    np.add.at(mass, np.searchsorted(cells, key(sv[~zero_s])), sw[~zero_s])
-    mass[-1] = sw[zero_s].sum()
     nu_s = _law(pts, mass, method="sample-signal")
     return nu, nu_s
