@@ -22,20 +22,17 @@ import numpy as np
 from scipy.optimize import curve_fit
 
 from rmtsweep import compare, open_store
+from rmtsweep.analysis.limits import fit_line
 
 STORE = "store/finite-d.zarr"
 SNR_FIXED = 1.5
 
 
-def _fit(d: np.ndarray, y: np.ndarray, se: np.ndarray, exponent: float | None) -> tuple[float, float]:
-    """Limit and its standard error of a weighted fit ``y_inf + a d^-b`` (``b`` free when None)."""
-    if exponent is None:
-        f = lambda x, y0, a, b: y0 + a * x ** (-b)                  # noqa: E731
-        p0 = (y[-1], (y[0] - y[-1]) * d[0] ** 0.33, 0.33)
-    else:
-        f = lambda x, y0, a: y0 + a * x ** (-exponent)              # noqa: E731
-        p0 = (y[-1], (y[0] - y[-1]) * d[0] ** exponent)
-    p, cov = curve_fit(f, d, y, p0=p0, sigma=se, absolute_sigma=True, maxfev=20000)
+def _free_exponent_fit(d: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, float]:
+    """Limit and its standard error of a weighted fit ``y_inf + a d^-b`` with ``b`` free (a check)."""
+    f = lambda x, y0, a, b: y0 + a * x ** (-b)                      # noqa: E731
+    p, cov = curve_fit(f, d, y, p0=(y[-1], (y[0] - y[-1]) * d[0] ** 0.33, 0.33), sigma=se, absolute_sigma=True,
+                       maxfev=20000)
     return p[0], float(np.sqrt(cov[0, 0]))
 
 
@@ -63,9 +60,9 @@ def main(path: str) -> None:
         t, se = c["transition_snr_empirical"].values, c["transition_snr_sem"].values
         th, b = float(c["transition_snr_theory"].max()), float(c["transition_snr_limit_exponent"])
         lim, lim_se = float(c["transition_snr_limit"]), float(c["transition_snr_limit_sem"])
-        third = _fit(d.astype(float), t, se, 1 / 3)
+        third = fit_line(t, se, d.astype(float) ** (-1 / 3))
         try:
-            free = "{:.3f} ± {:.3f}".format(*_fit(d.astype(float), t, se, None))
+            free = "{:.3f} ± {:.3f}".format(*_free_exponent_fit(d.astype(float), t, se))
         except RuntimeError:
             free = "no fit"
         print(f"| {w} | " + " | ".join(f"{a:.3f} ± {s:.3f}" for a, s in zip(t, se)) +

@@ -33,6 +33,7 @@ import xarray as xr
 from .. import theory
 from ..dims import D
 from .compare import compare, d_of, open_source
+from .limits import fit_line
 from .stats import mean_sem
 
 __all__ = ["accuracy_figure", "alignment_figure", "attention_figure", "figures", "finite_d_figure", "phase_figure",
@@ -235,9 +236,8 @@ def finite_d_figure(cmp: xr.Dataset, out: Path) -> tuple[Path, str]:
         ax.errorbar(x, t, yerr=se, fmt="o", ms=4, capsize=2, color=f"C{i}", label=f"{w}: measured")
         lim, lim_se = float(at["transition_snr_limit"]), float(at["transition_snr_limit_sem"])
         th = float(at["transition_snr_theory"].max())
-        ok = np.isfinite(t) & np.isfinite(se)
-        if ok.sum() >= 2 and np.isfinite(lim):
-            slope = np.polyfit(x[ok], t[ok] - lim, 1, w=1 / se[ok])[0] if ok.sum() > 2 else (t[ok][0] - lim) / x[ok][0]
+        if np.isfinite(lim):                          # the comparison's own fit, drawn (same x = d^-b)
+            slope = fit_line(t, se, x)[3]
             xx = np.linspace(0, x.max(), 20)
             ax.plot(xx, lim + slope * xx, "-", color=f"C{i}", lw=0.8)
             ax.errorbar([0], [lim], yerr=[lim_se], fmt="s", ms=5, capsize=3, color=f"C{i}",

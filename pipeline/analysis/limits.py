@@ -28,9 +28,9 @@ import numpy as np
 import xarray as xr
 
 from ..theory import finite_d, spikes
-from .transition import crossing
+from .transition import bootstrap_crossings, crossing
 
-__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "limit_variables", "transition_exponent", "transition_sem"]
+__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "transition_exponent", "transition_sem"]
 
 MIN_D = 3
 ASYMPTOTIC_EXPONENT = 1.0 / 3.0      # of the transition's approach to its limit, as d -> infinity
@@ -61,16 +61,20 @@ def transition_exponent(delta: float, gamma: float, d_values, margin_factor: flo
     return float(-np.polyfit(np.log(d[ok]), np.log(t[ok] - rc), 1)[0])
 
 
-def _wls(y: np.ndarray, se: np.ndarray, x: np.ndarray) -> tuple[float, float, float]:
+def fit_line(y: np.ndarray, se: np.ndarray, x: np.ndarray) -> tuple[float, float, float, float]:
+    """Weighted least squares ``y = y_inf + a x`` (weights ``1/se^2``): ``(y_inf, its s.e., chi^2/dof, a)``.
+
+    NaN where fewer than :data:`MIN_D` points are finite.
+    """
     ok = np.isfinite(y) & np.isfinite(se) & (se > 0)
     if ok.sum() < MIN_D:
-        return np.nan, np.nan, np.nan
+        return np.nan, np.nan, np.nan, np.nan
     X = np.column_stack([np.ones(ok.sum()), x[ok]])
     w = 1.0 / se[ok] ** 2
     cov = np.linalg.inv(X.T @ (X * w[:, None]))
     beta = cov @ (X.T @ (w * y[ok]))
     chi2 = float(np.sum(w * (y[ok] - X @ beta) ** 2)) / (ok.sum() - 2)
-    return float(beta[0]), float(np.sqrt(cov[0, 0])), chi2
+    return float(beta[0]), float(np.sqrt(cov[0, 0])), chi2, float(beta[1])
 
 
 def extrapolate(y: xr.DataArray, se: xr.DataArray, exponent: float | xr.DataArray) -> tuple[xr.DataArray, ...]:
@@ -87,7 +91,7 @@ def extrapolate(y: xr.DataArray, se: xr.DataArray, exponent: float | xr.DataArra
     (2.0, 0.0)
     """
     d = y["d"].values.astype(float)
-    return tuple(xr.apply_ufunc(lambda a, b, e: _wls(a, b, d ** (-e))[i], y, se, exponent,
+    return tuple(xr.apply_ufunc(lambda a, b, e: fit_line(a, b, d ** (-e))[i], y, se, exponent,
                                 input_core_dims=[["d"], ["d"], []], vectorize=True) for i in range(3))
 
 
@@ -105,7 +109,7 @@ def transition_sem(hits: xr.DataArray, n_boot: int = 400, seed: int = 0) -> xr.D
         a = a[np.isfinite(a).all(axis=-1)]
         if a.shape[0] < 2:
             continue
-        boot = crossing(a[rng.integers(0, a.shape[0], size=(n_boot, a.shape[0]))].mean(axis=1), snr)
+        boot = bootstrap_crossings(a, snr, n_boot, rng)[0]
         if np.isnan(boot).mean() <= 0.5:
             out[idx] = np.nanstd(boot, ddof=1)
     return xr.DataArray(out, dims=h.dims[:-2], coords={k: h[k] for k in h.dims[:-2]})

@@ -21,6 +21,7 @@ import xarray as xr
 
 from ..dims import TIDY_ORDER
 from .compare import MARGIN_FACTOR, crossing, detected, open_source
+from .transition import bootstrap_crossings
 
 __all__ = ["COLUMNS", "phase_diagram"]
 
@@ -81,8 +82,7 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
         n = h.shape[0]
         point = crossing(h.mean(axis=0), snr) if n else np.nan
         if n:
-            rates = h[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)          # (n_boot, snr)
-            boot = crossing(rates, snr)
+            boot, rates = bootstrap_crossings(h, snr, n_boot, rng)
             censored = np.isnan(boot)
             # a censored resample lies off the grid: below it if it starts above 1/2, else above it
             ordered = np.where(censored, np.where(rates[:, 0] >= 0.5, -np.inf, np.inf), boot)

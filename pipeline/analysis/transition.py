@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-__all__ = ["crossing", "transition_snr"]
+__all__ = ["bootstrap_crossings", "crossing", "transition_snr"]
 
 
 def crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
@@ -48,3 +48,16 @@ def transition_snr(rate: xr.DataArray) -> xr.DataArray:
     return xr.apply_ufunc(crossing, rate, kwargs={"snr": rate["snr"].values},
                           input_core_dims=[["snr"]], output_core_dims=[[]], dask="parallelized",
                           output_dtypes=[float])
+
+
+def bootstrap_crossings(hits: np.ndarray, snr: np.ndarray, n_boot: int, rng: np.random.Generator
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Crossings of ``n_boot`` resamples of one line's replicates, and the resampled rates.
+
+    ``hits`` is ``(replicate, snr)`` of 0/1 for done replicates; a replicate is resampled with all its
+    SNR values (they share its draws). Returns ``(crossings (n_boot,), rates (n_boot, snr))``; a
+    resample with no crossing on the grid is NaN.
+    """
+    n = hits.shape[0]
+    rates = hits[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
+    return crossing(rates, snr), rates
