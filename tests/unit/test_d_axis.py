@@ -215,18 +215,23 @@ def _assemble_top(sweep) -> np.ndarray:
     return out
 
 
-def test_a_top_level_d_reproduces_earlier_versions_bit_for_bit():
-    """Numbers of the tiny sweep (BASE) computed before `grid.d` existed, with the key (bits(delta), ...)."""
+def test_a_top_level_d_agrees_with_earlier_versions_to_1e_12():
+    """Numbers of the tiny sweep (BASE) computed before `grid.d` existed, with the key (bits(delta), ...).
+
+    Recorded on one machine: another CPU or BLAS may round the eigensolver differently in the last bits
+    (1 ulp seen with OpenBLAS on AVX2), so they are held to rtol 1e-12, far below what a change of seeding
+    or of the model moves. Same-process bit-identity with the replicate drawn by hand is checked below.
+    """
     s = parse_sweep(copy.deepcopy(BASE))
     res = {}
     for task in tasks(s, Blocking(2, 1, 1, 2)):
         for name, value in compute_task(task).items():
             res.setdefault(name, np.full(grid_shape(s)[:3] + (2, 4) + value.shape[5:], np.nan))[task.region] = value
     # (delta, gamma, T, weights, replicate, snr, k) positions: delta 0.5 / 1, mean / optimal, snr 0 / 4
-    assert res["eigenvalues"][0, 0, 0, 0, 0, 1, 0] == float.fromhex("0x1.bb23e81b2c00cp+0")     # 1.7310166422212232
-    assert res["eigenvalues"][1, 0, 0, 1, 3, 0, 1] == float.fromhex("0x1.6e8243928d781p+1")     # 2.8633503404225285
-    assert res["overlap"][0, 0, 0, 0, 2, 1, 0] == float.fromhex("0x1.d075a84b2b599p-1")         # 0.9071476547011798
-    assert res["alpha"][1, 0, 0, 0, 1] == 0.3697916666666667
+    got = [res["eigenvalues"][0, 0, 0, 0, 0, 1, 0], res["eigenvalues"][1, 0, 0, 1, 3, 0, 1],
+           res["overlap"][0, 0, 0, 0, 2, 1, 0], res["alpha"][1, 0, 0, 0, 1]]
+    np.testing.assert_allclose(got, [1.7310166422212232, 2.8633503404225285, 0.9071476547011798, 0.3697916666666667],
+                               rtol=1e-12, atol=0)
     model, rng = _reference(BASE["seed"], 24, 0.5, 0.5, 4, 0, key_d=False)
     assert np.array_equal(res["eigenvalues"][0, 0, 0, 0, 0],
                           simulate_replicate(model, np.asarray(BASE["grid"]["snr"]), rng()).eigenvalues)

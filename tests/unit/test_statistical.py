@@ -332,12 +332,17 @@ def calibration_z_scores() -> dict[str, np.ndarray]:
         grid = {"delta": [0.25, 0.5, 1.0], "gamma": [0.5, 1.0], "T": [16, 24], "weights": [weights]}
         data = _sweep(seed=SEED + i, replicates=CALIBRATION_REPLICATES, top_k=1, correlation=correlation,
                       grid={**grid, "snr": [1.0]})
-        snr = float(np.ceil(8 * float(theory_dataset(parse_sweep(data))["theory_snr_sample"].max())) / 2)
+        # the largest threshold of prefix(4)/mean is 2 up to rounding (1.9999999999999996 here): the slack keeps
+        # ceil() from jumping a half step on a CPU whose last bit lands just above it
+        largest = float(theory_dataset(parse_sweep(data))["theory_snr_sample"].max())
+        snr = float(np.ceil(8 * largest * (1 - 1e-12)) / 2)
         ds = simulate({**data, "grid": {**grid, "snr": [snr]}})
         for point in itertools.product(ds.delta.values, ds.gamma.values, ds.T.values):
             cell = ds.sel(dict(zip(("delta", "gamma", "T"), point))).isel(weights=0, k=0, snr=0)
-            assert float(cell["theory_T_eff"]) >= 4
-            assert int(cell["theory_phase"]) == 2 and float(cell["theory_rho"] / cell["theory_rho_sample"]) >= 4
+            # derived theory may sit exactly on 4 (rho / rho_c does at prefix(4)/mean): a relative slack of 1e-12
+            assert float(cell["theory_T_eff"]) >= 4 * (1 - 1e-12)
+            assert int(cell["theory_phase"]) == 2
+            assert float(cell["theory_rho"] / cell["theory_rho_sample"]) >= 4 * (1 - 1e-12)
             for name, var, theory in (("lambda_1", "eigenvalues", "theory_outlier"),
                                       ("alignment", "overlap", "theory_overlap")):
                 mean, se = mean_and_se(cell[var].values)
