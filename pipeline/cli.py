@@ -197,23 +197,24 @@ VERIFY_LINES = 20
 @click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
 @click.option("--repair", is_flag=True, help="Clear the done flags of corrupt tasks, so the next run recomputes them.")
 def verify(store_path: Path, repair: bool) -> None:
-    """Read every finished chunk of STORE against its checksum; name the corrupt tasks (exit 1 if any)."""
+    """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
+    tasks, one line each (exit 1 if any): done without data, or corrupt."""
     store.open_dataset(store_path)                          # a one-line error if it is not a store
     bad = store.corrupt_tasks(store_path)
     if not bad:
-        click.echo(f"{store_path}: every finished chunk reads back and matches its checksum")
+        click.echo(f"{store_path}: every finished task's chunks are present, read back and match their checksums")
         return
     for item in bad[:VERIFY_LINES]:
         click.echo(f"{store_path}: {item}")
     if len(bad) > VERIFY_LINES:
-        click.echo(f"... and {len(bad) - VERIFY_LINES} more corrupt task(s)")
+        click.echo(f"... and {len(bad) - VERIFY_LINES} more bad task(s)")
     if repair:
         n = store.repair(store_path, bad)
         click.echo(f"{store_path}: cleared the done flags of {n} task(s); rerun `rmtsweep run` on its sweep to "
                    f"recompute exactly those")
         return
-    click.echo(f"{store_path}: {len(bad)} corrupt task(s); `rmtsweep verify {store_path} --repair` clears them for "
-               f"the next run")
+    click.echo(f"{store_path}: {len(bad)} bad task(s) (done without data, or corrupt); `rmtsweep verify {store_path} "
+               f"--repair` clears them for the next run")
     sys.exit(1)
 
 

@@ -4,7 +4,10 @@ A task is a block of points (:mod:`rmtsweep.run.grid`); the worker that computes
 chunks into the store itself (``writes="workers"``, the default: the store must be on a filesystem
 the workers see, as on any HPC cluster's shared scratch) and returns a few counts, or returns the
 arrays for this process to write (``writes="driver"``). Either way only this process writes ``done``,
-after the data. At most :class:`Window` tasks are in flight, so a grid of 10^6 points starts at once
+after the data, and only for a task whose result says its data were written (:func:`written`), on
+every path: a normal finish, a failure of another task, Ctrl-C. Every task carries the run's fencing
+token; a worker writes nothing for a run that no longer holds the store's lock
+(:func:`rmtsweep.store.lock.holds`). At most :class:`Window` tasks are in flight, so a grid of 10^6 points starts at once
 and the scheduler never holds a graph of every chunk; the window is re-read as workers join and
 leave, and on an adaptive cluster it is sized for the largest cluster allowed, so the scheduler's
 adaptive target asks for every job.
@@ -22,14 +25,15 @@ from typing import Callable, Iterable
 import numpy as np
 from distributed import Client, Future, as_completed
 
-from ..errors import RmtsweepError, StoreWriteError, TaskFailedError
+from ..errors import RmtsweepError, RunError, StoreWriteError, TaskFailedError
 from ..types import Writes
 from ..store import Writer
+from ..store.lock import holds
 from .block import compute_block
 from .grid import Task
 
 __all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "RunReport", "Window", "check_memory", "compute_task", "run_tasks",
-           "write_task"]
+           "write_task", "written"]
 
 MIN_IN_FLIGHT = 4
 PER_THREAD = 4          # tasks in flight per worker thread that has joined
@@ -45,18 +49,23 @@ def compute_task(task: Task) -> dict[str, np.ndarray]:
 _WRITERS: dict[tuple[str, str], Writer] = {}
 
 
-def write_task(task: Task, path: str, run: int, token: str) -> dict[str, float]:
+def write_task(task: Task, path: str, run: int, token: str, fence: str | None = None) -> dict:
     """On a worker: compute ``task`` and write its data chunks (not ``done``) into the store at ``path``.
 
-    The store's arrays are opened once per worker and run (``token``). Returns ``{"cells": ...,
-    "seconds": ...}``, or ``{"os_error": (errno, message, filename)}`` when the store cannot be written
-    (full disk, permission, read-only or vanished store): retrying would not help, so the run stops
-    with that one line instead of retrying and logging the task's traceback on every worker.
+    The store's arrays are opened once per worker and run (``token``). ``fence`` is the run's fencing
+    token: the data are written only while the store's lock carries it (checked after computing,
+    right before writing). Returns ``{"written": True, "cells": ..., "seconds": ...}``;
+    ``{"os_error": (errno, message, filename)}`` when the store cannot be written (full disk,
+    permission, read-only or vanished store): retrying would not help, so the run stops with that one
+    line instead of retrying and logging the task's traceback on every worker; or ``{"fenced": path}``
+    when the run no longer holds the store (nothing written).
     """
     start = time.perf_counter()
     values = compute_block(task)
     key = (path, token)
     try:
+        if fence is not None and not holds(path, fence):
+            return {"fenced": path}
         if key not in _WRITERS:
             _WRITERS.clear()
             _WRITERS[key] = Writer(path)
@@ -64,7 +73,16 @@ def write_task(task: Task, path: str, run: int, token: str) -> dict[str, float]:
     except OSError as exc:
         _WRITERS.clear()
         return {"os_error": (exc.errno, exc.strerror or str(exc), exc.filename or path)}
-    return {"cells": task.cells, "seconds": time.perf_counter() - start}
+    return {"written": True, "cells": task.cells, "seconds": time.perf_counter() - start}
+
+
+def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:
+    """The ``(task, result)`` pairs whose result says the task's data are in the store.
+
+    The one rule by which a task may be marked done: a failed write (``os_error``), a fenced one or a
+    driver-side result not yet written never passes.
+    """
+    return [(task, result) for task, result in results if isinstance(result, dict) and result.get("written") is True]
 
 
 @dataclass
@@ -103,7 +121,7 @@ class Window:
 
 def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tuple[Task, dict]]], None], path: Path,
               run: int, writes: Writes = "workers", window: Window | None = None, retries: int = 2,
-              on_submit: Callable[[Task], None] | None = None) -> RunReport:
+              on_submit: Callable[[Task], None] | None = None, fence: str | None = None) -> RunReport:
     """Compute ``tasks`` on ``client``, keeping a window in flight; call ``on_done`` as each one's data is written.
 
     Parameters
@@ -126,6 +144,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
         Times a failing task is retried (worker deaths are rescheduled by dask regardless).
     on_submit
         Called when a task is handed to the scheduler (the run's journal).
+    fence
+        The run's fencing token (its lock's), carried by every task (:func:`write_task`).
 
     Raises
     ------
@@ -150,7 +170,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
                 exhausted = True
                 return
             key = f"rmtsweep-task-{task.key}-{token[:8]}"
-            fut = (client.submit(write_task, task, str(path), run, token, retries=retries, key=key) if writer is None
+            fut = (client.submit(write_task, task, str(path), run, token, fence, retries=retries, key=key) if writer is None
                    else client.submit(compute_block, task, retries=retries, key=key))
             by_key[fut.key] = task
             futures[fut.key] = fut
@@ -163,11 +183,13 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     try:
         computed, cells = _drain(queue, by_key, futures, writer, run, retries, on_done, top_up)
     except BaseException:
-        # stopped (Ctrl-C, SIGTERM) or failed: what has already come back is marked done, the rest cancelled
+        # stopped (Ctrl-C, SIGTERM) or failed: what has come back written is marked done, the rest cancelled
         ready = [(by_key[k], f) for k, f in futures.items() if k in by_key and f.status == "finished"]
         if ready and writer is None:
             try:
-                on_done([(task, fut.result(timeout=5)) for task, fut in ready])
+                done = written([(task, fut.result(timeout=5)) for task, fut in ready])
+                if done:
+                    on_done(done)
             except BaseException:  # noqa: BLE001 - best effort; the original exception is the one to report
                 pass
         for key in by_key:
@@ -194,15 +216,19 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
                     on_done(finished)                          # what finished before the failure stays done
                 raise TaskFailedError(f"task {task.name} failed after {retries} retries: "
                                       f"{type(exc).__name__}: {exc}") from None
-            if "os_error" in result:
+            if "os_error" in result or "fenced" in result:
                 if finished:
                     on_done(finished)
+                if "fenced" in result:
+                    raise RunError(f"{result['fenced']}: the store's lock is no longer this run's (a worker found "
+                                   f"another run's token before writing task {task.name}); nothing more is written; "
+                                   f"rerun to resume")
                 errno, message, filename = result["os_error"]
                 raise StoreWriteError(f"{filename}: {message} (a worker writing task {task.name}); "
                                       f"fix it and rerun the same command to resume")
             if writer is not None:
                 writer.write_block(task.region, result, task.todo, run)
-                result = {"cells": task.cells}
+                result = {"written": True, "cells": task.cells}
             fut.release()
             finished.append((task, result))
             computed += 1

@@ -35,7 +35,7 @@ from ..store import Store, Template, now, provenance, template
 from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
-from .execute import RunReport, Window, check_memory, run_tasks
+from .execute import RunReport, Window, check_memory, run_tasks, written
 from .grid import Task, n_tasks, task_memory_bytes, tasks
 from .progress import Progress
 
@@ -135,12 +135,16 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
         total = n_tasks(sweep, blocking)
         todo = list(tasks(sweep, blocking, done))
         per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
+        if run.recompute:
+            note(f"{path}: extended; {run.recompute}")
         note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates{per_d} "
              f"({len(todo)} to compute)")
         bar = Progress(sweep.name, total, total - len(todo), enabled=progress)
 
         def finished(batch: list[tuple[Task, dict]]) -> None:
             run.check()                                   # never mark done under a lock we may have lost
+            if len(written(batch)) != len(batch):         # run_tasks hands over written tasks only
+                raise RuntimeError(f"tasks without written data handed to be marked done: {batch}")
             run.writer.mark_done_many([task.region for task, _ in batch])
             for task, _ in batch:
                 run.log("write", task.key)
@@ -148,7 +152,8 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
 
         try:
             return run_tasks(client, todo, finished, store.path, run.index, writes=writes,
-                             window=Window(client, expected_threads), on_submit=lambda t: run.log("submit", t.key))
+                             window=Window(client, expected_threads), on_submit=lambda t: run.log("submit", t.key),
+                             fence=run.token)
         finally:
             bar.close()
             run.writer.close()

@@ -8,12 +8,12 @@ from .handle import JOURNAL_NAME, PreparedRun, Store
 from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status,
                  store_problem, stored_sweep, write_template)
 from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
-from .lock import LOCK_NAME, StoreLock, metadata_lock
+from .lock import StoreLock, lock_file, metadata_lock
 from .verify import Corrupt, corrupt_tasks, repair
 from .writer import Writer
 
 __all__ = [
-    "Corrupt", "FORMAT", "JOURNAL_NAME", "LOCK_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Store", "StoreLock",
-    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store", "metadata_lock", "now",
+    "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Store", "StoreLock",
+    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store", "lock_file", "metadata_lock", "now",
     "open_dataset", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "template", "write_template",
 ]

@@ -1,11 +1,15 @@
-"""One store on disk, opened once per run: recovery, creation, the extension plan, the lock, the journal.
+"""One store on disk, opened once per run: the lock, recovery, creation, the extension plan, the journal.
 
 The runner reads as *prepare, then execute*::
 
     store = Store(path)
-    store.check()                          # fail fast, before any cluster starts
-    with store.prepare(sweep_file, make_template, info, blocking) as run:   # create or extend, lock, record
-        ...                                # run.writer, run.blocking, run.log(...)
+    store.check()                          # fail fast, before any cluster starts (changes nothing)
+    with store.prepare(sweep_file, make_template, info, blocking) as run:   # lock, recover, create or extend, record
+        ...                                # run.writer, run.blocking, run.token, run.log(...)
+
+Everything that changes the store happens under its lock (:mod:`rmtsweep.store.lock`), which is
+taken first: a second run started meanwhile (a resubmitted driver) waits for nothing and changes
+nothing; it is refused.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ..spec import SweepFile
 from . import migrate
 from .io import blocking_of, create, record_run, store_problem, stored_sweep, write_template
 from .layout import Template
-from .lock import LOCK_NAME, StoreLock
+from .lock import StoreLock, lock_file
 from .writer import Writer
 
 __all__ = ["JOURNAL_NAME", "PreparedRun", "Store"]
@@ -46,6 +50,13 @@ class PreparedRun:
     lock: StoreLock
     carried: int = 0
     plan: str = "same"
+    recompute: str | None = None
+    """Why an extension recomputes every replicate (``None`` when finished ones are carried over)."""
+
+    @property
+    def token(self) -> str:
+        """The run's fencing token: a worker writes a task only while the store's lock carries it."""
+        return self.lock.token
 
     def check(self) -> None:
         """Raise :class:`~rmtsweep.errors.RunError` if the run may no longer write.
@@ -79,13 +90,17 @@ class Store:
 
     @property
     def lock_path(self) -> Path:
-        """The lock file of the run that writes the store."""
-        return self.path / LOCK_NAME
+        """The lock file of the run that writes the store (beside it: :func:`~rmtsweep.store.lock.lock_file`)."""
+        return lock_file(self.path)
 
     def check(self) -> None:
-        """Fail fast, before any cluster starts, on a path that cannot become or be an rmtsweep store."""
-        migrate.recover(self.path)
+        """Fail fast, before any cluster starts, on a path that cannot become or be an rmtsweep store.
+
+        Reads only: an extension killed half way is finished or undone by :meth:`prepare`, under the lock.
+        """
         path = self.path
+        if not path.exists() and migrate.interrupted(path):
+            return                                   # prepare puts the store back first
         if path.exists():
             problem = store_problem(path)
             if problem and problem.startswith("not an rmtsweep store"):
@@ -103,7 +118,11 @@ class Store:
             raise StoreWriteError(f"{path}: cannot create the store in {existing}: {_unwritable(existing)}")
 
     def create_if_missing(self, make_template: Callable[[Blocking], Template], blocking: Blocking) -> None:
-        """Write the template if there is no store yet (refuses a path that is something else)."""
+        """Write the template if there is no store yet (refuses a path that is something else).
+
+        Called under the store's lock by :meth:`prepare`; on its own only by tests and benchmarks that
+        fill a store by hand.
+        """
         self.check()
         if not self.path.exists():
             self.path.absolute().parent.mkdir(parents=True, exist_ok=True)
@@ -122,19 +141,23 @@ class Store:
         StoreError
             The path is not a store, holds an incompatible sweep, or another run is writing it.
         """
-        self.create_if_missing(make_template, blocking)
+        self.check()
         with StoreLock(self.path) as lock:
+            migrate.recover(self.path)                  # under the lock: no other run is extending it now
+            self.create_if_missing(make_template, blocking)
             attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)      # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
             plan = migrate.plan(stored, sweep_file.sweep, self.path)
-            carried = 0
+            carried, recompute = 0, None
             own = blocking_of(self.path)
             if plan == "extend":
-                carried = self._extend(make_template(own), attrs,
-                                       recompute_all=stored.grid.snr != sweep_file.sweep.grid.snr)
+                tpl = make_template(own)
+                recompute = migrate.recompute_reason(stored, sweep_file.sweep, self.path, tpl)
+                carried = self._extend(tpl, attrs, recompute_all=recompute is not None)
+            lock.check()
             index = record_run(self.path, run_info)
             with open(self.journal_path, "a", buffering=1) as journal:
-                yield PreparedRun(index, Writer(self.path), journal, own, lock, carried, plan)
+                yield PreparedRun(index, Writer(self.path), journal, own, lock, carried, plan, recompute)
 
     def _extend(self, tpl: Template, attrs: dict, recompute_all: bool) -> int:
         """Rebuild the store for the larger sweep, carrying finished replicates over. Returns how many."""
@@ -143,9 +166,8 @@ class Store:
         tpl.frame.attrs["created"] = attrs.get("created")
         write_template(new_path, tpl)
         carried = migrate.copy_finished(self.path, new_path, recompute_all)
-        for name in (LOCK_NAME, JOURNAL_NAME):
-            if (self.path / name).exists():
-                shutil.copy2(self.path / name, new_path / name)
+        if self.journal_path.exists():
+            shutil.copy2(self.journal_path, new_path / JOURNAL_NAME)
         migrate.swap(self.path, new_path)
         return carried
 

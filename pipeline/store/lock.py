@@ -1,10 +1,29 @@
-"""One writer per store: a lock file that a dead run does not hold forever.
+"""One writer per store: a fenced lease in a file beside the store, which a dead run does not hold forever.
 
-The lock is a file created with ``O_CREAT | O_EXCL`` (atomic on local filesystems and NFS), holding
-the owner's host, pid and start time. While the run lives, a background thread touches it every
-``HEARTBEAT`` seconds. A lock is stale, and is taken over, when its owner is on this host and its
-pid is gone, or when its heartbeat is older than ``STALE_AFTER`` seconds (an owner on another host
-that died). A live run's lock is never taken over.
+The lock of ``store/demo.zarr`` is the file ``store/demo.zarr.lock`` (:func:`lock_file`): beside the
+store, not in it, so no swap of the store's directory (an extension) moves or copies it. It holds
+the owner's *token* (a random id, the run's fencing token), host, pid, start time and a heartbeat
+counter ``beat``.
+
+The protocol, and why a crash anywhere is safe:
+
+1. **Take**: create the file with ``O_CREAT | O_EXCL`` (atomic on local filesystems and NFS), then read
+   it back: the run holds the lock only if the file carries its own token.
+2. **Hold**: every ``heartbeat`` seconds the owner reads the file; if it still carries its token, it
+   writes the next ``beat`` (a new file renamed over the old, so a reader never sees half a lock). A
+   failed write is retried at the next beat until the lease would lapse; then, or when the file carries
+   another token, the run stops before marking anything more done (:meth:`StoreLock.check`).
+3. **Judge**: a reader never compares clocks. A lock is *stale* when its owner is on this host and its
+   pid is gone, or when its ``(token, beat)`` has not changed for ``lease`` seconds on the reader's own
+   monotonic clock (so an NFS server's clock, or a skewed node's, plays no part). A lock whose beat
+   moves is live and is never taken over.
+4. **Take over**: rename the stale file aside, then read what was moved: if it is not the lock that was
+   judged stale (another run took the store over in between), put it back (``link``, which never
+   overwrites) and judge again; else delete it and take the lock as in 1. Two runs that both judge a
+   lock stale therefore end with one holder: the other either finds a live lock or sees its own token
+   gone at its next beat and stops.
+5. **Fence**: every task carries the run's token, and a worker reads the lock file before it writes
+   (:func:`holds`): a worker still running for a run that no longer holds the store writes nothing.
 """
 
 from __future__ import annotations
@@ -17,16 +36,24 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..errors import RunError, StoreError
 
-__all__ = ["HEARTBEAT", "LOCK_NAME", "METADATA_LOCK_NAME", "STALE_AFTER", "StoreLock", "is_stale", "metadata_lock"]
+__all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "METADATA_LOCK_NAME", "StoreLock", "holds",
+           "judge", "lock_file", "metadata_lock"]
 
-LOCK_NAME = ".rmtsweep.lock"
+LOCK_SUFFIX = ".lock"
 METADATA_LOCK_NAME = ".rmtsweep-metadata.lock"
 HEARTBEAT = 5.0
-STALE_AFTER = 60.0
+LEASE = float(os.environ.get("RMTSWEEP_LOCK_LEASE", 60.0))
+"""Seconds without a heartbeat after which a lock is stale (``RMTSWEEP_LOCK_LEASE``; tests shorten it)."""
+
+
+def lock_file(store: str | Path) -> Path:
+    """The lock of the store at ``store``: a file beside it (``demo.zarr`` -> ``demo.zarr.lock``)."""
+    store = Path(store)
+    return store.with_name(store.name + LOCK_SUFFIX)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -34,45 +61,83 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError):
         return True
     return True
 
 
 def _read(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text())
+        info = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return info if isinstance(info, dict) else None
 
 
-def is_stale(path: Path, now: float | None = None) -> bool:
-    """Whether the lock at ``path`` belongs to a run that is gone."""
+def _identity(info: dict | None) -> tuple:
+    """What changes at every heartbeat of a live owner: its token and beat."""
+    return (None, None) if info is None else (info.get("token"), info.get("beat"))
+
+
+def holds(store: str | Path, token: str) -> bool:
+    """Whether the run with fencing token ``token`` holds the lock of ``store`` (one small read)."""
+    return (_read(lock_file(store)) or {}).get("token") == token
+
+
+def judge(path: Path, lease: float = LEASE, poll: float | None = None,
+          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> tuple[str, dict | None]:
+    """Whether the lock file at ``path`` is ``"free"``, ``"live"`` or ``"stale"``, and what it held.
+
+    A lock on this host is judged by its pid at once. Any other is watched on this process's monotonic
+    clock: live as soon as its ``(token, beat)`` changes, stale when it has not changed for ``lease``
+    seconds. The file's mtime is never read.
+    """
     info = _read(path)
-    try:
-        age = (now or time.time()) - path.stat().st_mtime
-    except FileNotFoundError:
-        return True
+    if info is None and not path.exists():
+        return "free", None
     if info and info.get("host") == socket.gethostname():
-        return not _pid_alive(int(info.get("pid", -1)))
-    return age > STALE_AFTER
+        return ("live" if _pid_alive(int(info.get("pid", -1))) else "stale"), info
+    poll = poll if poll is not None else max(min(1.0, lease / 10), 0.01)
+    seen, since = _identity(info), clock()
+    while clock() - since < lease:
+        sleep(poll)
+        now = _read(path)
+        if now is None and not path.exists():
+            return "free", None
+        if _identity(now) != seen:
+            return "live", now
+    return "stale", info
 
 
 class StoreLock:
-    """Exclusive write access to a store directory, for use as a context manager.
+    """Exclusive, fenced write access to a store, for use as a context manager.
+
+    Parameters
+    ----------
+    store
+        The store's path (the lock is :func:`lock_file` of it; the store itself need not exist yet).
+    heartbeat, lease
+        Seconds between heartbeats, and without one before other runs may take the store over.
 
     Examples
     --------
-    >>> with StoreLock(Path("store/demo.zarr")):   # doctest: +SKIP
-    ...     pass
+    >>> with StoreLock(Path("store/demo.zarr")) as lock:   # doctest: +SKIP
+    ...     lock.token                                     # the fencing token every task carries
     """
 
-    def __init__(self, store: Path, heartbeat: float = HEARTBEAT) -> None:
-        self.path = Path(store) / LOCK_NAME
-        self.heartbeat = heartbeat
-        self.failure: OSError | None = None
+    def __init__(self, store: str | Path, heartbeat: float = HEARTBEAT, lease: float = LEASE) -> None:
+        self.store = Path(store)
+        self.path = lock_file(self.store)
+        self.heartbeat, self.lease = heartbeat, lease
+        self.token = uuid.uuid4().hex
+        self.failure: str | None = None
+        self.beat = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def _info(self) -> dict:
+        return {"token": self.token, "host": socket.gethostname(), "pid": os.getpid(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "beat": self.beat}
 
     def _create(self) -> bool:
         try:
@@ -80,61 +145,104 @@ class StoreLock:
         except FileExistsError:
             return False
         with os.fdopen(fd, "w") as f:
-            json.dump({"host": socket.gethostname(), "pid": os.getpid(),
-                       "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, f)
-        return True
+            json.dump(self._info(), f)
+        return (_read(self.path) or {}).get("token") == self.token
+
+    def _refuse(self, info: dict | None) -> StoreError:
+        info = info or {}
+        return StoreError(f"{self.store}: another rmtsweep run is writing this store (pid {info.get('pid', '?')} on "
+                          f"{info.get('host', '?')} since {info.get('started', '?')}); wait for it to finish or "
+                          f"stop it")
+
+    def _take_over(self, judged: dict | None) -> None:
+        """Move the stale lock ``judged`` out of the way; put back anything else that was moved instead."""
+        aside = self.path.with_name(f"{self.path.name}.stale-{self.token[:12]}")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return                                      # someone else moved it first
+        if _identity(_read(aside)) != _identity(judged):
+            with contextlib.suppress(FileExistsError):  # a live lock was moved: put it back unless one is there
+                os.link(aside, self.path)
+        aside.unlink(missing_ok=True)
 
     def acquire(self) -> None:
-        """Take the lock or raise :class:`StoreError` naming the live owner."""
-        for _ in range(3):
+        """Take the lock or raise :class:`StoreError` naming the live owner.
+
+        Waits up to ``lease`` seconds when the lock belongs to another host (its heartbeat must be
+        seen not to move before it may be taken over); refuses at once when its owner is alive on
+        this host or its heartbeat moves.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(5):
             if self._create():
                 break
-            if not is_stale(self.path):
-                info = _read(self.path) or {}
-                raise StoreError(f"{self.path.parent}: another rmtsweep run is writing this store "
-                                 f"(pid {info.get('pid', '?')} on {info.get('host', '?')} since "
-                                 f"{info.get('started', '?')}); wait for it to finish or stop it")
-            # move the stale lock aside atomically, so two runs cannot both remove a fresh one
-            try:
-                os.rename(self.path, self.path.with_name(f"{LOCK_NAME}.stale-{uuid.uuid4().hex[:8]}"))
-            except FileNotFoundError:
-                pass
-            for old in self.path.parent.glob(f"{LOCK_NAME}.stale-*"):
-                old.unlink(missing_ok=True)
+            state, info = judge(self.path, self.lease)
+            if state == "live":
+                raise self._refuse(info)
+            if state == "stale":
+                self._take_over(info)
         else:
-            raise StoreError(f"{self.path.parent}: could not take the store's lock")
+            raise StoreError(f"{self.store}: could not take the store's lock ({self.path}); another run is taking "
+                             f"it at the same time; try again")
         self._thread = threading.Thread(target=self._beat, name="rmtsweep-lock-heartbeat", daemon=True)
         self._thread.start()
 
+    def _write_beat(self) -> None:
+        held = _read(self.path)
+        if held is None and self.path.exists():
+            raise OSError("cannot read the lock file")
+        if (held or {}).get("token") != self.token:
+            raise LookupError("taken over")
+        self.beat += 1
+        tmp = self.path.with_name(f"{self.path.name}.beat-{self.token[:12]}")
+        tmp.write_text(json.dumps({**held, "beat": self.beat}))
+        os.replace(tmp, self.path)
+
     def _beat(self) -> None:
+        last_ok = time.monotonic()
         while not self._stop.wait(self.heartbeat):
             try:
-                os.utime(self.path)
-            except OSError as exc:
-                self.failure = exc          # the run stops at its next check (see check)
+                self._write_beat()
+                last_ok = time.monotonic()
+            except LookupError:
+                self.failure = f"the lock ({self.path}) now belongs to another run"
                 return
+            except OSError as exc:
+                # transient (an NFS hiccup): try again at the next beat, unless the lease would lapse first
+                if time.monotonic() - last_ok + self.heartbeat >= self.lease:
+                    self.failure = (f"cannot refresh the store's lock ({exc.strerror or exc}) for "
+                                    f"{time.monotonic() - last_ok:.0f} s")
+                    return
 
     def check(self) -> None:
-        """Raise :class:`RunError` if the heartbeat could not be written.
+        """Raise :class:`RunError` if the run may no longer write the store.
 
-        A lock whose heartbeat stops looks stale to other hosts after ``STALE_AFTER`` seconds, so a
-        run that cannot refresh it must stop before another run may take the store over.
+        That is: its heartbeat could not be written for almost a lease (other runs would soon judge
+        the lock stale), or the lock file no longer carries this run's token.
         """
+        if self.failure is None and not holds(self.store, self.token):
+            self.failure = f"the lock ({self.path}) is no longer this run's"
         if self.failure is not None:
-            raise RunError(f"{self.path.parent}: cannot refresh the store's lock ({self.failure.strerror or self.failure}); "
-                           f"stopped so that no other run can take the store over; rerun to resume")
+            raise RunError(f"{self.store}: {self.failure}; stopped so that no other run can take the store over; "
+                           f"rerun to resume")
 
     def release(self) -> None:
-        """Stop the heartbeat and remove the lock."""
+        """Stop the heartbeat and remove the lock (if it is still this run's)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        info = _read(self.path)
-        if info and info.get("pid") == os.getpid() and info.get("host") == socket.gethostname():
+        if holds(self.store, self.token):
             self.path.unlink(missing_ok=True)
+        for tmp in (f"beat-{self.token[:12]}", f"stale-{self.token[:12]}"):
+            self.path.with_name(f"{self.path.name}.{tmp}").unlink(missing_ok=True)
 
     def __enter__(self) -> "StoreLock":
-        self.acquire()
+        try:
+            self.acquire()
+        except BaseException:
+            self.release()                  # a signal between creating the file and returning: leave no lock
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -147,22 +255,27 @@ def metadata_lock(store: Path, timeout: float = 30.0) -> Iterator[None]:
 
     A run (recording itself) and ``rmtsweep compare --write`` (adding its group) both rewrite
     ``.zmetadata``; taking this short-lived lock first means neither loses the other's entries. A
-    lock older than ``timeout`` belongs to a process that died mid-write and is broken.
+    lock that has not changed for ``timeout`` seconds of this process's clock belongs to a process that
+    died mid-write and is broken.
     """
     path = Path(store) / METADATA_LOCK_NAME
     deadline = time.monotonic() + timeout
+    seen, since = None, time.monotonic()
     while True:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             break
         except FileExistsError:
             try:
-                if time.time() - path.stat().st_mtime > timeout:
-                    path.unlink(missing_ok=True)
-                    continue
+                stamp = path.stat().st_ino, path.stat().st_mtime_ns
             except FileNotFoundError:
                 continue
-            if time.monotonic() > deadline:
+            if stamp != seen:
+                seen, since = stamp, time.monotonic()
+            elif time.monotonic() - since > timeout:
+                path.unlink(missing_ok=True)
+                continue
+            if time.monotonic() > deadline + timeout:
                 raise StoreError(f"{store}: another process is rewriting the store's metadata ({path.name} held "
                                  f"for over {timeout:g} s); try again") from None
             time.sleep(0.05)

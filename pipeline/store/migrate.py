@@ -8,8 +8,11 @@ nothing: the store keeps the batching it was made with. Because each
 replicate's random stream is keyed by its coordinate values, the copied results are exactly what a
 fresh run of the larger sweep would compute.
 
-Changing the SNR values also extends, but every cell is recomputed: a task computes all SNR values
-of a cell from the same draws. Changing a field that fixes what the stored numbers mean (``d``,
+Changing the SNR values also extends, but every cell is recomputed (and the run says so): a task
+computes all SNR values of a cell from the same draws. A sweep that adds the first data-dependent
+weights (attention) adds the variables ``kappa_snr``, ``alpha_snr`` and ``attention_distance``; for the
+carried replicates of fixed weights they are filled exactly as a fresh run computes them (``kappa`` and
+``alpha`` at every SNR, NaN), so an extended store equals a fresh run of the larger sweep. Changing a field that fixes what the stored numbers mean (``d``,
 ``seed``, the correlation model, the table centering, ``top_k``, the optional observables) or
 dropping axis values is refused with the field, both values and the way out. So is turning a
 top-level ``d`` into the axis ``grid.d`` or back: the streams of a top-level ``d`` are not keyed by
@@ -28,13 +31,18 @@ import zarr
 from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
-from .writer import per_replicate_arrays
+from .writer import open_for_writing, per_replicate_arrays
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
 OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
 
 
-__all__ = ["FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "copy_finished", "plan", "recover", "swap"]
+# variables a sweep can add to a store, and how a carried replicate of fixed weights gets them: from
+# which stored variable, broadcast over the SNR axis (None: NaN, the fill value)
+DERIVED = {"kappa_snr": "kappa", "alpha_snr": "alpha", "attention_distance": None}
+
+__all__ = ["DERIVED", "FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "copy_finished", "interrupted", "plan", "recompute_reason",
+           "recover", "swap"]
 
 
 def _labels(sweep: Sweep, axis: str) -> list:
@@ -88,8 +96,28 @@ def _check_d(stored: Sweep, new: Sweep, path: Path, way_out: str) -> None:
                          f"values extends the store), or {way_out}")
 
 
+def recompute_reason(stored: Sweep, new: Sweep, path: Path, tpl) -> str | None:
+    """Why extending the store at ``path`` to ``new`` recomputes every replicate, or ``None`` (carried over).
+
+    ``tpl`` is the new store's :class:`~rmtsweep.store.layout.Template`.
+    """
+    if stored.grid.snr != new.grid.snr:
+        return (f"grid.snr changes ({list(stored.grid.snr)} in the store, {list(new.grid.snr)} in the file) and a "
+                f"task computes every SNR value of a cell from the same draws: every replicate is recomputed")
+    old = set(per_replicate_arrays(zarr.open_group(str(path), mode="r")))
+    lacking = sorted(v.name for v in tpl.variables if v.name not in old and v.name not in DERIVED and v.name != "run")
+    if lacking:
+        return f"the sweep adds the variables {lacking}, which the stored replicates lack: every replicate is recomputed"
+    return None
+
+
+def interrupted(path: Path) -> bool:
+    """Whether an extension of the store at ``path`` was killed half way (see :func:`recover`)."""
+    return any(path.with_name(path.name + s).exists() for s in (OLD_SUFFIX, NEW_SUFFIX))
+
+
 def recover(path: Path) -> None:
-    """Finish or undo an extension that was killed half way (called before touching a store)."""
+    """Finish or undo an extension that was killed half way (called under the store's lock, first)."""
     old, new = path.with_name(path.name + OLD_SUFFIX), path.with_name(path.name + NEW_SUFFIX)
     if old.exists():
         if path.exists():
@@ -115,12 +143,13 @@ def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
     """
     if recompute_all:
         return 0
-    old, new = zarr.open_group(str(old_path), mode="r"), zarr.open_group(str(new_path), mode="r+")
+    old, new = zarr.open_group(str(old_path), mode="r"), open_for_writing(new_path)
     axes = store_dims(has_d_axis(new["done"].attrs["_ARRAY_DIMENSIONS"])).replicate
     where = [_positions(old[a][...], new[a][...]) for a in axes]
     chunks = new["done"].chunks
     starts = [range(0, len(w), c) for w, c in zip(where, chunks)]
     names = [n for n in per_replicate_arrays(old) if n in new]
+    derived = {n: src for n, src in DERIVED.items() if n in new and n not in old}
     carried = 0
     for start in itertools.product(*starts):
         region = tuple(slice(s, min(s + c, len(w))) for s, c, w in zip(start, chunks, where))
@@ -135,6 +164,13 @@ def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
             new[name][region] = block
             if name == "done":
                 carried += int(src.sum())
+        for name, source in derived.items():                 # as a fresh run computes them for fixed weights
+            block = new[name][region]
+            sel = np.ix_(*present)
+            if source is not None:
+                value = old[source].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present)))
+                block[sel] = value[..., None]
+            new[name][region] = block
     return carried
 
 

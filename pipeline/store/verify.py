@@ -1,9 +1,11 @@
-"""Checking a store's finished chunks against their checksums, and clearing the ``done`` of bad ones.
+"""Checking a store's finished chunks: present, and matching their checksums; clearing the ``done`` of bad ones.
 
 Every per-replicate chunk carries a CRC32 of its bytes (:class:`~rmtsweep.store.layout.Variable`);
-a chunk changed on disk — a flipped bit, a file overwritten in the middle — no longer decodes. A
-task whose chunk fails is *corrupt*; repairing clears its ``done`` flags, so the next run recomputes
-exactly those tasks (bit-identical to an uninterrupted run, since seeds are per point and replicate).
+a chunk changed on disk — a flipped bit, a file overwritten in the middle — no longer decodes. And
+every chunk a task writes is stored, even one of fill values only (:func:`~rmtsweep.store.writer.open_for_writing`),
+so a ``done`` task whose chunk is absent was marked done without its data (or lost it since). Either
+task is *corrupt*; repairing clears its ``done`` flags, so the next run recomputes exactly those tasks
+(bit-identical to an uninterrupted run on the same machine, since seeds are per point and replicate).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import zarr
+from zarr.core.sync import sync
 
 from ..dims import has_d_axis, store_dims
 from .writer import per_replicate_arrays
 
-__all__ = ["Corrupt", "corrupt_tasks", "repair"]
+__all__ = ["ABSENT", "Corrupt", "chunk_keys", "corrupt_tasks", "repair"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,22 @@ class Corrupt:
     cell: str
 
     def __str__(self) -> str:
+        if self.reason == ABSENT:
+            return f"{self.cell}: marked done but its {self.variable} chunk is absent (done without data)"
         return f"{self.cell}: {self.variable} chunk is corrupt ({self.reason})"
+
+
+ABSENT = "absent"
+
+
+def chunk_keys(array: zarr.Array) -> set[str]:
+    """The keys (relative to the array) of every chunk stored for ``array``: one listing of its prefix."""
+    prefix = f"{array.path}/" if array.path else ""
+
+    async def listing() -> list[str]:
+        return [key async for key in array.store.list_prefix(prefix)]
+
+    return {key[len(prefix):] for key in sync(listing())}
 
 
 def _span(values: np.ndarray) -> str:
@@ -39,7 +57,10 @@ def _span(values: np.ndarray) -> str:
 
 
 def corrupt_tasks(path: str | Path, limit: int | None = None) -> list[Corrupt]:
-    """Read every chunk of every task with a ``done`` replicate; return those that fail (at most ``limit``)."""
+    """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode.
+
+    One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once.
+    """
     group = zarr.open_group(str(path), mode="r")
     arrays = per_replicate_arrays(group)
     done = arrays["done"]
@@ -48,6 +69,7 @@ def corrupt_tasks(path: str | Path, limit: int | None = None) -> list[Corrupt]:
     axes = {a: group[a][...] for a in named}
     chunks = done.chunks
     starts = [range(0, n, c) for n, c in zip(done.shape, chunks)]
+    stored = {name: chunk_keys(array) for name, array in arrays.items()}
     found: list[Corrupt] = []
     for start in itertools.product(*starts):
         region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape))
@@ -64,6 +86,10 @@ def corrupt_tasks(path: str | Path, limit: int | None = None) -> list[Corrupt]:
         for name, array in arrays.items():
             if name == "done":
                 continue
+            coords = tuple(s // c for s, c in zip(start, chunks)) + (0,) * (array.ndim - len(chunks))
+            if array.metadata.encode_chunk_key(coords) not in stored[name]:
+                found.append(Corrupt(region, name, ABSENT, cell))
+                break
             try:
                 array[region]
             except Exception as exc:  # noqa: BLE001

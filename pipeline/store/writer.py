@@ -4,7 +4,9 @@ Each task owns one chunk of every per-replicate variable, so two writers never t
 The data of a task is written first — by the worker that computed it, or by the driver — and its
 ``done`` flags only afterwards, by the driver, once the data write has returned: a reader never
 sees a ``done`` replicate without its data, and the store is readable while a sweep runs.
-Unwritten chunks read back as the fill value (NaN, ``False`` for ``done``, -1 for ``run``).
+Unwritten chunks read back as the fill value (NaN, ``False`` for ``done``, -1 for ``run``); a written
+chunk is always stored, even when every value in it is the fill value (``write_empty_chunks``), so
+an absent chunk file always means "never written" (:func:`rmtsweep.store.verify.corrupt_tasks`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import zarr
 
 from ..dims import has_d_axis, store_dims
 
-__all__ = ["DONE_WRITERS", "Writer", "per_replicate_arrays"]
+__all__ = ["DONE_WRITERS", "Writer", "open_for_writing", "per_replicate_arrays"]
 
 DONE_WRITERS = 8   # threads that write done chunks concurrently (each chunk has its own file)
 
@@ -33,13 +35,24 @@ def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
     return out
 
 
+def open_for_writing(path: str | Path) -> dict[str, zarr.Array]:
+    """The store's arrays by name, opened so that every chunk written is stored, also one of fill values only.
+
+    zarr 3 skips such chunks by default (``array.write_empty_chunks``); here a chunk's presence is
+    the record that its task wrote it. An array takes the setting when it is opened, so use these
+    array objects (``group[name]`` would open the array again with zarr's default).
+    """
+    with zarr.config.set({"array.write_empty_chunks": True}):
+        return dict(zarr.open_group(str(path), mode="r+").arrays())
+
+
 class Writer:
     """The per-replicate arrays of an existing store, opened once, written chunk by chunk."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        group = zarr.open_group(str(self.path), mode="r+")
-        self.arrays = per_replicate_arrays(group)
+        with zarr.config.set({"array.write_empty_chunks": True}):
+            self.arrays = per_replicate_arrays(zarr.open_group(str(self.path), mode="r+"))
         self.done = self.arrays["done"]
         self._pool: ThreadPoolExecutor | None = None
 

@@ -148,7 +148,7 @@ def test_a_driver_job_at_its_walltime_stops_cleanly_and_resumes(slurm, tmp_path)
     """
     import yaml
 
-    from rmtsweep.store.lock import LOCK_NAME
+    from rmtsweep.store.lock import lock_file
     from tests.helpers import MEDIUM
     sweep = tmp_path / "long.yaml"
     sweep.write_text(yaml.safe_dump({**MEDIUM, "name": "long", "replicates": 4096, "replicates_per_task": 16}))
@@ -171,7 +171,7 @@ def test_a_driver_job_at_its_walltime_stops_cleanly_and_resumes(slurm, tmp_path)
     assert "DUE TO TIME LIMIT" not in log, log[-3000:]               # stopped before the walltime's SIGKILL
     job_info = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True).stdout
     assert "ExitCode=143:0" in job_info or not job_info, job_info   # (the controller may have forgotten it)
-    assert not (store / LOCK_NAME).exists()
+    assert not lock_file(store).exists()
     status = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "status", str(store)], capture_output=True,
                             text=True, check=True).stdout
     done, total = map(int, re.search(r"tasks done: (\d+) / (\d+)", status).groups())

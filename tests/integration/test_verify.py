@@ -28,7 +28,7 @@ def test_verify_names_the_corrupt_task_and_repair_recomputes_it(reference, tmp_p
     store = tmp_path / "corrupt.zarr"
     shutil.copytree(clean, store)
     main(["verify", str(store)])
-    assert "every finished chunk reads back" in capsys.readouterr().out
+    assert "every finished task's chunks are present" in capsys.readouterr().out
     chunk = sorted((store / "eigenvalues").glob("*.*"))[-1]                  # the last task's chunk
     _flip_middle(chunk)
     code, out = _exit(["verify", str(store)], capsys)
@@ -48,4 +48,44 @@ def test_verify_names_the_corrupt_task_and_repair_recomputes_it(reference, tmp_p
     assert "(1 computed now)" in capsys.readouterr().out
     assert_stores_equal(store, clean)                                       # bit-identical after the repair
     main(["verify", str(store)])
-    assert "every finished chunk reads back" in capsys.readouterr().out
+    assert "every finished task's chunks are present" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_verify_names_a_done_task_whose_chunk_is_absent_and_repair_recomputes_it(reference, tmp_path, capsys):
+    """A deleted chunk reads back as the fill value; verify must see it is not there."""
+    sweep_path, clean = reference
+    store = tmp_path / "absent.zarr"
+    shutil.copytree(clean, store)
+    (store / "overlap" / "0.0.0.0.1.0.0").unlink()                          # the second replicate block's chunk
+    code, out = _exit(["verify", str(store)], capsys)
+    assert code == 1
+    lines = out.out.strip().splitlines()
+    assert lines[0] == (f"{store}: delta=0.5..1 gamma=0.5 T=4 replicates 2-3: marked done but its overlap chunk "
+                        f"is absent (done without data)")
+    assert len(lines) == 2 and lines[1].startswith(f"{store}: 1 bad task(s)")
+    main(["verify", str(store), "--repair"])
+    assert "cleared the done flags of 1 task(s)" in capsys.readouterr().out
+    main(["run", str(sweep_path), "--store", str(store), "--workers", "1", "--no-progress"])
+    assert "(1 computed now)" in capsys.readouterr().out
+    assert_stores_equal(store, clean)
+
+
+def test_a_chunk_of_fill_values_only_is_written_so_presence_means_written(tmp_path):
+    """zarr skips all-fill chunks by default; the writer stores them, so verify can tell absent from empty."""
+    import numpy as np
+
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.spec import parse_sweep
+    from rmtsweep.store import Writer, blocking_of, corrupt_tasks
+    from tests.helpers import BASE, build_store
+
+    store = build_store(tmp_path / "s.zarr", BASE)
+    task = next(tasks(parse_sweep(BASE), Blocking(*blocking_of(store))))
+    values = compute_task(task)
+    values["overlap"] = np.full_like(values["overlap"], np.nan)             # a variable legitimately all NaN
+    Writer(store).write_block(task.region, values, None, run=1)
+    assert (store / "overlap" / "0.0.0.0.0.0.0").exists()
+    assert corrupt_tasks(store) == []

@@ -1,8 +1,9 @@
-"""One writer per store; a dead run's lock is taken over, a live one's never."""
+"""One writer per store: the fenced lease of rmtsweep.store.lock, step by step (see its module docstring)."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -11,8 +12,8 @@ import time
 
 import pytest
 
-from rmtsweep.errors import StoreError
-from rmtsweep.store.lock import LOCK_NAME, STALE_AFTER, StoreLock, is_stale
+from rmtsweep.errors import RunError, StoreError
+from rmtsweep.store.lock import StoreLock, holds, judge, lock_file
 
 
 def _dead_pid() -> int:
@@ -21,34 +22,175 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+def _remote(path, token="remote", beat=0):
+    """A lock file as a run on another host writes it."""
+    path.write_text(json.dumps({"token": token, "host": "elsewhere", "pid": 1, "started": "earlier", "beat": beat}))
+
+
+def test_the_lock_lives_beside_the_store_not_in_it(tmp_path):
+    store = tmp_path / "demo.zarr"
+    with StoreLock(store) as lock:
+        assert lock.path == tmp_path / "demo.zarr.lock" and lock.path.exists()
+        assert not store.exists()                                    # taken before the store is created
+        assert json.loads(lock.path.read_text())["token"] == lock.token and holds(store, lock.token)
+    assert not lock.path.exists()
+
+
 def test_second_lock_is_refused_while_the_first_lives(tmp_path):
-    with StoreLock(tmp_path):
+    with StoreLock(tmp_path / "s.zarr"):
+        start = time.monotonic()
         with pytest.raises(StoreError, match=rf"another rmtsweep run is writing this store \(pid {os.getpid()} on "):
-            StoreLock(tmp_path).acquire()
-    assert not (tmp_path / LOCK_NAME).exists()
-    with StoreLock(tmp_path):            # free again after release
+            StoreLock(tmp_path / "s.zarr").acquire()
+        assert time.monotonic() - start < 1                          # a live owner on this host: at once
+    with StoreLock(tmp_path / "s.zarr"):                              # free again after release
         pass
 
 
-def test_lock_of_a_dead_process_is_taken_over(tmp_path):
-    (tmp_path / LOCK_NAME).write_text(json.dumps({"host": socket.gethostname(), "pid": _dead_pid(),
-                                                  "started": "earlier"}))
-    assert is_stale(tmp_path / LOCK_NAME)
-    with StoreLock(tmp_path) as lock:
+def test_lock_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
+    path = lock_file(tmp_path / "s.zarr")
+    path.write_text(json.dumps({"token": "old", "host": socket.gethostname(), "pid": _dead_pid(), "beat": 3}))
+    assert judge(path, lease=3600)[0] == "stale"
+    with StoreLock(tmp_path / "s.zarr") as lock:
         assert json.loads(lock.path.read_text())["pid"] == os.getpid()
 
 
-def test_lock_from_another_host_is_stale_only_without_heartbeat(tmp_path):
-    path = tmp_path / LOCK_NAME
-    path.write_text(json.dumps({"host": "elsewhere", "pid": 1, "started": "earlier"}))
-    assert not is_stale(path)
+def test_staleness_is_the_beat_on_the_readers_clock_not_the_files_mtime(tmp_path):
+    """An NFS server's clock stamps the mtime: an hour-old mtime with a moving beat is live, a fresh one
+    with a still beat is stale."""
+    path = lock_file(tmp_path / "s.zarr")
+    _remote(path)
+    hour_ago = time.time() - 3600
+    os.utime(path, (hour_ago, hour_ago))
+    ticks = iter(range(100))
+
+    def beating(_):
+        beat = next(ticks)
+        _remote(path, beat=beat)
+        os.utime(path, (hour_ago, hour_ago))
+    assert judge(path, lease=0.3, poll=0.01, sleep=beating)[0] == "live"
+    future = time.time() + 3600
+    os.utime(path, (future, future))
+    start = time.monotonic()
+    assert judge(path, lease=0.3, poll=0.01)[0] == "stale"
+    assert 0.3 <= time.monotonic() - start < 2                       # judged after one lease, on our clock
+
+
+def test_a_live_remote_lock_is_refused_and_a_still_one_taken_over(tmp_path):
+    store = tmp_path / "s.zarr"
+    _remote(lock_file(store))
     with pytest.raises(StoreError, match="pid 1 on elsewhere"):
-        StoreLock(tmp_path).acquire()
-    old = time.time() - STALE_AFTER - 5
-    os.utime(path, (old, old))
-    assert is_stale(path)
-    with StoreLock(tmp_path):
-        pass
+        _acquire_while_beating(store)
+    with StoreLock(store, lease=0.2) as lock:                           # nobody beats it: stale after 0.2 s
+        assert holds(store, lock.token)
+
+
+def _acquire_while_beating(store):
+    """Acquire with a short lease while a fake remote owner keeps beating in a thread."""
+    import threading
+    stop = threading.Event()
+
+    def owner():
+        beat = 0
+        while not stop.wait(0.02):
+            beat += 1
+            _remote(lock_file(store), beat=beat)
+    thread = threading.Thread(target=owner)
+    thread.start()
+    try:
+        StoreLock(store, lease=0.5).acquire()
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_two_runs_that_judged_one_lock_stale_end_with_one_holder(tmp_path):
+    """The check-then-rename race, forced: B takes over *after* A already did, from the same judgement."""
+    store = tmp_path / "s.zarr"
+    path = lock_file(store)
+    _remote(path, token="dead")
+    a, b = StoreLock(store, lease=0.1), StoreLock(store, lease=0.1)
+    state, judged = judge(path, lease=0.1)                          # both see the same stale lock
+    assert state == "stale"
+    a._take_over(judged)
+    assert a._create()                                               # A holds it now
+    b._take_over(judged)                                             # B acts on its earlier judgement
+    assert holds(store, a.token)                                     # ... and put A's lock back
+    assert not b._create()
+    assert judge(path)[0] == "live"                                  # B's next look refuses (A's pid lives)
+    assert not list(tmp_path.glob("*.stale-*"))
+
+
+def _contender(store: str, lease: float, barrier, results) -> None:
+    barrier.wait()
+    try:
+        lock = StoreLock(store, heartbeat=0.05, lease=lease)
+        lock.acquire()
+    except StoreError:
+        results.put("refused")
+        return
+    time.sleep(1.5)                                                  # hold it while the others try
+    try:
+        lock.check()
+        results.put("held")
+    except RunError:
+        results.put("lost")
+    finally:
+        lock.release()
+
+
+def test_six_processes_taking_over_one_stale_lock_leave_one_holder(tmp_path):
+    store = tmp_path / "s.zarr"
+    _remote(lock_file(store), token="dead")
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(6), ctx.Queue()
+    procs = [ctx.Process(target=_contender, args=(str(store), 0.3, barrier, results)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=60)
+    outcomes = sorted(results.get(timeout=5) for _ in procs)
+    assert outcomes.count("held") == 1, outcomes                      # never two, never none
+    assert outcomes.count("lost") == 0, outcomes
+
+
+def test_the_heartbeat_retries_transient_errors_until_the_lease_would_lapse(tmp_path, monkeypatch):
+    lock = StoreLock(tmp_path / "s.zarr", heartbeat=0.05, lease=1.0)
+    real = StoreLock._write_beat
+    failures = {"left": 3}                                            # -1: fail for ever
+
+    def flaky(self):
+        if failures["left"] != 0:
+            failures["left"] -= failures["left"] > 0
+            raise OSError(5, "Input/output error")
+        real(self)
+    monkeypatch.setattr(StoreLock, "_write_beat", flaky)
+    lock.acquire()
+    try:
+        time.sleep(0.5)
+        lock.check()                                                  # three failed beats, then healthy again
+        assert lock.beat > 0 and failures["left"] == 0
+        failures["left"] = -1                                          # from now on every beat fails
+        time.sleep(0.4)
+        lock.check()                                                  # within the lease: still running
+        time.sleep(1.0)
+        with pytest.raises(RunError, match=r"cannot refresh the store's lock \(Input/output error\)"):
+            lock.check()
+    finally:
+        lock.release()
+
+
+def test_a_lock_taken_over_stops_its_old_holder(tmp_path):
+    store = tmp_path / "s.zarr"
+    lock = StoreLock(store, heartbeat=0.05)
+    lock.acquire()
+    try:
+        lock.check()
+        _remote(lock.path, token="intruder")                        # another run took the store over
+        with pytest.raises(RunError, match=r"is no longer this run's; stopped so that no other run"):
+            lock.check()
+    finally:
+        lock.release()
+    assert json.loads(lock_file(store).read_text())["token"] == "intruder"     # not removed by the old holder
 
 
 def test_cli_refuses_a_store_another_run_writes(reference, tmp_path):
