@@ -329,10 +329,12 @@ def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: 
             if fmt != "csv" or group or variables:
                 raise RmtsweepError("--phase-diagram writes one CSV table of the store's SNR lines; drop "
                                     "--format, --group and --var")
-            written, method = export_phase_diagram(store_path, out, n_boot, level, seed)
+            written, method = export_phase_diagram(store_path, out, n_boot, level, seed,
+                                                   notes=lambda line: click.echo(line, err=True))
             click.echo(f"{written}: transition SNR per line ({method})")
         else:
-            click.echo(export_store(store_path, out, fmt, group, list(variables) or None))
+            click.echo(export_store(store_path, out, fmt, group, list(variables) or None,
+                                    notes=lambda line: click.echo(line, err=True)))
 
 
 class Stopped(BaseException):

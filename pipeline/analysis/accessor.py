@@ -4,10 +4,15 @@ Registered when :mod:`rmtsweep` is imported::
 
     import rmtsweep
     ds = rmtsweep.open_store("store/demo.zarr")
+    data = ds.rmt.masked()                   # per-replicate values NaN (run -1) where done is false
+    ds.rmt.not_done                          # how many replicates those are (NotDone(count, total))
     cmp = ds.rmt.compare()                   # lazy: nothing is read or computed until asked
     ds.rmt.transition().compute()            # empirical transition SNR per (delta, gamma, T, weights)
     ds.rmt.phase_diagram()                   # ... with bootstrap intervals and theory's thresholds (a table)
     ds.rmt.plot(x="snr", y="gamma", var="overlap", out="maps/")
+
+Every result shows a per-replicate value only where its ``done`` flag is set
+(:func:`rmtsweep.analysis.mask.only_done`, the rule the CLI's readers follow too).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 import xarray as xr
 
 from .compare import MARGIN_FACTOR, compare
+from .mask import NotDone, mask_not_done, not_done
 
 __all__ = ["RmtAccessor"]
 
@@ -27,6 +33,15 @@ class RmtAccessor:
 
     def __init__(self, ds: xr.Dataset) -> None:
         self._ds = ds
+
+    def masked(self) -> xr.Dataset:
+        """The store with every per-replicate value of a replicate not done set to its fill value (lazy)."""
+        return mask_not_done(self._ds)
+
+    @property
+    def not_done(self) -> NotDone:
+        """How many replicates are not done, of how many (reads ``done``, which is small)."""
+        return not_done(self._ds)
 
     def compare(self, margin_factor: float = MARGIN_FACTOR, lazy: bool = True) -> xr.Dataset:
         """Monte Carlo against theory (:func:`rmtsweep.analysis.compare.compare`), lazy by default."""

@@ -41,6 +41,7 @@ from ..theory import finite_d
 from ..theory.on_grid import pooled_kurtosis
 from .finite_size import finite_size_spikes
 from .limits import MIN_D, limit_variables
+from .mask import only_done
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
@@ -110,7 +111,7 @@ def detection_margin(edge: xr.DataArray, d: xr.DataArray | int, margin_factor: f
 
 
 def _hits(tested: xr.DataArray, edge: xr.DataArray, margin: xr.DataArray, done: xr.DataArray) -> xr.DataArray:
-    return (tested > edge + margin).where(done)
+    return only_done(tested > edge + margin, done)
 
 
 def detected(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
@@ -145,7 +146,7 @@ def bulk_distance(ds: xr.Dataset, done: xr.DataArray, law: str = "theory") -> xr
     negative, and those fall outside the bins.
     """
     width = float(ds["bin"].attrs.get("bin_width", np.diff(ds["bin"].values[:2])[0]))
-    emp = _above(ds["spectrum"].where(done).mean("replicate"), width)
+    emp = _above(only_done(ds["spectrum"], done).mean("replicate"), width)
     name = "theory_spectrum" if law == "theory" else "paper_spectrum"
     if name in ds:
         th = ds[name].load()

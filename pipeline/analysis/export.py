@@ -6,6 +6,11 @@ default every variable without the ``bin`` dimension is written (the spectrum hi
 multiply the row count by its bins; ask for it with ``variables=["spectrum"]``). netCDF keeps the
 dataset as it is (netCDF3 through scipy, so no extra library is needed): booleans become int8,
 string coordinates fixed-width characters, and it reads back with ``xr.open_dataset``.
+
+Both show a per-replicate value only where its ``done`` flag is set (:func:`rmtsweep.analysis.mask.only_done`):
+a replicate not done (an interrupted run, a chunk written but not marked done) is left empty (NaN;
+``run`` -1), and ``done`` and ``run`` are written beside any per-replicate variable, so a table
+says which rows were computed. ``notes`` gets one line saying how many replicates were left empty.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import get_args
+from typing import Callable, get_args
+
 import numpy as np
 import xarray as xr
 
@@ -21,6 +27,7 @@ from ..dims import TIDY_ORDER
 from ..errors import SelectionError
 from ..types import ExportFormat
 from .compare import open_source
+from .mask import mask_not_done, not_done, not_done_note, per_replicate
 
 __all__ = ["FORMATS", "export", "export_phase_diagram", "output_file", "read_tidy", "select", "to_tidy"]
 
@@ -28,13 +35,15 @@ FORMATS = get_args(ExportFormat)
 
 
 def select(ds: xr.Dataset, variables: list[str] | None, fmt: ExportFormat) -> xr.Dataset:
-    """The variables to export (validated), with plain-string coordinates."""
+    """The variables to export (validated), with plain-string coordinates; ``done`` and ``run`` come with
+    any per-replicate variable."""
     if variables:
         bad = [v for v in variables if v not in ds.data_vars]
         if bad:
             raise SelectionError(f"--var {bad[0]!r}: not a variable of the store (valid: "
                                  f"{', '.join(sorted(map(str, ds.data_vars)))})")
-        ds = ds[variables]
+        flags = [v for v in ("done", "run") if v in ds.data_vars and v not in variables]
+        ds = ds[list(variables) + (flags if any("replicate" in ds[v].dims for v in variables) else [])]
     elif fmt == "csv":
         ds = ds[[v for v in ds.data_vars if "bin" not in ds[v].dims]]
     ds = ds.copy()
@@ -53,7 +62,7 @@ def to_tidy(ds: xr.Dataset) -> "pandas.DataFrame":  # noqa: F821
 
 
 def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | None = None,
-           variables: list[str] | None = None) -> Path:
+           variables: list[str] | None = None, notes: Callable[[str], None] | None = None) -> Path:
     """Write the store at ``path`` (or its ``group``, e.g. ``"comparison"``) to ``out``.
 
     Parameters
@@ -68,6 +77,8 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
         ``None`` for the store's data and theory, ``"comparison"`` for what ``rmtsweep compare`` wrote.
     variables
         Variables to write (default: see the module docstring).
+    notes
+        Called with one line when per-replicate values of replicates not done were left empty.
 
     Returns
     -------
@@ -76,7 +87,9 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
     """
     if fmt not in FORMATS:
         raise SelectionError(f"--format {fmt!r}: unknown format (valid: {', '.join(FORMATS)})")
-    ds = select(open_source(path, group).load(), variables, fmt)  # validates path and group first
+    ds = select(open_source(path, group), variables, fmt)  # validates path and group first
+    ds = mask_not_done(ds).load()                           # one read: the mask and `done` agree
+    nd = not_done(ds) if per_replicate(ds) else None
     out = output_file(out)
     if fmt == "csv":
         to_tidy(ds).to_csv(out, index=False)
@@ -88,16 +101,25 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
                 v.attrs["flag_values"], v.attrs["flag_meanings"] = [0, 1], "false true"
         ds.attrs = {k: _netcdf_attr(v) for k, v in ds.attrs.items()}
         _write_atomically(out, lambda tmp: ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT"))
+    if nd and notes:
+        notes(not_done_note(path, nd, "their values are left empty"))
     return out
 
 
 def export_phase_diagram(path: str | Path, out: str | Path, n_boot: int = 1000, level: float = 0.95,
-                         seed: int = 0) -> tuple[Path, str]:
-    """Write :func:`rmtsweep.analysis.phase.phase_diagram` of the store at ``path`` as a CSV; returns (out, method)."""
+                         seed: int = 0, notes: Callable[[str], None] | None = None) -> tuple[Path, str]:
+    """Write :func:`rmtsweep.analysis.phase.phase_diagram` of the store at ``path`` as a CSV; returns (out, method).
+
+    ``notes`` is called with one line when replicates not done were left out of the table.
+    """
     from .phase import phase_diagram
     out = output_file(out)
-    table = phase_diagram(path, n_boot=n_boot, level=level, seed=seed)
+    ds = open_source(path)
+    ds = ds.assign(done=ds["done"].load())                   # one read: the table and the count agree
+    table = phase_diagram(ds, n_boot=n_boot, level=level, seed=seed)
     _write_atomically(out, lambda tmp: table.to_csv(tmp, index=False))
+    if (nd := not_done(ds)) and notes:
+        notes(not_done_note(path, nd, "the table counts only the done ones (n_replicates)"))
     return out, table.attrs["method"]
 
 

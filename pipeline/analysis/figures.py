@@ -34,6 +34,7 @@ from .. import theory
 from ..dims import D
 from .compare import compare, d_of, open_source
 from .limits import fit_line
+from .mask import only_done
 from .stats import mean_sem
 
 __all__ = ["accuracy_figure", "alignment_figure", "attention_figure", "figures", "finite_d_figure", "phase_figure",
@@ -58,7 +59,7 @@ def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None) -> Path
     sel = {"T": ds["T"].values[0], "weights": ds["weights"].values[0], "snr": snr}
     for ax, (dl, g) in zip(axes[0], cells):
         c = ds.sel(delta=dl, gamma=g, **sel)
-        hist = c["spectrum"].where(c["done"]).mean("replicate").values
+        hist = only_done(c["spectrum"], c["done"]).mean("replicate").values
         x = ds["bin"].values
         ax.bar(x, hist, width=width, color="0.75", label="Monte Carlo")
         fine = np.linspace(1e-3, x[-1], 800)
@@ -69,7 +70,7 @@ def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None) -> Path
                     label=f"finite-T law ({law}), per bin")
         kappa = float(c["theory_kappa"])
         ax.axvline(float(c["theory_outlier"]) / kappa, color="C3", ls="--", label="theory λ₁/κ")
-        lam = (c["eigenvalues"].sel(k=1).where(c["done"]).mean("replicate")) / kappa
+        lam = only_done(c["eigenvalues"].sel(k=1), c["done"]).mean("replicate") / kappa
         ax.axvline(float(lam), color="C0", ls=":", label="simulated λ₁/κ")
         top = 1.3 * float(np.nanmax(theory.density(fine[fine > 0.25], dl, g)))   # the density may blow up at 0
         ax.set_ylim(0, top)

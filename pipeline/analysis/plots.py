@@ -4,7 +4,8 @@ The map is drawn through hvplot (``quadmesh``) into an interactive HTML page wit
 inline (it renders offline, no CDN), and through matplotlib into static PNG / SVG / PDF files (no
 browser needed; :mod:`rmtsweep.analysis.map_static`), every panel of them, on pages of at most
 ``max_panels``. Per-replicate variables are averaged over the replicates whose ``done`` flag is
-set; ``k`` defaults to 1 (the top eigenpair); the title says which ``k`` and statistic is shown.
+set (:func:`rmtsweep.analysis.mask.only_done`; ``notes`` is told how many are not); ``k`` defaults
+to 1 (the top eigenpair); the title says which ``k`` and statistic is shown.
 The colour scale is chosen per quantity (:mod:`rmtsweep.analysis.map_style`: exactly 0-1 for rates
 and alignments, symmetric for errors, a discrete legend for categorical variables such as
 ``theory_phase``, robust limits otherwise; ``clim`` overrides). The remaining grid axes become
@@ -36,6 +37,7 @@ from .compare import GROUP, compare, open_source
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
 from .map_static import TRANSITIONS, save_static
 from .map_style import MapFigure, Panel, colour_scale, statistic
+from .mask import NotDone, not_done, not_done_note, only_done
 
 __all__ = ["heat_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition", "title_points",
            "transition_curves"]
@@ -52,7 +54,9 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
 
     ``var`` may be a store variable or a comparison variable (read from the store's ``comparison``
     group when present, computed on the fly otherwise). The result's ``map_statistic`` attr says
-    what is shown, e.g. ``overlap (k=1), mean over 8 replicates``.
+    what is shown, e.g. ``overlap (k=1), mean over 8 replicates``; for a value computed from the
+    replicates, ``replicates_not_done`` and ``replicates_total`` say how many of those selected were
+    left out as not done.
     """
     ds = open_source(path)
     per_replicate = False
@@ -60,7 +64,7 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
         da = ds[var]
         if "replicate" in da.dims:
             per_replicate = True
-            da = da.where(ds["done"]).mean("replicate").assign_attrs(da.attrs)
+            da = only_done(da, ds["done"]).mean("replicate").assign_attrs(da.attrs)
     else:
         try:
             cmp = open_source(path, GROUP) if not isinstance(path, xr.Dataset) else compare(ds)
@@ -94,6 +98,9 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
         raise SelectionError(f"--var {var}: has the non-grid dimension(s) {extra}; pick one value with --select")
     da = da.load()
     da.attrs["map_statistic"] = statistic(var, done, per_replicate, k)
+    if per_replicate or var not in ds.data_vars:                  # a store variable's mean, or the comparison's
+        nd = not_done(done)
+        da.attrs.update(replicates_not_done=nd.count, replicates_total=nd.total)
     return da, ds
 
 
@@ -364,6 +371,8 @@ def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str |
     fig = map_figure(da.rename(var), ds, x, y, parse_clim(clim))
     paths = save_map(fig, directory, stem, widgets, max_panels, fmts)
     say = notes or (lambda line: None)
+    if nd := NotDone(da.attrs.get("replicates_not_done", 0), da.attrs.get("replicates_total", 0)):
+        say(not_done_note(path, nd, "the map counts only the done ones"))
     static = [p for p in paths if p.suffix != ".html"]
     pages = len(static) // max(1, len([f for f in fmts if f != "html"]))
     if pages > 1:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from .mask import only_done
+
 __all__ = ["mean_sem"]
 
 
@@ -22,6 +24,6 @@ def mean_sem(x: xr.DataArray, done: xr.DataArray | None = None, dim: str = "repl
     (2.0, 0.5774)
     """
     if done is not None:
-        x = x.where(done)
+        x = only_done(x, done)
     n = x.count(dim)
     return x.mean(dim), x.std(dim, ddof=1) / np.sqrt(n.where(n > 1))

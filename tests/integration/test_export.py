@@ -33,8 +33,10 @@ def test_csv_round_trip(tiny_store, tmp_path, group):  # noqa: F811
 
 def test_csv_of_chosen_variables_with_bins(tiny_store, tmp_path):  # noqa: F811
     back = read_tidy(export(tiny_store, tmp_path / "s.csv", "csv", variables=["spectrum"]))
-    assert list(back.data_vars) == ["spectrum"] and "bin" in back.dims
-    assert _same(open_source(tiny_store)["spectrum"].load(), back["spectrum"])
+    assert list(back.data_vars) == ["spectrum", "done", "run"] and "bin" in back.dims   # a per-replicate variable
+    assert _same(open_source(tiny_store)["spectrum"].load(), back["spectrum"])            # says what was computed
+    theory = read_tidy(export(tiny_store, tmp_path / "e.csv", "csv", variables=["theory_edge"]))
+    assert list(theory.data_vars) == ["theory_edge"]                                      # no replicates: no flags
 
 
 @pytest.mark.parametrize("group", [None, "comparison"])
