@@ -14,6 +14,7 @@ full disk, a read-only bind mount, and a user namespace in which even root obeys
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -47,8 +48,9 @@ class Row:
     exit_code: int | None
     message: str                    # the last line on stderr ('' when the process could not say anything)
     noise: list[str] = field(default_factory=list)    # other stderr lines that are not the run's start-up
-    identical: bool = False         # the recovered store equals an uninterrupted run, bit for bit
+    identical: bool = False         # the recovered store equals an uninterrupted run (same machine: bit for bit)
     recovery: str = ""              # what was done to recover
+    without_data: list[str] = field(default_factory=list)   # done tasks lacking data right after the fault
 
     @property
     def one_line(self) -> bool:
@@ -58,7 +60,14 @@ class Row:
         said = f"`{self.message}`" if self.message else "(nothing)"
         ok = "recovered, identical store" if self.identical else "**store differs**"
         lines = "one line" if self.one_line else f"**{len(self.noise) + 1} lines**"
-        return f"| {self.fault} | {self.exit_code} | {said} | {lines} | {self.recovery} | {ok} |"
+        data = "none" if not self.without_data else f"**{len(self.without_data)} task(s)**"
+        return f"| {self.fault} | {self.exit_code} | {said} | {lines} | {data} | {self.recovery} | {ok} |"
+
+
+def _without_data(store: Path) -> list[str]:
+    """The done tasks of ``store`` whose chunks are absent or corrupt (``rmtsweep verify``), as lines."""
+    from rmtsweep.store import corrupt_tasks, is_store
+    return [str(c) for c in corrupt_tasks(store)] if is_store(store) else []
 
 
 def _disk_k(path: Path) -> int:
@@ -128,14 +137,22 @@ class Bench:
         return store
 
     def half_done(self, name: str) -> Path:
-        """A copy of the clean store with every other task's ``done`` cleared (data left as they are)."""
+        """A copy of the clean store with every other task undone: its ``done`` cleared and its data chunks
+        deleted, so a run that marked it done without writing its data would leave it visibly without data."""
         import zarr
+        from rmtsweep.store.writer import per_replicate_arrays
         store = self.fresh(name)
         shutil.copytree(self.clean, store)
-        done = zarr.open_group(str(store), mode="r+")["done"]
-        flags = done[...]
-        flags.reshape(-1)[::2] = False
-        done[...] = flags
+        group = zarr.open_group(str(store), mode="r+")
+        done = group["done"]
+        keys = sorted(p.name for p in (store / "done").iterdir() if p.name[0].isdigit())[::2]
+        for key in keys:
+            coords = [int(c) for c in key.split(".")]
+            done[tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, done.chunks))] = False
+            for name_ in per_replicate_arrays(group):
+                if name_ != "done":
+                    for chunk in [*(store / name_).glob(key), *(store / name_).glob(key + ".*")]:
+                        chunk.unlink()
         return store
 
 
@@ -145,8 +162,9 @@ def _signal(bench: Bench, name: str, sig: int, group: bool, fault: str) -> Row:
     (os.killpg if group else os.kill)(proc.pid, sig)
     _, err = proc.communicate(timeout=60)
     message, noise = _stderr_lines(err)
+    lacking = _without_data(store)
     bench.run(store, check=True)
-    return Row(fault, proc.returncode, message, noise, bench.same(store), "rerun the same command")
+    return Row(fault, proc.returncode, message, noise, bench.same(store), "rerun the same command", lacking)
 
 
 def sigkill_three_times(bench: Bench) -> Row:
@@ -219,8 +237,10 @@ def read_only(bench: Bench) -> Row:
     script = (f"mount --bind {store} {store} && mount -o remount,ro,bind {store} && {run}")
     proc = _namespaced(bench, script)
     message, noise = _stderr_lines(proc.stderr)
+    lacking = _without_data(store)
     bench.run(store, check=True)
-    return Row("read-only file system", proc.returncode, message, noise, bench.same(store), "remount rw, rerun")
+    return Row("read-only file system", proc.returncode, message, noise, bench.same(store), "remount rw, rerun",
+               lacking)
 
 
 def permission_denied(bench: Bench) -> Row:
@@ -230,9 +250,10 @@ def permission_denied(bench: Bench) -> Row:
     proc = bench.run(store, prefix=("unshare", "-U"))
     message, noise = _stderr_lines(proc.stderr)
     subprocess.run(["chmod", "-R", "u+w", str(store / "eigenvalues")], check=True)
+    lacking = _without_data(store)
     bench.run(store, check=True)
     return Row("permission denied on the store", proc.returncode, message, noise, bench.same(store),
-               "fix the mode, rerun")
+               "fix the mode, rerun", lacking)
 
 
 def vanished_store(bench: Bench) -> Row:
@@ -272,9 +293,104 @@ def reader_while_writing(bench: Bench) -> Row:
                bad[0] if bad else message, noise, not bad and bench.same(store), "none needed")
 
 
+def absent_chunk(bench: Bench) -> Row:
+    """A finished task's chunk file deleted: it reads back as the fill value, so only ``verify`` can tell."""
+    store = bench.fresh("absent.zarr")
+    shutil.copytree(bench.clean, store)
+    chunk = sorted(p for p in (store / "overlap").iterdir() if p.name[0].isdigit())[7]
+    chunk.unlink()
+    seen = subprocess.run([*RMTSWEEP, "verify", str(store)], capture_output=True, text=True)
+    lines = seen.stdout.strip().splitlines()
+    lacking = _without_data(store)
+    repair = subprocess.run([*RMTSWEEP, "verify", str(store), "--repair"], capture_output=True, text=True)
+    bench.run(store, check=True)
+    ok = repair.returncode == 0 and not _without_data(store) and bench.same(store)
+    return Row("a finished task's chunk file deleted (`verify`)", seen.returncode, lines[0] if lines else "",
+               lines[1:-1], ok, "`verify --repair`, then rerun", [] if len(lacking) == 1 else lacking)
+
+
+def sigint_while_starting(bench: Bench) -> Row:
+    """Ctrl-C to the process group 2 s after the start, while the workers still import."""
+    store = bench.fresh("starting.zarr")
+    proc = subprocess.Popen(bench.cmd(store), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(2.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    message, noise = _stderr_lines(err)
+    lacking = _without_data(store)
+    bench.run(store, check=True)
+    return Row("Ctrl-C 2 s after the start (workers importing)", proc.returncode, message, noise, bench.same(store),
+               "rerun the same command", lacking)
+
+
+def bad_scheduler(bench: Bench) -> Row:
+    """``--scheduler localhost`` (no port): one line, nothing created; the run then goes as usual."""
+    store = bench.fresh("address.zarr")
+    cmd = [*RMTSWEEP, "run", str(bench.sweep), "--store", str(store), "--no-progress", "--scheduler", "localhost"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    message, noise = _stderr_lines(proc.stderr)
+    created = store.exists()
+    bench.run(store, check=True)
+    return Row("`--scheduler localhost` (no port)", proc.returncode, message, noise, bench.same(store) and not created,
+               "fix the address, rerun")
+
+
+def read_only_workers(bench: Bench) -> Row:
+    """Three workers that can write the store and two whose view of it is read-only (a node with a stale or
+    read-only mount), on a scheduler started apart (``--scheduler``); then the two leave and the run resumes."""
+    from distributed import Client
+    home = bench.root / "shared-scratch"
+    home.mkdir(exist_ok=True)
+    store = home / "mixed.zarr"
+    shutil.rmtree(store, ignore_errors=True)
+    sched_file = bench.root / "scheduler.json"
+    sched_file.unlink(missing_ok=True)
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", str(sched_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
+    worker = [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sched_file),
+              "--nthreads", "1", "--no-dashboard"]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        good = [subprocess.Popen(worker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                for _ in range(3)]
+        ro = " ".join(worker)
+        bad = [subprocess.Popen(["unshare", "-m", "sh", "-c", f"mount --bind {home} {home} && "
+                                 f"mount -o remount,ro,bind {home} && exec {ro}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+               for _ in range(2)]
+        procs += good + bad
+        with Client(scheduler_file=str(sched_file), timeout="60s") as client:
+            client.wait_for_workers(5, timeout=120)
+            address = client.scheduler.address
+        run = [*RMTSWEEP, "run", str(bench.sweep), "--store", str(store), "--scheduler", address, "--no-progress"]
+        proc = subprocess.run(run, capture_output=True, text=True, timeout=600)
+        message, noise = _stderr_lines(proc.stderr)
+        lacking = _without_data(store)
+        for p in bad:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=60)
+        with Client(address, timeout="60s") as client:
+            deadline = time.monotonic() + 60
+            while len(client.scheduler_info(n_workers=-1)["workers"]) > 3 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        again = subprocess.run(run, capture_output=True, text=True, timeout=600)
+        ok = again.returncode == 0 and bench.same(store)
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=60)
+    return Row("2 of 5 workers see the store read-only (`--scheduler`)", proc.returncode, message, noise, ok,
+               "rerun without them", lacking)
+
+
 ROWS: dict[str, Callable[[Bench], Row]] = {f.__name__: f for f in (
-    sigkill_three_times, sigterm_driver, sigint_group, corrupt_chunk, disk_full, read_only, permission_denied,
-    vanished_store, reader_while_writing)}
+    sigkill_three_times, sigterm_driver, sigint_group, sigint_while_starting, corrupt_chunk, absent_chunk, disk_full,
+    read_only, read_only_workers, permission_denied, vanished_store, reader_while_writing, bad_scheduler)}
 
 
 def main(names: list[str]) -> int:
@@ -285,13 +401,13 @@ def main(names: list[str]) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="rmtsweep-faults-") as tmp:
         bench = Bench(Path(tmp))
-        print("| fault | exit | what the user sees (last stderr line) | lines | recovery | store |")
-        print("|---|---|---|---|---|---|")
+        print("| fault | exit | what the user sees (last stderr line) | lines | done without data | recovery | store |")
+        print("|---|---|---|---|---|---|---|")
         failed = 0
         for name in names or list(ROWS):
             start = time.monotonic()
             row = ROWS[name](bench)
-            failed += not (row.identical and row.one_line)
+            failed += not (row.identical and row.one_line and not row.without_data)
             print(row.markdown(), flush=True)
             print(f"    ({name}: {time.monotonic() - start:.0f} s)", file=sys.stderr)
     return 1 if failed else 0

@@ -17,6 +17,11 @@ pytestmark = pytest.mark.slow
 
 EXPECTED = {                       # row: (exit status, what the one line must say)
     "sigint_group": (130, r"^rmtsweep: interrupted; finished tasks are in the store: rerun the same command"),
+    "sigint_while_starting": (130, r"^rmtsweep: interrupted"),
+    "absent_chunk": (1, r"absent\.zarr: delta=\S+ gamma=\S+ T=\d+ replicates \d+-\d+: marked done but its overlap "
+                        r"chunk is absent \(done without data\)$"),
+    "read_only_workers": (1, r"^rmtsweep: error: \S+mixed\.zarr\S*: Read-only file system \(a worker writing task"),
+    "bad_scheduler": (2, r"--scheduler localhost"),
     "corrupt_chunk": (2, r"corrupt\.zarr: delta=\S+ gamma=\S+ T=\d+ replicates \d+-\d+: eigenvalues chunk is "
                          r"corrupt .*run `rmtsweep verify \S+ --repair`"),
     "disk_full": (1, r"^rmtsweep: error: \S+full\.zarr\S*: No space left on device .*rerun the same command"),
@@ -26,7 +31,7 @@ EXPECTED = {                       # row: (exit status, what the one line must s
                           r"removed while the run wrote it)"),
     "reader_while_writing": (0, r"^$"),
 }
-NAMESPACES = {"disk_full": ["-m"], "read_only": ["-m"], "permission_denied": ["-U"]}
+NAMESPACES = {"disk_full": ["-m"], "read_only": ["-m"], "read_only_workers": ["-m"], "permission_denied": ["-U"]}
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +48,7 @@ def test_fault_recovers_with_one_line_and_an_identical_store(bench, name):
     assert row.exit_code == code, row
     assert re.search(message, row.message), row.message
     assert row.one_line, row.noise
+    assert not row.without_data, f"{row.fault}: done without data right after the fault: {row.without_data[:3]}"
     assert row.identical, f"{row.fault}: the recovered store differs from an uninterrupted run"
 
 

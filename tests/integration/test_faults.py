@@ -46,28 +46,40 @@ def test_sigterm_stops_within_ten_seconds_and_resumes(tmp_path):
     assert_stores_equal(store, clean)
 
 
-def test_an_io_error_is_one_line_and_exit_1(reference, tmp_path, monkeypatch, capsys):
+def test_a_failed_done_write_is_one_line_and_the_rerun_recomputes_those_tasks(reference, tmp_path, monkeypatch,
+                                                                              capsys):
+    """ENOSPC on the driver's ``done`` write, after the workers wrote the data: one line, exit 1; the data
+    are there without ``done`` (never trusted), and the rerun recomputes them into the reference store."""
     import shutil
+
+    import zarr
 
     from rmtsweep.cli import main
     from rmtsweep.store import Writer
+    from rmtsweep.testing import assert_stores_equal
     sweep_path, small = reference
     store = tmp_path / "full.zarr"
-    shutil.copytree(small, store)
-    import zarr
-    zarr.open_group(str(store), mode="r+")["done"][...] = False        # everything to recompute
+    from rmtsweep.run.runner import prepare_store
+    from rmtsweep.spec import load_sweep
+    prepare_store(load_sweep(sweep_path), store)                        # an empty store: every task to compute
 
     def full(self, regions):
         raise OSError(28, "No space left on device", str(store / "done" / "0.0.0.0.0"))
 
-    monkeypatch.setattr(Writer, "mark_done_many", full)
-    with pytest.raises(SystemExit) as exc:
-        main(["run", str(sweep_path), "--store", str(store), "--workers", "1", "--no-progress"])
+    with monkeypatch.context() as patch:
+        patch.setattr(Writer, "mark_done_many", full)
+        with pytest.raises(SystemExit) as exc:
+            main(["run", str(sweep_path), "--store", str(store), "--workers", "1", "--no-progress"])
     assert exc.value.code == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"rmtsweep: error: {store / 'done' / '0.0.0.0.0'}: No space left on device"
-    assert not zarr.open_group(str(store))["done"][...].any()          # nothing marked done without its data
+    group = zarr.open_group(str(store))
+    assert not group["done"][...].any()
+    assert list((store / "eigenvalues").glob("0.*"))                  # the data of a task came first ...
     assert not lock_file(store).exists()
+    main(["run", str(sweep_path), "--store", str(store), "--workers", "1", "--no-progress"])
+    assert "computed now" in capsys.readouterr().out
+    assert_stores_equal(store, small)                                   # ... and were recomputed, not trusted
 
 
 def test_a_store_that_cannot_be_read_is_told_from_one_that_is_not_a_store(reference, tmp_path):

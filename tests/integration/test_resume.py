@@ -157,6 +157,15 @@ def test_repeated_failure_names_the_cell_and_keeps_done_cells(reference, tmp_pat
     assert not (store / ".rmtsweep.lock").exists()                   # the lock went with the run
 
 
+def _chunks_where(store, select) -> int:
+    """How many chunks of ``done`` (tasks) hold at least one replicate where ``select(ds)`` is true."""
+    import zarr
+
+    from rmtsweep.store import chunk_done
+    flags = np.asarray(select(open_store(store)).values, bool)
+    return int((~chunk_done(~flags, zarr.open_group(str(store))["done"].chunks)).sum())
+
+
 def _variant(base: dict, **grid) -> dict:
     data = yaml.safe_load(yaml.safe_dump(base))
     data["grid"].update(grid)
@@ -171,9 +180,9 @@ def test_extension_adds_replicates_and_axis_values(reference, sweep_data, write_
     bigger["replicates"] = 6
     big_path = write_sweep(bigger, "bigger.yaml")
     report = run_sweep(load_sweep(big_path), store, client, progress=False)
-    # the store keeps its batching (2 delta points x 2 replicates): 2 delta chunks x 3 replicate blocks = 6
-    # tasks, each computing only what the store does not hold (the new scheme, the new point, new replicates)
-    assert report.tasks_computed == 6
+    # the store keeps its batching: a task per chunk that holds anything new (the new scheme, the new point,
+    # new replicates), read from the store itself, not from the cost model that chose the batching
+    assert report.tasks_computed == _chunks_where(store, lambda ds: ds["run"] == 1)
     fresh = tmp_path / "fresh.zarr"
     run_sweep(load_sweep(big_path), fresh, client, progress=False)
     assert_stores_equal(store, fresh)
@@ -193,7 +202,8 @@ def test_changing_the_snr_axis_recomputes_every_cell_identically(reference, swee
     shutil.copytree(small, store)
     report = run_sweep(load_sweep(write_sweep(_variant(sweep_data, snr=[0.0, 1.0, 4.0]))), store, client,
                        progress=False)
-    assert report.tasks_computed == 2                     # every chunk: 1 (both delta points) x 2 replicate blocks
+    assert report.tasks_computed == _chunks_where(store, lambda ds: ds["done"])      # every chunk, recomputed
+    assert (open_store(store)["run"] == 1).all()
     old, new = open_store(small), open_store(store)
     assert np.array_equal(old["eigenvalues"].sel(snr=[0.0, 4.0]), new["eigenvalues"].sel(snr=[0.0, 4.0]))
 
