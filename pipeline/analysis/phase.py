@@ -5,9 +5,12 @@ is where the detection rate (:func:`rmtsweep.analysis.compare.detected`) first c
 interpolated linearly between grid SNRs (:func:`~rmtsweep.analysis.compare.crossing`). The interval
 is a percentile bootstrap over replicates: a replicate is resampled as a whole (all its SNR values
 come from the same draws, so they are resampled together), the crossing is recomputed, and the
-``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles are reported. A resample whose rate never
-reaches 1/2 on the grid (or starts above it) has no crossing; ``censored_fraction`` says how many,
-and a bound that falls on such resamples is NaN rather than a number the grid cannot support.
+``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles are reported, widened where narrower to the grid
+step in which the crossing is resolved (:func:`~rmtsweep.analysis.transition.bootstrap_interval`: the
+grid cannot place the crossing inside a step, so a rate that jumps from 0 to 1 within one step gets
+that step, not a point). A resample whose rate never reaches 1/2 on the grid (or starts above it) has
+no crossing; ``censored_fraction`` says how many, and a bound that falls on such resamples is NaN
+rather than a number the grid cannot support.
 Beside it, the theory's population threshold ``theory_snr_population`` and finite-N sample
 threshold ``theory_snr_sample`` (docs/theory.md §3.2).
 """
@@ -20,15 +23,17 @@ import numpy as np
 import xarray as xr
 
 from ..dims import TIDY_ORDER
-from .compare import MARGIN_FACTOR, crossing, detected, open_source
-from .transition import bootstrap_crossings
+from .compare import MARGIN_FACTOR, detected, open_source
+from .transition import bootstrap_interval
 
 __all__ = ["COLUMNS", "phase_diagram"]
 
 COLUMNS = {
     "transition_snr": "SNR where the detection rate crosses 1/2 (all done replicates; NaN if censored)",
-    "ci_low": "lower bound of the bootstrap percentile interval (NaN if it falls on censored resamples)",
-    "ci_high": "upper bound of the bootstrap percentile interval (NaN if it falls on censored resamples)",
+    "ci_low": "lower bound: the bootstrap percentile bound, at most the grid SNR below the crossing (NaN if it "
+              "falls on censored resamples)",
+    "ci_high": "upper bound: the bootstrap percentile bound, at least the grid SNR above the crossing (NaN if it "
+               "falls on censored resamples)",
     "censored_fraction": "fraction of bootstrap resamples with no crossing on the SNR grid",
     "n_replicates": "done replicates on the line",
     "theory_snr_population": "theory: population threshold (outlier appears as N -> infinity)",
@@ -74,23 +79,15 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     line_dims = [d for d in TIDY_ORDER if d in hits.dims and d not in ("snr", "replicate")]
     hits = hits.transpose(*line_dims, "replicate", "snr")
     rng = np.random.default_rng(seed)
-    tail = (1 - level) / 2
     rows = []
     for idx in np.ndindex(*hits.shape[:-2]):
         h = hits.values[idx]
         h = h[np.isfinite(h).all(axis=-1)]                          # the done replicates
         n = h.shape[0]
-        point = crossing(h.mean(axis=0), snr) if n else np.nan
         if n:
-            boot, rates = bootstrap_crossings(h, snr, n_boot, rng)
-            censored = np.isnan(boot)
-            # a censored resample lies off the grid: below it if it starts above 1/2, else above it
-            ordered = np.where(censored, np.where(rates[:, 0] >= 0.5, -np.inf, np.inf), boot)
-            lo, hi = np.quantile(ordered, [tail, 1 - tail], method="inverted_cdf")   # no inf - inf
-            lo, hi = (float(v) if np.isfinite(v) else np.nan for v in (lo, hi))
-            frac = float(censored.mean())
+            point, lo, hi, frac = bootstrap_interval(h, snr, n_boot, level, rng)
         else:
-            lo = hi = frac = np.nan
+            point = lo = hi = frac = np.nan
         coords = {d: hits[d].values[i] for d, i in zip(line_dims, idx)}
         rows.append({**coords, "transition_snr": float(point), "ci_low": lo, "ci_high": hi,
                      "censored_fraction": frac, "n_replicates": n})
@@ -99,6 +96,7 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
         th = ds[name].load().transpose(*[d for d in line_dims if d in ds[name].dims])
         table[name] = [float(th.sel({d: r[d] for d in th.dims}).values) for r in rows]
     table["snr_min"], table["snr_max"] = snr.min(), snr.max()
-    table.attrs = {"method": f"percentile bootstrap over replicates, {n_boot} resamples, level {level}, seed {seed}",
+    table.attrs = {"method": f"percentile bootstrap over replicates, {n_boot} resamples, level {level}, seed {seed}, "
+                                 "widened to the grid step of the crossing",
                    "margin_factor": margin_factor, "columns": COLUMNS}
     return table

@@ -1,11 +1,16 @@
-"""Where a detection rate first crosses 1/2 along ``snr``: the empirical transition (docs/theory.md §3.7)."""
+"""Where a detection rate first crosses 1/2 along ``snr``: the empirical transition (docs/theory.md §3.7).
+
+Its interval (:func:`bootstrap_interval`) is a percentile bootstrap over replicates widened to hold the
+grid step in which the crossing is resolved: the grid measures the rate only at its SNRs, so where the
+rate crosses 1/2 inside a step is interpolation, not data, and resampling replicates cannot show it.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["bootstrap_crossings", "crossing", "transition_snr"]
+__all__ = ["bootstrap_crossings", "bootstrap_interval", "crossing", "crossing_step", "transition_snr"]
 
 
 def crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
@@ -37,6 +42,31 @@ def crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
     return out
 
 
+def crossing_step(rate: np.ndarray, snr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The grid SNRs ``(left, right)`` between which :func:`crossing` interpolates, along the last axis.
+
+    ``right`` is the first SNR where the rate is at or above 1/2, ``left`` the finite point before it
+    (NaN rates are skipped, as in :func:`crossing`). Both NaN where the crossing is censored.
+
+    Examples
+    --------
+    >>> crossing_step(np.array([0.0, 0.2, 0.9, 1.0]), np.array([0.0, 0.5, 1.0, 1.5]))
+    (array(0.5), array(1.))
+    """
+    rate = np.asarray(rate, dtype=float)
+    snr = np.asarray(snr, dtype=float)
+    flat = rate.reshape(-1, rate.shape[-1])
+    left, right = np.full(flat.shape[0], np.nan), np.full(flat.shape[0], np.nan)
+    for row in range(flat.shape[0]):
+        keep = np.isfinite(flat[row])
+        r, x = flat[row][keep], snr[keep]
+        above = r >= 0.5
+        i = int(above.argmax()) if above.size else 0
+        if above.size and above[i] and i > 0:
+            left[row], right[row] = x[i - 1], x[i]
+    return left.reshape(rate.shape[:-1]), right.reshape(rate.shape[:-1])
+
+
 def transition_snr(rate: xr.DataArray) -> xr.DataArray:
     """SNR where the detection rate first crosses 1/2 upwards, interpolated linearly between grid SNRs.
 
@@ -61,3 +91,45 @@ def bootstrap_crossings(hits: np.ndarray, snr: np.ndarray, n_boot: int, rng: np.
     n = hits.shape[0]
     rates = hits[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
     return crossing(rates, snr), rates
+
+
+def bootstrap_interval(hits: np.ndarray, snr: np.ndarray, n_boot: int, level: float, rng: np.random.Generator,
+                       include_step: bool = True) -> tuple[float, float, float, float]:
+    """One line's transition with its interval: ``(transition, ci_low, ci_high, censored_fraction)``.
+
+    The rule (docs/theory.md §3.7):
+
+    1. ``transition`` is the :func:`crossing` of the rate of all replicates of ``hits``
+       (``(replicate, snr)`` of 0/1).
+    2. Percentile bootstrap: the crossings of ``n_boot`` resamples of whole replicates
+       (:func:`bootstrap_crossings`, one ``rng`` draw per call), and their ``(1 - level) / 2`` and
+       ``(1 + level) / 2`` quantiles. A resample with no crossing on the grid is censored: it counts as
+       below the grid if its rate starts at or above 1/2, else above it, and a bound that falls on
+       censored resamples is NaN (the grid cannot support a number there).
+    3. Grid step (``include_step``): the interval is widened to hold the grid step ``[left, right]`` in
+       which ``transition`` is resolved (:func:`crossing_step`): ``ci_low = min(ci_low, left)``,
+       ``ci_high = max(ci_high, right)``, a NaN bound staying NaN. The rate is measured only at the grid
+       SNRs; any increasing curve through those values crosses 1/2 somewhere in that step, which no
+       resampling of replicates can reveal. So the interval is never narrower than the step: a jump of
+       the rate from 0 to 1 within one step gives exactly that step, where the bootstrap alone gives a
+       single point. Where the bootstrap interval already spans the step, it is unchanged.
+
+    Censored transitions (NaN) are not widened. ``include_step=False`` gives the bootstrap interval alone.
+
+    Examples
+    --------
+    >>> jump = np.tile([0.0, 0.0, 1.0, 1.0], (20, 1))                 # every replicate detects from snr 1
+    >>> bootstrap_interval(jump, np.array([0.0, 0.5, 1.0, 1.5]), 100, 0.95, np.random.default_rng(0))
+    (0.75, 0.5, 1.0, 0.0)
+    """
+    point = float(crossing(hits.mean(axis=0), snr))
+    boot, rates = bootstrap_crossings(hits, snr, n_boot, rng)
+    censored = np.isnan(boot)
+    ordered = np.where(censored, np.where(rates[:, 0] >= 0.5, -np.inf, np.inf), boot)
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(ordered, [tail, 1 - tail], method="inverted_cdf")   # no inf - inf
+    lo, hi = (float(v) if np.isfinite(v) else np.nan for v in (lo, hi))
+    if include_step and np.isfinite(point):
+        left, right = (float(v) for v in crossing_step(hits.mean(axis=0), snr))
+        lo, hi = float(np.minimum(lo, left)), float(np.maximum(hi, right))    # NaN propagates
+    return point, lo, hi, float(censored.mean())
