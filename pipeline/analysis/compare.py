@@ -39,7 +39,6 @@ from ..errors import SelectionError
 from ..store import ZARR_FORMAT, metadata_lock, open_dataset, stored_sweep
 from ..theory import finite_d
 from ..theory.on_grid import pooled_kurtosis
-from .finite_size import finite_size_spikes
 from .limits import MIN_D, limit_variables
 from .mask import only_done
 from .stats import mean_sem
@@ -167,23 +166,31 @@ def theory_detection_rate(ds: xr.Dataset, d: xr.DataArray | int, margin_factor: 
     """The finite-d prediction of ``detection_rate`` (class-centred tables; docs/theory.md §6.2).
 
     :func:`rmtsweep.theory.finite_d.detection_probability` at the store's ``theory_rho``, ``delta``,
-    ``gamma`` and ``d`` (an int, or a DataArray over the ``d`` axis: :func:`d_of`), with the exact
-    excess kurtosis of the pooled signs of its sweep. Derived, not fitted to any sweep.
+    ``gamma`` and ``d`` (an int, or a DataArray over the ``d`` axis: :func:`d_of`), with the store's
+    ``theory_pooled_kurtosis`` (the exact excess kurtosis of the pooled signs). Derived, not fitted to
+    any sweep. It is the cubic law's: NaN where ``theory_law = 1``, whose finite-d detection law is
+    not derived yet (docs/theory.md §7), so the prediction never mixes the two laws.
     """
-    # a dataset without its sweep (built by hand) gets the Gaussian value 0: it enters only the outlier's spread
-    kurtosis = pooled_kurtosis(stored_sweep("<store>", dict(ds.attrs))) if "sweep_canonical" in ds.attrs else 0.0
+    # a store made before theory_pooled_kurtosis re-derives it from its sweep; one built by hand gets 0 (Gaussian)
+    kurtosis = (ds["theory_pooled_kurtosis"] if "theory_pooled_kurtosis" in ds else pooled_kurtosis(
+        stored_sweep("<store>", dict(ds.attrs))) if "sweep_canonical" in ds.attrs else 0.0)
     rho = ds["theory_rho"] if lazy else ds["theory_rho"].load()
     delta, gamma = ds["delta"], ds["gamma"]
     p = xr.apply_ufunc(finite_d.detection_probability, rho, delta, gamma, d, margin_factor, kurtosis,
                        dask="parallelized", output_dtypes=[float])
+    if "theory_law" in ds:
+        p = p.where(ds["theory_law"] != 1)
     return p.assign_attrs(long_name="finite-d prediction of the detection rate (Tracy-Widom edge, Gaussian "
-                                    "outlier; derived, not fitted)", units="1")
+                                    "outlier; derived, not fitted; NaN where theory_law = 1)", units="1")
 
 
-def _finite_size(ds: xr.Dataset, d: xr.DataArray | int, out: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:
-    """The realised-count predictions at the store's size (:mod:`rmtsweep.analysis.finite_size`) and their z."""
-    fs = finite_size_spikes(ds, d)
-    for name in ("lambda1", "overlap") if fs else ():
+def _finite_size(ds: xr.Dataset, out: dict[str, xr.DataArray], lazy: bool) -> dict[str, xr.DataArray]:
+    """The store's realised-count predictions at its size (``finite_size_*``, made with its theory) and their z."""
+    names = [f"finite_size_{name}{suffix}" for name in ("lambda1", "overlap") for suffix in ("", "_se")]
+    if not all(name in ds for name in names):        # no theory_law = 1 cell, over budget, or an older store
+        return {}
+    fs = {name: ds[name] if lazy else ds[name].load() for name in names}
+    for name in ("lambda1", "overlap"):
         se = np.sqrt(out[f"{name}_sem"] ** 2 + fs[f"finite_size_{name}_se"] ** 2)
         fs[f"finite_size_{name}_z"] = ((out[f"{name}_mean"] - fs[f"finite_size_{name}"]) / se).assign_attrs(
             long_name=f"(MC - finite_size_{name}) / sqrt(sem^2 + prediction's s.e.^2)", units="1")
@@ -204,8 +211,8 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     margin_factor
         Detection margin in units of ``kappa lambda_+ d^(-2/3)`` (absolute eigenvalue units).
     lazy
-        Return the comparison as lazy dask arrays (compute it with ``.compute()``); the ``finite_size_*``
-        and ``*_limit`` variables are computed only by an eager comparison.
+        Return the comparison as lazy dask arrays (compute it with ``.compute()``); the ``*_limit``
+        variables are computed only by an eager comparison.
 
     Returns
     -------
@@ -272,8 +279,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
     if centering == "class" and "theory_rho" in ds:
         out["theory_detection_rate"] = theory_detection_rate(ds, d, margin_factor, lazy)
-        if not lazy:                                 # a seeded Monte Carlo over token counts: eager only
-            out.update(_finite_size(ds, d, out))
+    out.update(_finite_size(ds, out, lazy))
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
         out["paper_bulk_ks"] = bulk_distance(ds, done, law="paper")
@@ -364,8 +370,10 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
     if "theory_detection_rate" in cmp:
         p, rate, n = cmp["theory_detection_rate"], cmp["detection_rate"], cmp["n_done"]
         close = abs(rate - p) <= 3 * np.sqrt(p * (1 - p) / n.where(n > 0)) + 0.03
-        lines.append(f"detection rate within 3 binomial sigma + 0.03 of the finite-d prediction in "
-                     f"{int(close.where(rate.notnull()).sum())}/{int(rate.count())} cells")
+        held = rate.notnull() & p.notnull()                   # p is NaN where theory_law = 1
+        if bool(held.any()):
+            lines.append(f"detection rate within 3 binomial sigma + 0.03 of the finite-d prediction in "
+                         f"{int(close.where(held).sum())}/{int(held.sum())} cells")
     for name in ("lambda1", "overlap") if "finite_size_lambda1_z" in cmp else ():
         z = cmp[f"finite_size_{name}_z"]
         lines.append(f"{name} at the store's size (finite_size_{name}, T = 1 cells): "

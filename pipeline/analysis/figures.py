@@ -7,7 +7,7 @@ Each store yields the figures its content supports:
   and, where the store's ``theory_spectrum`` is the finite-T law, that law per bin,
   with the predicted and the simulated outlier marked;
 - (b) ``alignment``: top alignment against SNR per weight scheme, Monte Carlo mean ± standard error
-  over the theory curve;
+  over the theory curve (``theory_overlap``'s function under the store's ``theory_law``);
 - (c) ``phase``: detection rate over (SNR, gamma) per delta with the theory's transition curves;
 - (d) ``accuracy``: downstream ridge test accuracy against SNR per weight scheme, with the ranking
   checked against the ranking of ``alpha/kappa``;
@@ -32,6 +32,7 @@ import xarray as xr
 
 from .. import theory
 from ..dims import D
+from ..theory import cell_law
 from .compare import compare, d_of, open_source
 from .limits import fit_line
 from .mask import only_done
@@ -93,8 +94,10 @@ def alignment_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
     for i, w in enumerate(ds["weights"].values):
         c = cmp.sel(weights=w, **cell)
         ratio = float((ds["theory_alpha"] / ds["theory_kappa"]).sel(T=cell["T"], weights=w))
-        if ds.attrs.get("table_centering") == "class":
-            ax.plot(fine, theory.overlap(ratio * fine, cell["delta"], cell["gamma"]), color=f"C{i}", lw=1.2)
+        if ds.attrs.get("table_centering") == "class":       # theory_overlap's function, under its theory_law
+            law = cell_law.law_at(ds, cell["T"], w)
+            curve = cell_law.limit_spike(ratio * fine, cell["delta"], cell["gamma"], law)[1]
+            ax.plot(fine, curve, color=f"C{i}", lw=1.2)
         else:
             ax.plot(c["snr"], c["overlap_theory"], color=f"C{i}", lw=1.2)
         ax.errorbar(c["snr"], c["overlap_mean"], yerr=c["overlap_sem"], fmt="o", ms=3.5, color=f"C{i}",

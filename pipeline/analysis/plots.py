@@ -14,6 +14,7 @@ where it is a grid axis (``select={"d": 400}`` picks one). Over each
 panel the population and sample transitions (``theory_snr_population``, ``theory_snr_sample``) are
 drawn as curves in the plotted plane: SNR against delta or gamma, or contours in the (delta, gamma)
 plane; not over a categorical axis (T, weights), where a line between categories means nothing.
+They pass through the store's values, and between grid points follow the function that wrote them.
 
 Plotting libraries are imported inside the functions, so ``rmtsweep run`` never loads them.
 """
@@ -30,7 +31,7 @@ from typing import Callable, Iterable
 import numpy as np
 import xarray as xr
 
-from .. import theory
+from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from .compare import GROUP, compare, open_source
@@ -43,6 +44,8 @@ __all__ = ["heat_map", "map_data", "map_figure", "plot_map", "save_map", "snr_tr
            "transition_curves"]
 
 MAX_PANELS = 24
+POINTS = (200, 120)        # points across an axis of a transition line, and of a (delta, gamma) contour grid
+EXACT_POINTS = (24, 12)    # the same where theory_law = 1 (the exact law's threshold: ~30 ms a point, cached)
 CATEGORICAL = ("T", "weights")  # drawn at equally spaced positions, labelled with their values
 HTML_COLUMNS = 3
 FRAME = {1: (520, 360), 2: (420, 300), 3: (300, 230)}    # (width, height) of a panel's data area, px
@@ -107,24 +110,38 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
 def snr_transition(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None, d=None) -> np.ndarray:
     """SNR of the population or sample transition at arrays of delta and gamma, one (T, weights).
 
-    :func:`rmtsweep.theory.transition_snr` with the store's weight scalars and centering (a
-    large-dimension limit: the same at every ``d``).
+    :func:`rmtsweep.theory.cell_law.transition_snr`, the function that wrote the store's
+    ``theory_snr_population`` / ``theory_snr_sample``, with the store's weight scalars, centering and
+    ``theory_law``: at the grid's points it gives the store's values (a large-dimension limit: the
+    same at every ``d``).
     """
     sel = {"T": T, "weights": weights}
-    return theory.transition_snr(kind, float(ds["theory_alpha"].sel(sel)), float(ds["theory_kappa"].sel(sel)),
-                                 delta, gamma, ds.attrs.get("table_centering", "class"))
+    alpha, kappa = float(ds["theory_alpha"].sel(sel)), float(ds["theory_kappa"].sel(sel))
+    return cell_law.transition_snr(kind, alpha, kappa, delta, gamma, ds.attrs.get("table_centering", "class"),
+                                   cell_law.law_at(ds, T, weights))
+
+
+def _axis_grid(values: np.ndarray, n: int) -> np.ndarray:
+    """``n`` points across the axis' range, and its grid values (a curve passes through the store's points)."""
+    return np.union1d(np.linspace(values.min(), values.max(), n), values)
 
 
 def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, list[np.ndarray]]:
-    """Theory transitions in the (x, y) plane at the other axes' values ``at``, as lists of (n, 2) paths."""
+    """Theory transitions in the (x, y) plane at the other axes' values ``at``, as lists of (n, 2) paths.
+
+    Through the store's ``theory_snr_*`` at the grid's values, :func:`snr_transition` between them
+    (:data:`EXACT_POINTS` across an axis where ``theory_law = 1``: ~30 ms a point; else :data:`POINTS`).
+    """
     out: dict[str, list[np.ndarray]] = {}
     pos = {a: (np.arange(ds.sizes[a]) if a in CATEGORICAL else ds[a].values.astype(float))
            for a in ALL_AXES if a in ds.dims}
+    law = cell_law.law_at(ds, at["T"], at["weights"]) if "T" in at and "weights" in at else cell_law.CUBIC
+    n_line, n_plane = (POINTS if law == cell_law.CUBIC else EXACT_POINTS)
     for kind in ("population", "sample"):
         if "snr" in (x, y):
             a = y if x == "snr" else x
             if a in ("delta", "gamma"):
-                grid = np.linspace(pos[a].min(), pos[a].max(), 200)
+                grid = _axis_grid(pos[a], n_line)
                 s = snr_transition(ds, kind, **{**at, a: grid})
             else:  # T, weights or d: one point per grid value
                 grid = pos[a]
@@ -133,8 +150,7 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
             out[kind] = [xy[np.isfinite(xy).all(axis=1)]]
         elif {x, y} == {"delta", "gamma"}:
             import contourpy
-            gx = np.linspace(pos[x].min(), pos[x].max(), 120)
-            gy = np.linspace(pos[y].min(), pos[y].max(), 120)
+            gx, gy = _axis_grid(pos[x], n_plane), _axis_grid(pos[y], n_plane)
             X, Y = np.meshgrid(gx, gy)
             D, G = (X, Y) if x == "delta" else (Y, X)
             field = snr_transition(ds, kind, D, G, at["T"], at["weights"]) - at["snr"]

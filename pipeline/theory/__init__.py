@@ -4,7 +4,9 @@
   Stieltjes transform).
 - :mod:`rmtsweep.theory.spikes`: thresholds, outlier locations and alignments, and the corrections for
   an uncentred table.
-- :mod:`rmtsweep.theory.on_grid`: all of it evaluated on a sweep's grid (the store's theory arrays).
+- :mod:`rmtsweep.theory.on_grid`: all of it evaluated on a sweep's grid (the store's theory arrays);
+  :mod:`rmtsweep.theory.cell_law` picks each cell's law (the cubic, or the exact finite-T law where the
+  weights sit on one position) and is what the analysis calls to draw curves between grid points.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 Which formulas a store carries follows its ``table_centering`` (docs/theory.md):
 
-- ``class``: the paper's spike formulas with ``rho = alpha snr / kappa``.
+- ``class``: the paper's spike formulas with ``rho = alpha snr / kappa``, except where the weights
+  sit on one position (every scheme at ``T = 1``): there the exact finite-T law
+  (:mod:`rmtsweep.theory.cell_law`, ``theory_law = 1``), with the finite-size predictions at the
+  sweep's own ``d`` (:mod:`rmtsweep.theory.finite_size`).
 - ``none``: the corrected uncentred-table theory (:func:`rmtsweep.theory.spikes.uncentred`) — a
   signal outlier at ``rho_s = (alpha/kappa)(snr + delta)`` whose eigenvector's alignment with ``u``
   is scaled by ``snr / (snr + delta)``, and a common-mean outlier at ``rho_b = W1^2 delta / kappa``
@@ -20,13 +23,15 @@ from typing import Iterator
 import numpy as np
 import xarray as xr
 
-from ..dims import AXES
+from ..dims import ALL_AXES
 from ..model import effective_length
 from ..spec import Sweep
 from . import spikes
 from . import finite_t
 from .bulk import edge as bulk_edge, histogram as bulk_histogram
+from .cell_law import ONE_TOKEN_BUDGET, one_position, one_token_spikes, transition_snr
 from .finite_d import pooled_sign_excess_kurtosis
+from .finite_size import finite_size_arrays
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset", "weight_scalars"]
 
@@ -90,7 +95,6 @@ def pooled_kurtosis(sweep: Sweep) -> xr.DataArray:
 LAWS = ("cubic MP_delta ⊠ MP_gamma", "finite-T law, exact (one token per sequence carries all the weight)",
         "finite-T law over a sampled token-count spectrum (seeded, V = 1000, 4 samples)")
 FINITE_T_BELOW = 8.0     # T_eff under which the finite-T law is computed; above it the cubic is within 0.003
-ONE_TOKEN_BUDGET = 256   # (delta, gamma) points whose T = 1 edge, outlier and threshold a template computes
 FINITE_T_BUDGET = 6400   # (distinct law, delta, gamma) x bins a template computes (~0.4 s per 100); beyond, the cubic
 SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.5 s per law, ~1e-3 in KS
 
@@ -103,7 +107,7 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
     :data:`FINITE_T_BELOW`: exact where the weights sit on one position (every scheme at ``T = 1``;
     token counts Poisson), else over the token-count spectrum ``nu`` sampled with :data:`SAMPLE`
     (a seeded large-V Monte Carlo: about 1e-3 in Kolmogorov distance from a 12x larger sample).
-    Elsewhere, and for attention (whose weights differ per sequence), it is the cubic;
+    Elsewhere, and for attention at ``T > 1`` (whose weights differ per sequence), it is the cubic;
     ``theory_spectrum_law`` says which per (T, weights). A grid that would need more than
     :data:`FINITE_T_BUDGET` (distinct laws x (delta, gamma) x bins) keeps the cubic everywhere, and the
     flag's description says so (store creation must stay fast). Empty without a spectrum observable.
@@ -118,9 +122,10 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
     cubic = np.array([[bulk_histogram(edges, dl, g) for g in c["gamma"]] for dl in c["delta"]])
     theory = np.repeat(np.repeat(cubic[:, :, None, None, :], len(c["T"]), 2), len(c["weights"]), 3)
     law = np.zeros((len(c["T"]), len(c["weights"])), np.int8)
-    # (T index, weights index, exact, weights) of the cells needing the finite-T law
-    wanted = [(a, b, _one_hot(w), w) for a, b, w in _fixed_weights(sweep)
-              if float(ws["theory_T_eff"][a, b]) < FINITE_T_BELOW]
+    # (T index, weights index, exact, weights) of the cells needing the finite-T law: exact on one position
+    single = set(one_position(sweep))
+    wanted = [(a, b, (a, b) in single, w) for a, b, w, dependent in _cell_weights(sweep)
+              if (a, b) in single or (not dependent and float(ws["theory_T_eff"][a, b]) < FINITE_T_BELOW)]
     profile = {(a, b): () if exact else tuple(np.round(np.sort(np.abs(w[w != 0])) / np.abs(w).max(), 12))
                for a, b, exact, w in wanted}
     pairs = [(dl, g) for dl in c["delta"] for g in c["gamma"]]
@@ -201,13 +206,21 @@ def _uncentred(snr, ws: xr.Dataset, delta, gamma) -> dict[str, xr.DataArray]:
 
 
 def theory_dataset(sweep: Sweep) -> xr.Dataset:
-    """Every theory array of the sweep's grid (no randomness; cheap).
+    """Every theory array of the sweep's grid, computed once, when the store is created.
+
+    The law of each cell (the cubic, or the exact finite-T law where the weights sit on one
+    position) is chosen by :mod:`rmtsweep.theory.cell_law` and recorded in ``theory_law``; the
+    analysis reads these arrays (or calls the same functions with the same ``theory_law``) and
+    recomputes no theory of its own.
 
     Returns
     -------
     xarray.Dataset
         Variables ``theory_*`` (the theory this store's centering calls for) and ``paper_*`` (the
-        paper's formulas as stated), with units and long names.
+        paper's formulas as stated), with units and long names. ``theory_pooled_kurtosis`` feeds the
+        finite-d detection rate; ``finite_size_*`` (a seeded Monte Carlo over token counts, at the
+        sweep's own ``d``: a ``d`` dimension only where ``d`` is a grid axis) exist where
+        ``theory_law = 1``. Every other array is a large-dimension limit, without ``d``.
     """
     c = grid_coords(sweep)
     ws = weight_scalars(sweep)
@@ -235,68 +248,21 @@ def theory_dataset(sweep: Sweep) -> xr.Dataset:
     else:
         out.update(_uncentred(snr, ws, delta, gamma))
     for kind, name in (("population", "theory_snr_population"), ("sample", "theory_snr_sample")):
-        snr_t = xr.apply_ufunc(spikes.transition_snr, kind, alpha, kappa, delta, gamma, centering)
+        snr_t = xr.apply_ufunc(transition_snr, kind, alpha, kappa, delta, gamma, centering)
         out[name] = snr_t.assign_attrs(long_name=f"{'population' if kind == 'population' else 'sample (observable)'} "
                                                  "transition SNR", units="snr")
+    out["theory_pooled_kurtosis"] = pooled_kurtosis(sweep)
     out.update(spectrum_arrays(sweep))
     ds = xr.Dataset(out)
-    ds = ds.transpose(*[d for d in AXES if d in ds.dims], ...)
-    return _one_token_spikes(ds, sweep) if centering == "class" else ds
+    if centering == "class":
+        ds = one_token_spikes(ds, sweep)
+        ds = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"]))
+    return ds.transpose(*[d for d in ALL_AXES if d in ds.dims], ...)
 
 
-def _fixed_weights(sweep: Sweep) -> Iterator[tuple[int, int, np.ndarray]]:
-    """``(T index, weights index, w)`` of every fixed scheme of the grid (attention's weights vary per sequence)."""
+def _cell_weights(sweep: Sweep) -> Iterator[tuple[int, int, np.ndarray, bool]]:
+    """``(T index, weights index, w, data-dependent)`` per cell; attention's ``w`` is its large-d limit."""
     for a, T in enumerate(sweep.grid.T):
         R = sweep.correlation.matrix(int(T))
         for b, scheme in enumerate(sweep.grid.weights):
-            if not getattr(scheme, "data_dependent", False):
-                yield a, b, scheme.weights(R)
-
-
-def _one_hot(w: np.ndarray) -> bool:
-    """Whether the weights sit on one position: the finite-T law is then exact (Poisson token counts)."""
-    return int(np.count_nonzero(w)) == 1
-
-
-def _one_token_spikes(ds: xr.Dataset, sweep: Sweep) -> xr.Dataset:
-    """Edge, outlier, alignment, phase and sample threshold from the exact finite-T law where it is exact.
-
-    Where the weights sit on one position (every scheme at ``T = 1``) the token-count law is
-    ``(gamma/delta) Poisson(delta/gamma)`` and docs/theory.md §6.1 gives the bulk's main edge, the
-    outlier equation and the threshold exactly; there they replace the cubic's (which stays in
-    ``paper_*``), and ``theory_law`` is 1. ``theory_rho_sample`` (per delta, gamma) stays the cubic's.
-    """
-    c = grid_coords(sweep)
-    flag = np.zeros((len(c["T"]), len(c["weights"])), np.int8)
-    cells = [(a, b) for a, b, w in _fixed_weights(sweep) if _one_hot(w)]
-    pairs = [(dl, g) for dl in c["delta"] for g in c["gamma"]]
-    note = ""
-    if cells and len(pairs) > ONE_TOKEN_BUDGET:   # the edge and threshold cost ~0.1 s per (delta, gamma)
-        note = f"; not computed: {len(pairs)} (delta, gamma) points exceed the budget of {ONE_TOKEN_BUDGET}"
-        cells = []
-    changed = ("theory_edge", "theory_outlier", "theory_overlap", "theory_phase", "theory_snr_sample")
-    if cells:                                     # copy only what is overwritten, only when something is
-        ds = ds.assign({name: ds[name].copy(deep=True) for name in changed})
-    laws = {(dl, g): finite_t.poisson_law(dl, g) for dl, g in pairs} if cells else {}
-    edges = {key: (finite_t.edge(nu, key[0]), finite_t.threshold(nu, key[0])) for key, nu in laws.items()}
-    for a, b in cells:
-        flag[a, b] = 1
-        at = {"T": c["T"][a], "weights": c["weights"][b]}
-        kappa, alpha = float(ds["theory_kappa"].sel(at)), float(ds["theory_alpha"].sel(at))
-        rho = ds["theory_rho"].sel(at).values
-        for dl, g in pairs:
-            rho_pop = float(ds["theory_rho_population"].sel(delta=dl))
-            nu, (edge, rc) = laws[(dl, g)], edges[(dl, g)]
-            loc, ov = finite_t.outlier(rho, nu, dl)
-            cell = {"delta": dl, "gamma": g, **at}
-            ds["theory_edge"].loc[cell] = kappa * edge
-            ds["theory_outlier"].loc[cell] = kappa * loc
-            ds["theory_overlap"].loc[cell] = ov
-            ds["theory_phase"].loc[cell] = np.where(rho > rc, 2, np.where(rho > rho_pop, 1, 0))
-            ds["theory_snr_sample"].loc[cell] = rc * kappa / alpha
-    ds["theory_law"] = _da(flag, ("T", "weights"), c, "law behind theory_edge, _outlier, _overlap, _phase, "
-                           "_snr_sample", flag_values=[0, 1], flag_meanings="cubic finite_T_exact",
-                           description="finite_T_exact: weights on one position (docs/theory.md §6.1)" + note)
-    for name in changed:
-        ds[name].attrs["long_name"] = ds[name].attrs["long_name"] + " (finite-T law where theory_law = 1)"
-    return ds
+            yield a, b, scheme.weights(R), scheme.data_dependent

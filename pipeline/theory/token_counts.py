@@ -58,11 +58,12 @@ def null_top(counts: np.ndarray, V: int, N: int, delta: float, min_tokens: int =
     those tokens' empirical law, whose main edge is one candidate. A token with a rarer, higher count
     ``c`` is a rank-one spike ``(c/N) e_v e_v^T`` of that bulk (``e_v`` independent of it): its eigenvalue
     solves ``gamma c G(l) = 1``, i.e. ``l = l(G)`` at ``G = N / (d c)`` (the pole of its atom), when that
-    lies above the edge (``G < G_e``). The top eigenvalue is the largest candidate. The top of the
+    lies above the edge (``G < G_e``); at a tiny ``V`` where no count is held by ``min_tokens`` tokens,
+    the counts held by the most tokens form the bulk. The top eigenvalue is the largest candidate. The top of the
     full law's support instead reaches above a piece's single eigenvalue (0.1-0.3 kappa high at d = 400).
     """
     values, holders = np.unique(counts, return_counts=True)
-    bulk_max = values[holders >= min_tokens].max()
+    bulk_max = values[holders >= min(min_tokens, holders.max())].max()   # tiny V: no count may have min_tokens
     p = V * counts / N
     nu = empirical_law(p[counts <= bulk_max])
     g_edge, top = edge_point(nu, delta)

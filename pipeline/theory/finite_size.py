@@ -1,0 +1,81 @@
+"""The theory at the sweep's own ``d`` where the limit law is exact but finite size is not small.
+
+Where the weights sit on one position (``theory_law = 1``: every scheme at ``T = 1``) the token
+counts do not average out at finite size: the top of the spectrum and the signal outlier's alignment
+depend on how often the most repeated tokens were drawn. :func:`rmtsweep.theory.token_counts.realised_count_spikes`
+averages the deterministic equivalent over seeded count draws at the sweep's ``V``, ``N`` (docs/theory.md
+§6.1). This module puts it on the grid once, when the store's theory is made (``finite_size_*``, read by
+the comparison): a seeded Monte Carlo of about 0.5 s per ``(d, delta, gamma)`` point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..dims import D
+from ..spec import Sweep
+from .token_counts import realised_count_spikes
+
+__all__ = ["BUDGET", "DRAWS", "finite_size_arrays"]
+
+DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
+BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
+ABS = "same units as the eigenvalues of S"
+
+
+def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> dict[str, xr.DataArray]:
+    """``finite_size_lambda1`` / ``_overlap`` and their Monte Carlo errors, NaN where ``law != 1``.
+
+    Dims ``([d,] delta, gamma, snr, T, weights)``: ``d`` only where it is a grid axis of the sweep
+    (else the arrays are at its one ``d``). Empty when no cell has ``law == 1``, or beyond
+    :data:`BUDGET` ``(d, delta, gamma)`` points. ``rho = alpha snr / kappa`` is ``snr`` at these cells
+    (``alpha = kappa = w_t^2``), so one prediction serves every scheme of a point. NaN at a point
+    too small for it (a tiny ``V``, ``N`` where some draw's counts leave the law no main gap).
+
+    Parameters
+    ----------
+    sweep
+        The validated sweep (its ``d`` values, grid and ``V = d / delta``, ``N = d / gamma``).
+    law
+        ``theory_law`` (T, weights) of :func:`rmtsweep.theory.cell_law.one_token_spikes`.
+    kappa
+        ``theory_kappa`` (T, weights): ``lambda1`` is in the absolute units of ``S``.
+    """
+    exact = law == 1
+    if not bool(exact.any()):
+        return {}
+    g = sweep.grid
+    d_values = np.asarray(sweep.d_values, np.int64)
+    delta, gamma, snr = (np.asarray(v, float) for v in (g.delta, g.gamma, g.snr))
+    if d_values.size * delta.size * gamma.size > BUDGET:
+        return {}
+    shape = (d_values.size, delta.size, gamma.size, snr.size)
+    res = {k: np.empty(shape) for k in ("lambda1", "lambda1_se", "overlap", "overlap_se")}
+    for i, dd in enumerate(d_values):
+        for j, dl in enumerate(delta):
+            for k, gm in enumerate(gamma):
+                try:
+                    fs = realised_count_spikes(snr, dl, gm, int(dd), draws=DRAWS)
+                except ValueError:                # a tiny V, N: some draw's counts leave no main gap
+                    for name in res:
+                        res[name][i, j, k] = np.nan
+                    continue
+                for name in res:
+                    res[name][i, j, k] = getattr(fs, name)
+    dims = (D, "delta", "gamma", "snr")
+    coords = {D: d_values, "delta": delta, "gamma": gamma, "snr": snr}
+    out = {}
+    for name, what in (("lambda1", "lambda_1"), ("overlap", "top alignment |u_hat_1^T u|^2")):
+        scale = kappa if name == "lambda1" else 1.0
+        for suffix in ("", "_se"):
+            arr = xr.DataArray(res[name + suffix], dims=dims, coords=coords)
+            if not sweep.d_axis:
+                arr = arr.isel({D: 0}, drop=True)
+            arr = (arr * scale).where(exact)
+            long = (f"finite-size prediction of the {what} at the store's d over realised token counts ({DRAWS} "
+                    "seeded draws; theory_law = 1 cells only)") if not suffix else \
+                f"Monte Carlo standard error of finite_size_{name}"
+            units = ABS if name == "lambda1" else "1"
+            out[f"finite_size_{name}{suffix}"] = arr.assign_attrs(long_name=long, units=units)
+    return out

@@ -1,0 +1,48 @@
+"""The same data get the same theory: T = 1 under any scheme, and no Monte Carlo at comparison time."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from rmtsweep import compare
+from tests.helpers import build_store
+
+# At T = 1 every scheme pools the one token with weight 1: mean and attention see the same matrices.
+ONE_TOKEN = {"name": "t1-attention", "d": 40, "replicates": 4, "replicates_per_task": 4, "seed": 3,
+             "correlation": {"model": "iid"}, "table_centering": "class", "top_k": 2,
+             "grid": {"delta": [0.5], "gamma": [1.0], "snr": [0.0, 1.0, 2.0, 3.0, 4.0, 6.0], "T": [1, 4, 16],
+                      "weights": ["mean", {"scheme": "attention", "tau": 1.0, "scale": "sqrt_d"}]}}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return build_store(tmp_path_factory.mktemp("one-source") / "t1.zarr", ONE_TOKEN)
+
+
+def test_one_position_gets_one_theory_whatever_the_scheme(store):
+    ds = xr.open_zarr(store).sel(T=1)
+    np.testing.assert_allclose(ds["eigenvalues"].isel(weights=0), ds["eigenvalues"].isel(weights=1), rtol=1e-12)
+    assert ds["theory_law"].values.tolist() == [1, 1]
+    for name in ("theory_edge", "theory_snr_sample", "theory_phase", "theory_outlier", "theory_overlap"):
+        assert np.array_equal(ds[name].isel(weights=0), ds[name].isel(weights=1)), name
+    cmp = compare(store).sel(T=1)
+    for name in ("detection_rate", "transition_snr_empirical", "transition_snr_theory", "theory_phase"):
+        assert np.array_equal(cmp[name].isel(weights=0), cmp[name].isel(weights=1), equal_nan=True), name
+
+
+def test_compare_runs_no_monte_carlo(store, monkeypatch):
+    """The T = 1 finite-size spikes come with the store's theory: comparing draws no token counts."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("compare ran the finite-size Monte Carlo")
+    for module in [m for name, m in sys.modules.items() if name.startswith("rmtsweep")]:
+        if hasattr(module, "realised_count_spikes"):
+            monkeypatch.setattr(module, "realised_count_spikes", refuse)
+    cmp = compare(store)
+    stored = xr.open_zarr(store)
+    for name in ("finite_size_lambda1", "finite_size_overlap_se"):
+        assert np.array_equal(cmp[name], stored[name].transpose(*cmp[name].dims), equal_nan=True), name
+    assert cmp["finite_size_overlap"].sel(T=1).notnull().all() and cmp["finite_size_overlap"].sel(T=4).isnull().all()
