@@ -17,11 +17,9 @@ pytestmark = pytest.mark.slow
 
 EXPECTED = {                       # row: (exit status, what the one line must say)
     "sigint_group": (130, r"^rmtsweep: interrupted; finished tasks are in the store: rerun the same command"),
-    "sigint_while_starting": (130, r"^rmtsweep: interrupted"),
     "absent_chunk": (1, r"absent\.zarr: delta=\S+ gamma=\S+ T=\d+ replicates \d+-\d+: marked done but its overlap "
                         r"chunk is absent \(done without data\)$"),
     "read_only_workers": (1, r"^rmtsweep: error: \S+mixed\.zarr\S*: Read-only file system \(a worker writing task"),
-    "bad_scheduler": (2, r"--scheduler localhost"),
     "corrupt_chunk": (2, r"corrupt\.zarr: delta=\S+ gamma=\S+ T=\d+ replicates \d+-\d+: eigenvalues chunk is "
                          r"corrupt .*run `rmtsweep verify \S+ --repair`"),
     "disk_full": (1, r"^rmtsweep: error: \S+full\.zarr\S*: No space left on device .*rerun the same command"),
