@@ -156,9 +156,11 @@ class Bench:
         return store
 
 
-def _signal(bench: Bench, name: str, sig: int, group: bool, fault: str) -> Row:
+def _signal(bench: Bench, name: str, sig: int, group: bool, fault: str, after: int = 5, delay: float = 0.0) -> Row:
+    """Send ``sig`` once ``after`` tasks are written and ``delay`` seconds more have passed; then resume."""
     store = bench.fresh(name)
-    proc = bench.start(store, after=5)
+    proc = bench.start(store, after=after)
+    time.sleep(delay)
     (os.killpg if group else os.kill)(proc.pid, sig)
     _, err = proc.communicate(timeout=60)
     message, noise = _stderr_lines(err)
@@ -311,17 +313,8 @@ def absent_chunk(bench: Bench) -> Row:
 
 def sigint_while_starting(bench: Bench) -> Row:
     """Ctrl-C to the process group 2 s after the start, while the workers still import."""
-    store = bench.fresh("starting.zarr")
-    proc = subprocess.Popen(bench.cmd(store), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    time.sleep(2.0)
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    message, noise = _stderr_lines(err)
-    lacking = _without_data(store)
-    bench.run(store, check=True)
-    return Row("Ctrl-C 2 s after the start (workers importing)", proc.returncode, message, noise, bench.same(store),
-               "rerun the same command", lacking)
+    return _signal(bench, "starting.zarr", signal.SIGINT, True, "Ctrl-C 2 s after the start (workers importing)",
+                   after=0, delay=2.0)
 
 
 def bad_scheduler(bench: Bench) -> Row:
