@@ -4,7 +4,8 @@ The engine stays dask.distributed: the process that runs ``rmtsweep run`` (the *
 the scheduler and writes the store; the batch system only starts workers, each job one
 ``dask worker`` with a lifetime shorter than its walltime. Settings come from a commented YAML file
 (``deploy/<kind>/jobqueue.yaml``) with keyword overrides, validated once into a frozen
-:class:`ClusterConfig`.
+:class:`ClusterConfig`. A batch system that cannot run the workers (no ``sbatch``, a controller
+down, a job that ends before its worker joins) stops the run in one line: :mod:`rmtsweep.jobwatch`.
 
 Example
 -------
@@ -30,6 +31,7 @@ from dask.utils import parse_bytes, parse_timedelta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ClusterError
+from .jobwatch import jobqueue_classes, watched_job_class
 from .shipped import cluster_config
 from .types import ClusterKind
 
@@ -230,22 +232,14 @@ def _job_kwargs(config: ClusterConfig) -> dict[str, Any]:
     )
 
 
-def _jobqueue(kind: Kind) -> tuple[type, type]:
-    try:
-        import dask_jobqueue as djq
-    except ImportError:
-        raise ClusterError("dask-jobqueue is not installed: pip install 'rmtsweep[cluster]'") from None
-    return {"slurm": (djq.SLURMCluster, djq.slurm.SLURMJob), "pbs": (djq.PBSCluster, djq.pbs.PBSJob)}[kind]
-
-
 def make_cluster(kind: Kind, config: ClusterConfig) -> JobQueueCluster:
     """Start a scheduler here and return a ``SLURMCluster``/``PBSCluster`` with no jobs yet.
 
     Scale it with :func:`scale_cluster`; close it (or use it as a context manager) to cancel jobs.
     """
-    cluster_cls, _ = _jobqueue(kind)
+    cluster_cls, _ = jobqueue_classes(kind)
     try:
-        return cluster_cls(**_job_kwargs(config))
+        return cluster_cls(job_cls=watched_job_class(kind), **_job_kwargs(config))
     except (ValueError, RuntimeError, OSError) as exc:  # e.g. an interface this host lacks
         raise ClusterError(f"cannot start a {kind} cluster: {' '.join(str(exc).split())}") from None
 
@@ -255,12 +249,14 @@ def scale_cluster(cluster: JobQueueCluster, config: ClusterConfig, jobs: int | N
 
     Always adaptive, never a fixed ``scale``: only the adaptive loop re-submits jobs whose workers
     retired at their lifetime, and it releases idle jobs in the tail of a sweep. For a fixed number
-    of jobs set ``min_jobs`` equal to ``jobs``.
+    of jobs set ``min_jobs`` equal to ``jobs``. One job at least, even with ``min_jobs: 0``, and from
+    the start: its submission tells a batch system that cannot run the workers (no ``sbatch``, a
+    controller down) before the run writes its store (:class:`~rmtsweep.jobwatch.JobWatch`).
     """
     maximum = config.max_jobs if jobs is None else jobs
     if maximum < 1:
         raise ClusterError(f"--jobs must be at least 1, got {jobs}")
-    return cluster.adapt(minimum_jobs=min(config.min_jobs, maximum), maximum_jobs=maximum)
+    return cluster.adapt(minimum_jobs=max(1, min(config.min_jobs, maximum)), maximum_jobs=maximum)
 
 
 def worker_job_script(kind: Kind, config: ClusterConfig) -> str:
@@ -269,7 +265,7 @@ def worker_job_script(kind: Kind, config: ClusterConfig) -> str:
     Built from dask-jobqueue's job class directly: starts no scheduler, submits nothing and needs no
     ``sbatch``/``qsub``. The scheduler address is a placeholder. (A ``log_directory`` is created.)
     """
-    _, job_cls = _jobqueue(kind)
+    _, job_cls = jobqueue_classes(kind)
     return job_cls("tcp://<scheduler-address>:8786", name="dummy-name", **_job_kwargs(config)).job_script()
 
 
@@ -295,7 +291,7 @@ def driver_script(
     if config.driver_stop_warning >= config.driver_walltime_seconds:
         raise ClusterError(f"driver_stop_warning {config.driver_stop_warning} s must be shorter than the driver's "
                            f"walltime {config.driver_walltime or config.walltime}")
-    _, job_cls = _jobqueue(kind)
+    _, job_cls = jobqueue_classes(kind)
     warning = [f"--signal=B:TERM@{config.driver_stop_warning}"] if kind == "slurm" else []
     header = job_cls(
         "tcp://unused:8786", name="driver", cores=1, memory=config.memory, processes=1,

@@ -6,17 +6,24 @@ what is known of the cluster's size before any worker has joined.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
+import socket
+import ssl
+import sys
+import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import click
 from dask.utils import parse_bytes
-from distributed import WorkerPlugin
 
 from .errors import ClusterError
 
@@ -50,46 +57,238 @@ class Capacity:
 
 @contextmanager
 def connect(engine: Engine) -> Iterator:
-    """A connected dask client for ``engine`` and its :class:`Capacity` (workers get one BLAS thread each)."""
+    """A connected dask client for ``engine`` and its :class:`Capacity` (workers get one BLAS thread each).
+
+    A cluster started here is started and shut down with SIGINT and SIGTERM held: one that arrives meanwhile
+    takes effect as soon as the cluster is up, or once it has shut down, so neither is left half-built. Its
+    threads, and the worker processes and batch commands they start, never receive either signal: Ctrl-C
+    reaches every process of the terminal's group, and this process alone stops the run and the workers.
+
+    Raises
+    ------
+    ClusterError
+        ``--scheduler`` names an address that is malformed or unreachable (one line naming it and why).
+    BatchSystemError
+        No worker can come: the batch system refused the worker jobs, or they left its queue before any
+        worker joined (a pending job is waited for).
+    """
     from distributed import Client, LocalCluster
 
     if engine.scheduler:
-        try:
-            client = Client(engine.scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
-            raise ClusterError(f"--scheduler {engine.scheduler}: cannot connect ({exc})") from None
-        with client:
+        with _scheduler_client(engine.scheduler) as client:
             yield client, Capacity()
     elif engine.cluster in ("slurm", "pbs"):
         from .clusters import make_cluster, scale_cluster
+        from .jobwatch import JobWatch
         config = engine.batch_config()
-        with make_cluster(engine.cluster, config) as cluster, Client(cluster) as client:
+        with _owned(lambda: make_cluster(engine.cluster, config), block=True) as cluster, \
+                _owned(lambda: Client(cluster)) as client:
             scale_cluster(cluster, config, engine.jobs)
-            jobs = engine.jobs or config.max_jobs
-            click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), "
-                       f"dashboard {client.dashboard_link}", err=True)
-            yield client, Capacity(jobs * config.cores, parse_bytes(config.memory) / config.cores)
+            notes = partial(click.echo, err=True)
+            watch = JobWatch(cluster, engine.cluster, config.log_directory, notes)
+            with watch.watching():                          # the first submission, then on
+                jobs = engine.jobs or config.max_jobs
+                click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), "
+                           f"dashboard {client.dashboard_link}", err=True)
+                yield client, Capacity(jobs * config.cores, parse_bytes(config.memory) / config.cores)
     else:
         n = engine.workers or os.cpu_count() or 1
+        # multiprocessing's resource tracker unblocks SIGINT and SIGTERM in the thread that first starts it;
+        # started here, it is no thread of the cluster's
+        resource_tracker.ensure_running()
         # workers log only errors: a stop cancels what is in flight, and each worker would warn about it
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                         silence_logs=logging.ERROR), block=True) as cluster, \
+                _owned(lambda: Client(cluster)) as client:
             client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
-            client.register_plugin(IgnoreInterrupt(), name="rmtsweep-ignore-sigint")
             click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
             yield client, Capacity()
 
 
-class IgnoreInterrupt(WorkerPlugin):
-    """A worker plugin: the LocalCluster's workers ignore SIGINT.
+CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take
+_PROBE_TIMEOUT = 5        # seconds for the quick look at its address first
 
-    They share the terminal's process group, so Ctrl-C reaches each of them as well as this process;
-    this process stops the run and shuts the cluster down, so the workers need not (and would print
-    a traceback each). The plugin is run again on every worker the nanny restarts.
+
+@contextmanager
+def _scheduler_client(address: str) -> Iterator:
+    """A client of the scheduler at ``address``; a :class:`ClusterError` naming it and what is wrong if none."""
+    from distributed import Client
+
+    _check_address(address)
+    try:
+        client = Client(address, timeout=f"{CONNECT_TIMEOUT}s")
+    except Exception as exc:  # noqa: BLE001 - whatever stops the connection is the one line to print
+        raise ClusterError(f"--scheduler {address}: cannot connect: {_reason(exc)}") from None
+    with client:
+        yield client
+
+
+def _check_address(address: str) -> None:
+    """One line, within :data:`CONNECT_TIMEOUT`, on an address that has no port, an unknown scheme or host,
+    nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
+
+    The last is asked for the scheduler's identity here, under a deadline: a client whose handshake meets
+    something that never answers (a web server, the dashboard's port) would wait for ever.
+    """
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+    from distributed.security import Security
+
+    where, deadline = f"--scheduler {address}", time.monotonic() + CONNECT_TIMEOUT
+    try:
+        scheme, location = parse_address(address)
+        get_backend(scheme)
+    except ValueError as exc:
+        raise ClusterError(f"{where}: {exc}; give one such as tcp://host:8786") from None
+    if scheme not in ("tcp", "tls"):
+        return
+    try:
+        host, port = parse_host_port(location)
+    except ValueError:
+        raise ClusterError(f"{where}: no port; give one, e.g. {scheme}://{location}:8786") from None
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ClusterError(f"{where}: unknown host {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
+    security = Security().get_connection_args("client")
+    context = security.get("ssl_context")
+    if scheme == "tls" and context is None:
+        raise ClusterError(f"{where}: tls:// needs the client's TLS certificates in the dask config "
+                           "(distributed.comm.tls.ca-file, .client.cert, .client.key); or use tcp://")
+    try:
+        with socket.create_connection((host, port), timeout=_PROBE_TIMEOUT) as sock:
+            _hears_a_handshake(sock, context if scheme == "tls" else None, host, where)
+    except ConnectionRefusedError:
+        raise ClusterError(f"{where}: nothing listens on {host}:{port} (connection refused)") from None
+    except OSError:
+        pass            # unreachable, or slow: the identity below tries for CONNECT_TIMEOUT and says why
+    try:
+        left = max(1.0, deadline - time.monotonic())
+        kind = asyncio.run(asyncio.wait_for(_identity(address, security, left), left))
+    except (asyncio.TimeoutError, TimeoutError):
+        raise ClusterError(f"{where}: no dask scheduler answered within {CONNECT_TIMEOUT} s (a scheduler listens "
+                           "on 8786 unless told otherwise; 8787 is its dashboard)") from None
+    except OSError as exc:
+        raise ClusterError(f"{where}: cannot connect: {_reason(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - garbage from something that is not dask
+        raise ClusterError(f"{where}: what answers there is not a dask scheduler ({_reason(exc)})") from None
+    if kind != "Scheduler":
+        raise ClusterError(f"{where}: that is a dask {kind}, not a scheduler")
+
+
+async def _identity(address: str, security: dict, timeout: float) -> str:
+    """The ``type`` a dask server at ``address`` says it is (``Scheduler``, ``Worker``, ``Nanny``)."""
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=timeout, **security)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        reply = await comm.read()
+    finally:
+        comm.abort()
+    return reply.get("type", "server") if isinstance(reply, dict) else "server"
+
+
+def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str) -> None:
+    """A dask server speaks first: its handshake comes as soon as the connection (and TLS) is up."""
+    tls = context is not None
+    if tls:
+        try:
+            sock = context.wrap_socket(sock, server_hostname=host if context.check_hostname else None)
+        except (TimeoutError, socket.timeout):
+            raise ClusterError(f"{where}: no answer to a TLS handshake within {_PROBE_TIMEOUT} s: is it a "
+                               "tcp:// scheduler?") from None
+        except ssl.SSLError as exc:
+            raise ClusterError(f"{where}: TLS handshake failed ({exc.reason or exc}): is it a tcp:// scheduler, "
+                               "or one with other certificates?") from None
+    try:
+        first = sock.recv(1)
+    except (TimeoutError, socket.timeout):
+        hint = "" if tls else ", or one that wants tls://"
+        raise ClusterError(f"{where}: no dask handshake within {_PROBE_TIMEOUT} s: is it a scheduler's port (8786 "
+                           f"unless told otherwise; 8787 is its dashboard){hint}?") from None
+    except ConnectionError as exc:
+        first, reason = b"", f" ({exc.strerror or exc})"
+    else:
+        reason = ""
+    if not first:
+        raise ClusterError(f"{where}: the connection was closed{reason} before a dask handshake: is it a "
+                           f"scheduler{' that speaks TLS' if tls else ''}?")
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception and its innermost cause, in one line."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    inner = exc
+    while inner.__cause__ is not None or inner.__context__ is not None:
+        inner = inner.__cause__ or inner.__context__
+    if inner is not exc:
+        cause = " ".join(str(inner).split()) or type(inner).__name__
+        if cause not in text:
+            text += f" ({cause})"
+    return text
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Held:
+    """SIGINT and SIGTERM held while the body runs; :meth:`deliver` then raises the first one that came.
+
+    With ``block`` both are also blocked in this thread while the body runs, so the threads it starts, and
+    the processes those start, never receive them (threads inherit the mask, and a child keeps it across
+    fork and exec). Handlers can be set in the main thread only: elsewhere nothing is held.
     """
 
-    def setup(self, worker) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    def __init__(self, block: bool = False) -> None:
+        self.block, self.held = block, []
+
+    def __enter__(self) -> _Held:
+        self.main = threading.current_thread() is threading.main_thread()
+        if self.main:
+            self.previous = {s: signal.signal(s, self._hold) for s in _STOPS}
+        if self.block:
+            self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+        return self
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        self.held.append(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)   # one pending here goes to _hold at once
+        if self.main:
+            for s, handler in self.previous.items():
+                signal.signal(s, handler)
+
+    def deliver(self) -> None:
+        if self.held:
+            signal.raise_signal(self.held[0])     # to the handler it would have met: KeyboardInterrupt, SIGTERM's
+
+
+@contextmanager
+def _owned(start: Callable[[], Any], block: bool = False) -> Iterator:
+    """Enter what ``start()`` makes (a cluster, a client), and exit it, with SIGINT and SIGTERM held.
+
+    A signal held while it starts is delivered once it is entered, and so unwinds through its exit; one
+    held while it exits is delivered after, unless an exception is already on its way out (the run is
+    stopping anyway). ``block`` as for :class:`_Held`, while it starts.
+    """
+    with _Held(block) as starting:
+        manager = start()
+        value = manager.__enter__()
+    try:
+        starting.deliver()
+        yield value
+    except BaseException:
+        with _Held():
+            suppressed = manager.__exit__(*sys.exc_info())
+        if not suppressed:
+            raise
+    else:
+        with _Held() as closing:
+            manager.__exit__(None, None, None)
+        closing.deliver()
 
 
 def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, **overrides) -> Engine:

@@ -2,14 +2,15 @@
 
 The CLI maps these to one line on stderr and exit status 2, with no traceback. A :class:`RunError`
 is a run that could not finish through no fault of its input (a task that keeps failing, a disk
-that fills, a lock that cannot be kept): one line and exit status 1. The classes also subclass the
-matching builtin so ordinary ``except ValueError`` code keeps working.
+that fills, a lock that cannot be kept, a batch system that will not start its workers): one line and
+exit status 1. The classes also subclass the matching builtin so ordinary ``except ValueError``
+code keeps working.
 """
 
 from __future__ import annotations
 
-__all__ = ["ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError", "StoreWriteError", "SweepDefinitionError",
-           "TaskFailedError"]
+__all__ = ["BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError",
+           "StoreWriteError", "SweepDefinitionError", "TaskFailedError"]
 
 
 class RmtsweepError(Exception):
@@ -34,6 +35,10 @@ class SelectionError(RmtsweepError, ValueError):
 
 class RunError(RuntimeError):
     """A run that stopped on a failure that is not a user mistake (exit status 1)."""
+
+
+class BatchSystemError(RunError):
+    """The batch system gave the run no worker: a submission it refused, or a job that ended before one joined."""
 
 
 class StoreWriteError(RunError):

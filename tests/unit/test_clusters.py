@@ -6,6 +6,7 @@ import re
 import shlex
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from rmtsweep.clusters import (
 )
 from rmtsweep.errors import ClusterError
 from rmtsweep.clusters import rmtsweep_command
+from rmtsweep.jobwatch import JobWatch, watched_job_class
 from rmtsweep.shipped import cluster_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,9 +174,10 @@ class FakeCluster:
 
 @pytest.mark.parametrize(
     ("min_jobs", "max_jobs", "jobs", "expected"),
-    [(0, 10, None, (0, 10)), (2, 10, 5, (2, 5)), (3, 10, 2, (2, 2)), (0, 10, 20, (0, 20))],
+    [(0, 10, None, (1, 10)), (2, 10, 5, (2, 5)), (3, 10, 2, (2, 2)), (0, 10, 20, (1, 20))],
 )
 def test_scale_cluster_is_adaptive_up_to_jobs(min_jobs, max_jobs, jobs, expected):
+    """One job at least from the start (even with min_jobs 0): its submission checks the batch system."""
     cluster = FakeCluster()
     cfg = ClusterConfig(min_jobs=min_jobs, max_jobs=max_jobs)
     assert scale_cluster(cluster, cfg, jobs) == "adaptive"
@@ -200,7 +203,7 @@ def test_driver_script_runs_rmtsweep(kind, tmp_path, monkeypatch):
                              f"{12 * 3600 - 120}s"]
         args = args[6:]
     else:
-        assert f"#SBATCH --signal=B:TERM@120" in lines
+        assert "#SBATCH --signal=B:TERM@120" in lines
     args = args[1:]
     assert args[:3] == [rmtsweep_command(), "run", str(tmp_path / "sweeps/big.yaml")]
     options = dict(zip(args[3::2], args[4::2], strict=True))
@@ -253,6 +256,151 @@ def test_submit_driver_errors(tmp_path, monkeypatch):
     fake_command(tmp_path, "qsub", "echo 'qsub: Unknown queue' >&2; echo 'MSG=x' >&2; exit 3", monkeypatch)
     with pytest.raises(ClusterError, match=r"qsub .*\.sh failed with exit 3: qsub: Unknown queue MSG=x$"):
         submit_driver("pbs", "#!/bin/sh\n", tmp_path)
+
+
+# --- what the batch system says of the run's worker jobs (the run stops in one line, never waits for ever) ---
+
+def test_importing_dask_jobqueue_keeps_the_sigint_handler():
+    """dask_jobqueue.runner sets SIGINT to sys.exit() on import: Ctrl-C would exit 0 through tracebacks."""
+    code = ("import signal; from rmtsweep.jobwatch import watched_job_class; watched_job_class('slurm'); "
+            "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
+
+
+@pytest.mark.parametrize(
+    ("kind", "body", "expected"),
+    [
+        ("slurm", None, r"^sbatch: command not found \(run where the slurm commands are, e.g. a login node, or use "
+                        r"--scheduler\)$"),
+        ("slurm", "echo 'sbatch: error: Batch job submission failed: Invalid account or account/partition' >&2; "
+                  "exit 1", r"^sbatch: error: Batch job submission failed: Invalid account or account/partition$"),
+        ("pbs", "echo 'qsub: Unauthorized Request ' >&2; echo 'MSG=x' >&2; exit 159",
+         r"^qsub: Unauthorized Request MSG=x$"),
+        ("pbs", "exit 3", r"^qsub exited with status 3 and no message$"),
+        ("slurm", "echo 'sbatch: queued, no number'", r"^sbatch: Could not parse job id .*queued, no number$"),
+    ],
+)
+def test_a_failed_submission_keeps_the_batch_systems_message(kind, body, expected, tmp_path, monkeypatch):
+    import asyncio
+    command = "sbatch" if kind == "slurm" else "qsub"
+    if body is None:
+        monkeypatch.setenv("PATH", str(tmp_path))
+    else:
+        fake_command(tmp_path, command, body, monkeypatch)
+    job = watched_job_class(kind)("tcp://127.0.0.1:1", name="w", cores=1, memory="1GB")
+    asyncio.run(job.start())                               # no exception into the cluster's event loop
+    assert job.job_id is None and re.search(expected, job.failure), job.failure
+
+
+def _states(kind, ids):
+    import asyncio
+    return asyncio.run(watched_job_class(kind).job_states(ids))
+
+
+GONE = "no longer in the queue"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('echo "11 PENDING"; echo "12 FAILED"', {"11": "PENDING", "12": "FAILED", "13": GONE}),
+        # squeue asked about one forgotten job fails; asked about several, it lists those it knows
+        ('case "$*" in *--jobs=11,*) exit 0;; *) echo "slurm_load_jobs error: Invalid job id specified" >&2; '
+         'exit 1;; esac', {"11": GONE, "12": GONE, "13": GONE}),
+        ('echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1', {"11": GONE, "12": GONE, "13": GONE}),
+        ('echo "slurm_load_jobs error: Unable to contact slurm controller (connect failure)" >&2; exit 1', {}),
+    ],
+)
+def test_squeue_states(body, expected, tmp_path, monkeypatch):
+    fake_command(tmp_path, "squeue", body, monkeypatch)
+    assert _states("slurm", ["11", "12", "13"]) == expected
+
+
+def test_qstat_states_and_a_missing_command(tmp_path, monkeypatch):
+    out = "Job Id: 11.server\n    Job_Name = rmtsweep-worker\n    job_state = Q\nJob Id: 12.server\n    job_state = F\n"
+    err = ("qstat: Unknown Job Id 13.server\n"
+           "qstat: 14.server Job has finished, use -x or -H to obtain historical job information\n")
+    fake_command(tmp_path, "qstat", f"printf '{out}'; printf '{err}' >&2; exit 35", monkeypatch)
+    assert _states("pbs", ["11", "12", "13", "14", "15"]) == {"11": "Q", "12": "F", "13": GONE, "14": GONE}
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    assert _states("pbs", ["11"]) == _states("slurm", ["11"]) == {}       # unknown: never a failure
+
+
+class FakeJob:
+    failure = None
+    states: dict[str, str] = {}
+
+    def __init__(self, job_id=None, failure=None):
+        self.job_id, self.failure = job_id, failure
+
+    @classmethod
+    async def job_states(cls, ids):
+        return {i: cls.states[i] for i in ids if i in cls.states}
+
+
+class JobCluster:
+    def __init__(self, **jobs):
+        self.workers, self.worker_spec = jobs, {name: {} for name in jobs}
+        self.scheduler = types.SimpleNamespace(workers={})         # the workers connected now
+        for name, job in jobs.items():
+            job.name = name
+
+
+@pytest.mark.parametrize(
+    ("jobs", "states", "expected"),
+    [
+        ({"a": FakeJob("7")}, {"7": "PENDING"}, None),                # clusters queue for hours
+        ({"a": FakeJob("7")}, {}, None),                              # the batch system did not answer
+        ({"a": FakeJob("7")}, {"7": "COMPLETING"}, None),
+        ({"a": FakeJob("7")}, {"7": GONE}, r"^slurm job 7 ended \(no longer in the queue\) before any worker joined "
+                                           r"the scheduler; its output: .*/slurm-7\.out$"),
+        ({"a": FakeJob("7"), "b": FakeJob("8")}, {"7": "PENDING", "8": "BOOT_FAIL"}, None),     # 7 may still start
+        ({"a": FakeJob("7"), "b": FakeJob("8")}, {"7": "FAILED", "8": "BOOT_FAIL"}, r"^slurm job 7 ended \(FAILED\)"),
+        ({"a": FakeJob(failure="sbatch: error: x")}, {}, r"^slurm worker job not submitted: sbatch: error: x$"),
+        ({"a": FakeJob(failure="sbatch: error: x"), "b": FakeJob("8")}, {"8": GONE},
+         r"^slurm worker job not submitted: sbatch: error: x$"),
+    ],
+)
+def test_job_watch_stops_the_run_when_no_job_can_give_a_worker(jobs, states, expected, monkeypatch):
+    import asyncio
+
+    monkeypatch.setattr(FakeJob, "states", states)
+    watch = JobWatch(JobCluster(**jobs), "slurm")
+    found = asyncio.run(watch.check())
+    assert found is None if expected is None else re.search(expected, found), found
+
+
+def test_job_watch_lets_the_run_go_on_while_a_worker_is_there(monkeypatch):
+    import asyncio
+
+    monkeypatch.setattr(FakeJob, "states", {"7": "FAILED"})
+    cluster = JobCluster(a=FakeJob("7"), b=FakeJob(failure="sbatch: error: QOSMaxSubmitJobPerUserLimit"))
+    notes = []
+    watch = JobWatch(cluster, "slurm", "logs", notes.append)
+    cluster.scheduler.workers["tcp://10.0.0.1:4000"] = "a worker of another job"
+    assert asyncio.run(watch.check()) is None and asyncio.run(watch.check()) is None
+    assert notes == ["slurm worker job not submitted: sbatch: error: QOSMaxSubmitJobPerUserLimit; the run goes on "
+                     "with the jobs it has"]                                # once
+    cluster.scheduler.workers.clear()
+    assert asyncio.run(watch.check()) == "slurm worker job not submitted: sbatch: error: QOSMaxSubmitJobPerUserLimit"
+    del cluster.worker_spec["b"]                                         # adaptive scaled it away
+    assert asyncio.run(watch.check()).endswith(f"its output: {Path('logs') / 'rmtsweep-worker-7.err'}")
+    del cluster.worker_spec["a"]
+    assert asyncio.run(watch.check()) is None                            # nothing wanted: nothing lost
+
+
+def test_a_job_whose_worker_joined_is_not_lost(monkeypatch):
+    import asyncio
+
+    monkeypatch.setattr(FakeJob, "states", {"7": "COMPLETED"})
+    cluster = JobCluster(**{"SLURMCluster-3": FakeJob("7")})
+    watch = JobWatch(cluster, "slurm")
+    scheduler = types.SimpleNamespace(workers={"tcp://w": types.SimpleNamespace(name="SLURMCluster-3-0")})
+    watch._joined.add_worker(scheduler, "tcp://w")            # joined, then left (its lifetime): not lost
+    assert asyncio.run(watch.check()) is None
+    watch._joined.names = {"SLURMCluster-30-0"}
+    assert asyncio.run(watch.check()).startswith("slurm job 7 ended (COMPLETED)")
 
 
 def test_kubernetes_manifest_and_image():

@@ -1,0 +1,325 @@
+"""Start-up and connection failures end in one line, through the real command line: Ctrl-C and SIGTERM at
+any moment of a run's start, a batch system that cannot run the workers, a --scheduler address that is wrong.
+
+Each test starts ``python -m rmtsweep.cli`` in a session of its own (so a signal can go to its whole process
+group, as a terminal's Ctrl-C does) and checks the exit status, that stderr holds no traceback and at most
+one line besides the run's own start-up notes, and the time it took. The batch systems are fake ``sbatch``,
+``squeue``, ``qsub``, ... scripts on a PATH that holds nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import MEDIUM
+
+INTERRUPTED = "rmtsweep: interrupted; finished tasks are in the store: rerun the same command to resume"
+TERMINATED = "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
+# What a run prints on stderr as it starts (not failures), and the empty line click writes on Ctrl-C.
+NOTES = re.compile(r"^(dask LocalCluster: |dask-jobqueue \w+ cluster: |memory check: |\d+ tasks of up to )")
+
+
+def meaningful(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.strip() and not NOTES.match(line)]
+
+
+def start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", *args], cwd=cwd, env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str, float]:
+    """Exit status, stderr and seconds until it ended; the group is killed if it outlives ``timeout``."""
+    t0 = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        pytest.fail(f"still running after {timeout} s; stderr:\n{err[-3000:]}")
+    return proc.returncode, err, time.monotonic() - t0
+
+
+def one_line(err: str, allowed: tuple[str, ...] = ()) -> list[str]:
+    assert "Traceback" not in err, err[-3000:]
+    lines = meaningful(err)
+    assert len(lines) <= 1 and set(lines) <= set(allowed), err[-3000:]
+    return lines
+
+
+# --- Ctrl-C and SIGTERM at any moment of the start -----------------------------------------------------------
+
+def _children(pid: int) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rpartition(")")[2].split()[1]) == pid:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def _journal_lines(store: Path, word: str) -> int:
+    try:
+        return sum(f" {word} " in line for line in (store / ".rmtsweep-journal.log").read_text().splitlines())
+    except FileNotFoundError:
+        return 0
+
+
+def _until(proc: subprocess.Popen, reached, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not reached():
+        assert proc.poll() is None, f"ended before {what}: {proc.stderr.read()[-3000:]}"
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout} s"
+        time.sleep(0.01)
+
+
+def _workers_importing(proc: subprocess.Popen, store: Path) -> None:
+    _until(proc, lambda: any("spawn_main" in c for c in _children(proc.pid)), "a worker process")
+    time.sleep(0.5)                       # it takes seconds to import what a worker needs
+
+
+MOMENTS = {
+    "0.5 s (the driver imports)": lambda proc, store: time.sleep(0.5),
+    "2 s": lambda proc, store: time.sleep(2),
+    "workers importing": _workers_importing,
+    "tasks in flight": lambda proc, store: _until(proc, lambda: _journal_lines(store, "submit") > 0, "a submit"),
+    "a task written": lambda proc, store: _until(proc, lambda: _journal_lines(store, "write") > 0, "a write"),
+}
+
+
+def _signal_at(moment: str, sig: signal.Signals, tmp_path: Path) -> tuple[int, str, float, float]:
+    sweep, store = tmp_path / "medium.yaml", tmp_path / "s.zarr"
+    sweep.write_text(yaml.safe_dump(MEDIUM))
+    proc = start(["run", str(sweep), "--store", str(store), "--workers", "2", "--no-progress"], tmp_path)
+    t0 = time.monotonic()
+    MOMENTS[moment](proc, store)
+    at = time.monotonic() - t0
+    os.killpg(proc.pid, sig)
+    code, err, took = finish(proc)
+    return code, err, took, at
+
+
+@pytest.mark.parametrize("moment", ["0.5 s (the driver imports)", "2 s", "workers importing", "tasks in flight"])
+def test_ctrl_c_to_the_process_group(moment, tmp_path):
+    """Exit 130 with nothing (still importing) or the one line; no traceback from driver, nanny or worker."""
+    code, err, took, at = _signal_at(moment, signal.SIGINT, tmp_path)
+    assert code == 130, (at, err[-3000:])
+    one_line(err, (INTERRUPTED,))
+    assert took < 30, f"{took:.1f} s to stop after a Ctrl-C at {at:.1f} s"
+
+
+@pytest.mark.parametrize("how", ["script", "command"])
+def test_ctrl_c_while_the_package_imports(how, tmp_path):
+    """The command line ends quietly with 130; a script or notebook that imports rmtsweep gets its
+    KeyboardInterrupt (never a SystemExit it did not ask for)."""
+    code = "import sys; print('importing', flush=True); " + (
+        "import rmtsweep" if how == "script" else "sys.argv[0] = 'rmtsweep'; import rmtsweep")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    assert proc.stdout.readline() == "importing\n"
+    time.sleep(0.2)                                     # the import takes a second or more
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    if how == "script":
+        assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), (proc.returncode, err)
+    else:
+        assert proc.returncode == 130 and err == "", (proc.returncode, err)
+
+
+def test_sigterm_to_the_process_group_during_the_run(tmp_path):
+    """The workers outlive the signal and are shut down by the driver: no resource_tracker warning about
+    what a killed worker leaked."""
+    code, err, took, at = _signal_at("a task written", signal.SIGTERM, tmp_path)
+    assert code == 143, (at, err[-3000:])
+    assert one_line(err, (TERMINATED,)) == [TERMINATED]
+    assert took < 30
+
+
+# --- a batch system that cannot run the workers ---------------------------------------------------------------
+
+# Each fake command first appends its arguments to <command>.log (so "$0.log" has one line per call).
+COUNT = 'n=0; while read -r l; do n=$((n+1)); done < "$0.log"; '
+SUBMITTED = COUNT + 'echo "Submitted batch job $((4241 + n))"'          # 4242, 4243, ...
+PENDING = 'for a in "$@"; do case "$a" in --jobs=*) ids="${a#--jobs=}";; esac; done; IFS=,; ' \
+          'for i in $ids; do echo "$i PENDING"; done'
+FAKE = {
+    "sbatch-fails": {"sbatch": 'echo "sbatch: error: Batch job submission failed: Unable to contact slurm controller '
+                               '(connect failure)" >&2; exit 1'},
+    "qsub-fails": {"qsub": 'echo "qsub: cannot connect to server pbs01 (errno=111) Connection refused" >&2; exit 111'},
+    "slurm-job-gone": {"sbatch": SUBMITTED, "squeue": "exit 0", "scancel": "exit 0"},
+    "pbs-job-gone": {"qsub": 'echo "4242.pbs01"', "qstat": 'echo "qstat: Unknown Job Id 4242.pbs01" >&2; exit 153',
+                     "qdel": "exit 0"},
+    # pending when asked the first two times, then gone from the queue
+    "slurm-job-gone-later": {"sbatch": SUBMITTED, "scancel": "exit 0",
+                             "squeue": COUNT + '[ "$n" -le 2 ] || exit 0; ' + PENDING},
+    "slurm-job-pending": {"sbatch": SUBMITTED, "scancel": "exit 0", "squeue": PENDING},
+}
+
+
+def fake_batch(tmp_path: Path, case: str | None) -> dict:
+    """The environment of a run whose PATH holds only the fake commands of ``case`` (each logs its arguments)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name, body in (FAKE[case] if case else {}).items():
+        (bindir / name).write_text(f'#!/bin/sh\necho "$@" >> "$0.log"\n{body}\n')
+        (bindir / name).chmod(0o755)
+    dashboard = '{"dashboard_address": ":0"}'          # 8787 may be taken by another run
+    return {"PATH": str(bindir), "DASK_JOBQUEUE__SLURM__SCHEDULER_OPTIONS": dashboard,
+            "DASK_JOBQUEUE__PBS__SCHEDULER_OPTIONS": dashboard}
+
+
+def run_batch(kind: str, case: str | None, tmp_path: Path, timeout: float = 60):
+    sweep, store = tmp_path / "medium.yaml", tmp_path / "s.zarr"
+    sweep.write_text(yaml.safe_dump(MEDIUM))
+    proc = start(["run", str(sweep), "--store", str(store), "--cluster", kind, "--no-progress"], tmp_path,
+                 fake_batch(tmp_path, case))
+    return (*finish(proc, timeout), store)
+
+
+@pytest.mark.parametrize(
+    ("kind", "case", "message"),
+    [
+        ("slurm", None, "slurm worker job not submitted: sbatch: command not found (run where the slurm commands "
+                        "are, e.g. a login node, or use --scheduler)"),
+        ("pbs", None, "pbs worker job not submitted: qsub: command not found (run where the pbs commands are, e.g. "
+                      "a login node, or use --scheduler)"),
+        ("slurm", "sbatch-fails", "slurm worker job not submitted: sbatch: error: Batch job submission failed: "
+                                  "Unable to contact slurm controller (connect failure)"),
+        ("pbs", "qsub-fails", "pbs worker job not submitted: qsub: cannot connect to server pbs01 (errno=111) "
+                              "Connection refused"),
+        ("slurm", "slurm-job-gone", "slurm job 4242 ended (no longer in the queue) before any worker joined the "
+                                    "scheduler; its output: {cwd}/slurm-4242.out"),
+        ("pbs", "pbs-job-gone", "pbs job 4242 ended (no longer in the queue) before any worker joined the "
+                                "scheduler; its output: {cwd}/rmtsweep-worker.o4242"),
+    ],
+    ids=["no-sbatch", "no-qsub", "sbatch-fails", "qsub-fails", "slurm-job-gone", "pbs-job-gone"],
+)
+def test_a_batch_system_that_cannot_run_the_workers(kind, case, message, tmp_path):
+    """The batch system's own message, one line, exit 1, in seconds, and no store written."""
+    code, err, took, store = run_batch(kind, case, tmp_path)
+    assert code == 1, err[-3000:]
+    expected = f"rmtsweep: error: {message.format(cwd=tmp_path)}"
+    assert one_line(err, (expected,)) == [expected]
+    assert took < 60
+    assert not store.exists()
+    if case and case.endswith("job-gone"):                 # the job was cancelled all the same
+        assert (tmp_path / "bin" / f"{'scancel' if kind == 'slurm' else 'qdel'}.log").read_text().split() == ["4242"]
+
+
+@pytest.mark.slow
+def test_a_job_that_leaves_the_queue_while_the_run_waits(tmp_path):
+    """Pending at first (so the run starts and writes its store), then gone: stopped within a poll or two."""
+    code, err, took, store = run_batch("slurm", "slurm-job-gone-later", tmp_path)
+    assert code == 1, err[-3000:]
+    expected = (f"rmtsweep: error: slurm job 4242 ended (no longer in the queue) before any worker joined the "
+                f"scheduler; its output: {tmp_path}/slurm-4242.out")
+    assert one_line(err, (expected,)) == [expected]
+    assert took < 60
+
+
+@pytest.mark.slow
+def test_a_pending_job_is_waited_for(tmp_path):
+    """Clusters queue for hours: a PENDING job is no failure. Ctrl-C then stops the run and cancels the job."""
+    sweep, store = tmp_path / "medium.yaml", tmp_path / "s.zarr"
+    sweep.write_text(yaml.safe_dump(MEDIUM))
+    proc = start(["run", str(sweep), "--store", str(store), "--cluster", "slurm", "--no-progress"], tmp_path,
+                 fake_batch(tmp_path, "slurm-job-pending"))
+    squeue = tmp_path / "bin" / "squeue.log"
+    deadline = time.monotonic() + 60
+    while (not squeue.exists() or len(squeue.read_text().splitlines()) < 2) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()[-3000:]      # asked twice, still waiting
+        time.sleep(0.1)
+    assert proc.poll() is None
+    os.killpg(proc.pid, signal.SIGINT)
+    code, err, took = finish(proc)
+    assert code == 130, err[-3000:]
+    assert one_line(err, (INTERRUPTED,)) == [INTERRUPTED]
+    assert took < 30
+    submitted = len((tmp_path / "bin" / "sbatch.log").read_text().splitlines())
+    cancelled = sorted((tmp_path / "bin" / "scancel.log").read_text().split())
+    assert submitted >= 1 and cancelled == [str(4242 + i) for i in range(submitted)]     # every job, once
+
+
+# --- --scheduler addresses that are wrong ---------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tcp_scheduler(tmp_path_factory):
+    """A plain-tcp ``dask scheduler``: (its address, its dashboard's port)."""
+    port, dashboard = _free_port(), _free_port()
+    log = tmp_path_factory.mktemp("scheduler") / "log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                 "--port", str(port), "--dashboard-address", f"127.0.0.1:{dashboard}"],
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "Scheduler at:" not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.1)
+        yield f"127.0.0.1:{port}", dashboard
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def client_certificates(tmp_path_factory) -> dict:
+    """The dask config (as environment) of a TLS client, with throwaway certificates."""
+    from distributed.security import Security
+    sec, root = Security.temporary(), tmp_path_factory.mktemp("tls")
+    for name in ("ca", "cert", "key"):
+        (root / f"{name}.pem").write_text({"ca": sec.tls_ca_file, "cert": sec.tls_client_cert,
+                                           "key": sec.tls_client_key}[name])
+    return {"DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(root / "ca.pem"),
+            "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(root / "cert.pem"),
+            "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(root / "key.pem")}
+
+
+ADDRESSES = {
+    "no port": ("localhost", "no port; give one, e.g. tcp://localhost:8786"),
+    "unknown host": ("tcp://nohost.invalid:1", "unknown host 'nohost.invalid' ("),
+    "nothing listens": ("tcp://127.0.0.1:{free}", "nothing listens on 127.0.0.1:{free} (connection refused)"),
+    "unknown scheme": ("udp://127.0.0.1:1", "unknown address scheme 'udp'"),
+    "tls:// without certificates": ("tls://{scheduler}", "tls:// needs the client's TLS certificates in the dask "
+                                                         "config"),
+    "tls:// to a tcp scheduler": ("tls://{scheduler}", "TLS handshake failed (WRONG_VERSION_NUMBER): is it a tcp:// "
+                                                       "scheduler"),
+    "the dashboard's port": ("tcp://127.0.0.1:{dashboard}", "no dask handshake within 5 s: is it a scheduler's port"),
+}
+
+
+@pytest.mark.parametrize("case", list(ADDRESSES))
+def test_a_wrong_scheduler_address_is_one_line(case, tcp_scheduler, client_certificates, tmp_path):
+    scheduler, dashboard = tcp_scheduler
+    fill = {"scheduler": scheduler, "dashboard": dashboard, "free": _free_port()}
+    address, message = (text.format(**fill) for text in ADDRESSES[case])
+    sweep = tmp_path / "medium.yaml"
+    sweep.write_text(yaml.safe_dump(MEDIUM))
+    env = client_certificates if case == "tls:// to a tcp scheduler" else {}
+    proc = start(["run", str(sweep), "--store", str(tmp_path / "s.zarr"), "--scheduler", address, "--no-progress"],
+                 tmp_path, env)
+    code, err, took = finish(proc, timeout=60)
+    assert code == 2, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    lines = meaningful(err)
+    assert len(lines) == 1 and lines[0].startswith(f"rmtsweep: error: --scheduler {address}: {message}"), err
+    assert took < 25, f"{took:.1f} s"
+    assert not (tmp_path / "s.zarr").exists()
