@@ -17,6 +17,11 @@ pytestmark = pytest.mark.slow
 
 EXPECTED = {                       # row: (exit status, what the one line must say)
     "sigint_group": (130, r"^rmtsweep: interrupted; finished tasks are in the store: rerun the same command"),
+    "sigint_while_starting": (130, r"^rmtsweep: interrupted; finished tasks are in the store: rerun the same "
+                                   r"command"),
+    "bad_scheduler": (2, r"^rmtsweep: error: --scheduler localhost: no port; give one, e\.g\. tcp://localhost:8786$"),
+    "batch_system_down": (1, r"^rmtsweep: error: slurm worker job not submitted: sbatch: error: Batch job submission "
+                             r"failed: Unable to contact slurm controller \(connect failure\)$"),
     "absent_chunk": (1, r"absent\.zarr: delta=\S+ gamma=\S+ T=\d+ replicates \d+-\d+: marked done but its overlap "
                         r"chunk is absent \(done without data\)$"),
     "read_only_workers": (1, r"^rmtsweep: error: \S+mixed\.zarr\S*: Read-only file system \(a worker writing task"),
