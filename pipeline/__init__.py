@@ -13,8 +13,10 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
     store/                the zarr store: layout, writer, extension, lock, open and status
     run/                  grid (tasks, seeds), execution on dask, the runner (prepare, then execute)
     analysis/             comparison with theory, maps, the paper's figures, export
-    clusters              SLURM / PBS through dask-jobqueue
+    security              TLS credentials of the schedulers rmtsweep starts or joins
     jobwatch              the batch system's answer: a refused submission, a job gone before a worker joined
+    clusters              SLURM / PBS through dask-jobqueue
+    engine                where a run's work goes: LocalCluster, batch-system cluster or a scheduler
     cli                   the command line: the only module that knows all the others
     testing               shared assertion helpers and the literal reference path
 """
@@ -43,6 +45,7 @@ try:
         from .analysis import compare, write_comparison
         from .errors import RmtsweepError, SelectionError, StoreError, SweepDefinitionError, TaskFailedError
         from .run import run_sweep
+        from .run.runner import package_version as _package_version
         from .spec import Sweep, SweepFile, load_sweep, parse_sweep
         from .store import open_dataset as open_store
         from .theory.on_grid import theory_dataset
@@ -54,8 +57,10 @@ except KeyboardInterrupt:
         raise
     raise SystemExit(130) from None
 
+__version__ = _package_version()
+
 __all__ = [
-    "RmtsweepError", "SelectionError", "StoreError", "Sweep", "SweepDefinitionError", "SweepFile",
+    "__version__", "RmtsweepError", "SelectionError", "StoreError", "Sweep", "SweepDefinitionError", "SweepFile",
     "TaskFailedError", "compare", "load_sweep", "open_store", "parse_sweep", "run_sweep", "theory",
     "theory_dataset", "write_comparison",
 ]

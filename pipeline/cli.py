@@ -6,7 +6,6 @@ status 2, never a traceback.
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 import threading
@@ -18,14 +17,13 @@ from typing import Iterator
 import click
 
 from . import store
-from .engine import Engine, connect, make_engine
+from .engine import Engine, Stopped, connect, make_engine, on_sigterm, quiet_shutdown
 from .errors import RmtsweepError, RunError, StoreError
 from .run import run_sweep
 from .shipped import resolve_sweep, sweeps as shipped_sweeps
 from .spec import SweepFile, load_sweep
 
 __all__ = ["cli", "main"]
-
 
 
 def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
@@ -62,6 +60,10 @@ _workers = click.option("--workers", type=click.IntRange(min=1), default=None,
                         help="LocalCluster worker processes (default: the machine's cores).")
 _progress = click.option("--progress/--no-progress", default=True, show_default=True,
                          help="Show a progress bar (tasks done, rate, ETA).")
+_insecure = click.option("--insecure", is_flag=True, help="No TLS for the --cluster slurm|pbs scheduler (default: TLS "
+                         "with this run's own credentials): anyone who can reach it could run code as you.")
+_dashboard = click.option("--dashboard-address", default=None, metavar="HOST:PORT",
+                          help="Where the dashboard listens (default: loopback; reach it through ssh -L).")
 _store = click.option("--store", "store_path", type=click.Path(path_type=Path), default=None,
                       help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr).")
 
@@ -92,8 +94,12 @@ def _batch_options(f):
               help="Where workers run: an embedded LocalCluster, or jobs of a batch system (dask-jobqueue).")
 @_workers
 @click.option("--scheduler", default=None, metavar="ADDRESS",
-              help="Connect to an existing dask scheduler instead, e.g. tcp://host:8786.")
+              help="Connect to an existing dask scheduler instead, e.g. tls://host:8786.")
+@click.option("--security", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="TLS credentials for --scheduler tls://... (YAML: ca_file, cert, key).")
 @_batch_options
+@_insecure
+@_dashboard
 @click.option("--force", is_flag=True, help="Run even if the memory estimate per task exceeds the workers'.")
 @click.option("--writes", type=click.Choice(["workers", "driver"]), default="workers", show_default=True,
               help="Who writes each task's data chunks: the workers (the store must be on a filesystem they "
@@ -110,6 +116,8 @@ def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, write
 @click.option("--cluster", type=click.Choice(["slurm", "pbs"]), required=True,
               help="The batch system that runs the driver job and its workers.")
 @_batch_options
+@_insecure
+@_dashboard
 @click.option("--dry-run", is_flag=True, help="Print the driver and worker job scripts; submit nothing.")
 def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> None:
     """Submit a driver job that runs SWEEP on the batch system and prints its job id."""
@@ -120,9 +128,11 @@ def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> Non
     path = _store_path(sweep_file, store_path)
     eng = make_engine(**engine)
     config = eng.batch_config()
-    script = driver_script(eng.cluster, config, sweep, path, eng.cluster_config, eng.jobs)
+    script = driver_script(eng.cluster, config, sweep, path, eng.cluster_config, eng.jobs, eng.insecure,
+                           eng.dashboard_address)
     if dry_run:
-        click.echo(f"# driver job script\n{script}\n# worker job script\n{worker_job_script(eng.cluster, config)}")
+        workers = worker_job_script(eng.cluster, config, eng.insecure)
+        click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
         return
     job = submit_driver(eng.cluster, script, path.absolute().parent)
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
@@ -337,21 +347,6 @@ def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: 
                                     notes=lambda line: click.echo(line, err=True)))
 
 
-class Stopped(BaseException):
-    """Raised in the main thread by SIGTERM (a batch system's walltime, ``kill``): unwinds like Ctrl-C."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    _quiet()
-    raise Stopped()
-
-
-def _quiet() -> None:
-    """Silence dask's shutdown chatter: the one line below says what happened."""
-    for name in ("distributed", "tornado", "asyncio"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-
-
 def _os_error(exc: OSError) -> str:
     where = f"{exc.filename}: " if exc.filename else ""
     return f"{where}{exc.strerror or exc}" if exc.strerror else f"{where}{type(exc).__name__}: {exc}"
@@ -366,12 +361,12 @@ def main(argv: list[str] | None = None) -> None:
     prints one line, never a traceback; finished tasks stay in the store and rerunning the same command
     resumes.
     """
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if threading.current_thread() is threading.main_thread() \
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if threading.current_thread() is threading.main_thread() \
         else None
     try:
         cli.main(args=argv, standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        _quiet()
+        quiet_shutdown()
         click.echo("rmtsweep: interrupted; finished tasks are in the store: rerun the same command to resume",
                    err=True)
         sys.exit(130)

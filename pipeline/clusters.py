@@ -81,6 +81,7 @@ class ClusterConfig(BaseModel):
     python: str | None = None
     local_directory: str | None = None
     log_directory: str | None = None
+    credentials_directory: str | None = None    # where each run's TLS files go (private, removed after the run)
     lifetime: str | None = None
     lifetime_stagger: str | None = None
     min_jobs: int = Field(0, ge=0)
@@ -232,14 +233,24 @@ def _job_kwargs(config: ClusterConfig) -> dict[str, Any]:
     )
 
 
-def make_cluster(kind: Kind, config: ClusterConfig) -> JobQueueCluster:
+def make_cluster(kind: Kind, config: ClusterConfig, security: Any = None,
+                 dashboard_address: str | None = None) -> JobQueueCluster:
     """Start a scheduler here and return a ``SLURMCluster``/``PBSCluster`` with no jobs yet.
 
-    Scale it with :func:`scale_cluster`; close it (or use it as a context manager) to cancel jobs.
+    ``security`` (a ``distributed.Security`` whose credentials are files the worker jobs can read) makes
+    the scheduler listen on ``tls://`` and serve only holders of those credentials; the worker job
+    script names the files (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``). The dashboard binds to
+    ``dashboard_address``, else to the dask config's ``jobqueue.<kind>.scheduler-options``, else to
+    loopback port 8787 (reach it through an SSH tunnel). Scale it with :func:`scale_cluster`; close it
+    (or use it as a context manager) to cancel jobs.
     """
+    import dask
     cluster_cls, _ = jobqueue_classes(kind)
+    options = dict(dask.config.get(f"jobqueue.{kind}.scheduler-options", None) or {})
+    options["dashboard_address"] = dashboard_address or options.get("dashboard_address") or "localhost:8787"
     try:
-        return cluster_cls(job_cls=watched_job_class(kind), **_job_kwargs(config))
+        return cluster_cls(job_cls=watched_job_class(kind), security=security, scheduler_options=options,
+                           **_job_kwargs(config))
     except (ValueError, RuntimeError, OSError) as exc:  # e.g. an interface this host lacks
         raise ClusterError(f"cannot start a {kind} cluster: {' '.join(str(exc).split())}") from None
 
@@ -259,14 +270,25 @@ def scale_cluster(cluster: JobQueueCluster, config: ClusterConfig, jobs: int | N
     return cluster.adapt(minimum_jobs=max(1, min(config.min_jobs, maximum)), maximum_jobs=maximum)
 
 
-def worker_job_script(kind: Kind, config: ClusterConfig) -> str:
+def worker_job_script(kind: Kind, config: ClusterConfig, insecure: bool = False) -> str:
     """The job script each worker job runs, as dask-jobqueue writes it (``cluster.job_script()``).
 
     Built from dask-jobqueue's job class directly: starts no scheduler, submits nothing and needs no
-    ``sbatch``/``qsub``. The scheduler address is a placeholder. (A ``log_directory`` is created.)
+    ``sbatch``/``qsub``. The scheduler address is a placeholder, and so is the name of the run's
+    credentials directory (``.rmtsweep-tls-<run>``): the script names the files, never their contents.
+    (A ``log_directory`` is created.)
     """
+    from distributed.security import Security
+
+    from .security import CREDENTIALS_PREFIX, credentials_parent
     _, job_cls = jobqueue_classes(kind)
-    return job_cls("tcp://<scheduler-address>:8786", name="dummy-name", **_job_kwargs(config)).job_script()
+    if insecure:
+        return job_cls("tcp://<scheduler-address>:8786", name="dummy-name", **_job_kwargs(config)).job_script()
+    run = credentials_parent(kind, config.credentials_directory) / f"{CREDENTIALS_PREFIX}<run>"
+    security = Security(require_encryption=True, tls_ca_file=str(run / "ca.pem"), tls_worker_cert=str(run / "cert.pem"),
+                        tls_worker_key=str(run / "key.pem"))
+    return job_cls("tls://<scheduler-address>:8786", name="dummy-name", protocol="tls://", security=security,
+                   **_job_kwargs(config)).job_script()
 
 
 def driver_script(
@@ -276,6 +298,8 @@ def driver_script(
     store_path: Path,
     cluster_config_path: Path | None,
     jobs: int | None,
+    insecure: bool = False,
+    dashboard_address: str | None = None,
 ) -> str:
     """A batch script for the driver: the process that holds the scheduler and writes the store.
 
@@ -286,7 +310,8 @@ def driver_script(
     on SLURM the job asks for it (``--signal=B:TERM@...``; SLURM may send it up to a minute early);
     PBS has no such request (at walltime it sends SIGTERM, then SIGKILL after the server's
     ``kill_delay``, often a few seconds), so the script runs rmtsweep under coreutils ``timeout
-    --foreground`` (the signal reaches rmtsweep alone, which shuts its cluster down).
+    --foreground`` (the signal reaches rmtsweep alone, which shuts its cluster down). The driver makes
+    its run's TLS credentials itself, on its node, unless ``insecure``.
     """
     if config.driver_stop_warning >= config.driver_walltime_seconds:
         raise ClusterError(f"driver_stop_warning {config.driver_stop_warning} s must be shorter than the driver's "
@@ -304,6 +329,8 @@ def driver_script(
            "--cluster", kind, "--cluster-config", str(cfg.resolve())]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
+    cmd += ["--insecure"] if insecure else []
+    cmd += ["--dashboard-address", dashboard_address] if dashboard_address else []
     for field in ("queue", "account", "cores", "memory", "walltime", "interface"):
         if getattr(config, field) is not None:
             cmd += [f"--{field}", str(getattr(config, field))]

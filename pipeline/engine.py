@@ -27,7 +27,7 @@ from dask.utils import parse_bytes
 
 from .errors import ClusterError
 
-__all__ = ["Capacity", "Engine", "connect", "make_engine"]
+__all__ = ["Capacity", "Engine", "Stopped", "connect", "make_engine", "on_sigterm", "quiet_shutdown"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ class Engine:
     jobs: int | None = None
     cluster_config: Path | None = None
     overrides: tuple[tuple[str, Any], ...] = ()
+    insecure: bool = False                  # --cluster slurm|pbs without TLS
+    security: Path | None = None            # --security FILE: credentials for a --scheduler tls://...
+    dashboard_address: str | None = None    # None: loopback (a random port locally, 8787 on a batch system)
 
     def batch_config(self):
         """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
@@ -59,6 +62,10 @@ class Capacity:
 def connect(engine: Engine) -> Iterator:
     """A connected dask client for ``engine`` and its :class:`Capacity` (workers get one BLAS thread each).
 
+    A batch-system cluster's scheduler listens on the nodes' network, so it serves only clients and
+    workers that hold this run's TLS credentials (:mod:`rmtsweep.security`) unless ``insecure``; every
+    dashboard binds to loopback unless ``dashboard_address`` says otherwise.
+
     A cluster started here is started and shut down with SIGINT and SIGTERM held: one that arrives meanwhile
     takes effect as soon as the cluster is up, or once it has shut down, so neither is left half-built. Its
     threads, and the worker processes and batch commands they start, never receive either signal: Ctrl-C
@@ -67,7 +74,8 @@ def connect(engine: Engine) -> Iterator:
     Raises
     ------
     ClusterError
-        ``--scheduler`` names an address that is malformed or unreachable (one line naming it and why).
+        ``--scheduler`` names an address that is malformed or unreachable (one line naming it and why),
+        or the run's TLS credentials cannot be made.
     BatchSystemError
         No worker can come: the batch system refused the worker jobs, or they left its queue before any
         worker joined (a pending job is waited for).
@@ -75,13 +83,19 @@ def connect(engine: Engine) -> Iterator:
     from distributed import Client, LocalCluster
 
     if engine.scheduler:
-        with _scheduler_client(engine.scheduler) as client:
+        from .security import exposure_warning, load_security
+        security = load_security(engine.security) if engine.security else None
+        if security is None and (warning := exposure_warning(engine.scheduler)):
+            click.echo(warning, err=True)
+        with _scheduler_client(engine.scheduler, security) as client:
             yield client, Capacity()
     elif engine.cluster in ("slurm", "pbs"):
         from .clusters import make_cluster, scale_cluster
         from .jobwatch import JobWatch
         config = engine.batch_config()
-        with _owned(lambda: make_cluster(engine.cluster, config), block=True) as cluster, \
+        with _credentials(engine, config) as security, \
+                _owned(lambda: make_cluster(engine.cluster, config, security, engine.dashboard_address),
+                       block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             scale_cluster(cluster, config, engine.jobs)
             notes = partial(click.echo, err=True)
@@ -97,7 +111,8 @@ def connect(engine: Engine) -> Iterator:
         # started here, it is no thread of the cluster's
         resource_tracker.ensure_running()
         # workers log only errors: a stop cancels what is in flight, and each worker would warn about it
-        with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+        dashboard = engine.dashboard_address or "127.0.0.1:0"        # the scheduler itself is on loopback
+        with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dashboard,
                                          silence_logs=logging.ERROR), block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
@@ -105,25 +120,41 @@ def connect(engine: Engine) -> Iterator:
             yield client, Capacity()
 
 
+@contextmanager
+def _credentials(engine: Engine, config: Any) -> Iterator:
+    """This run's TLS ``Security`` (removed afterwards), or None with a warning for ``--insecure``."""
+    from .security import credentials_parent, temporary_credentials
+    if engine.insecure:
+        click.echo(f"warning: --insecure: the {engine.cluster} run's scheduler listens unencrypted on the cluster's "
+                   "network; anyone who can reach it can run code as you", err=True)
+        yield None
+        return
+    with temporary_credentials(credentials_parent(engine.cluster, config.credentials_directory)) as creds:
+        yield creds.security()
+
+
 CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take
 _PROBE_TIMEOUT = 5        # seconds for the quick look at its address first
 
 
 @contextmanager
-def _scheduler_client(address: str) -> Iterator:
-    """A client of the scheduler at ``address``; a :class:`ClusterError` naming it and what is wrong if none."""
+def _scheduler_client(address: str, security: Any = None) -> Iterator:
+    """A client of the scheduler at ``address``; a :class:`ClusterError` naming it and what is wrong if none.
+
+    ``security``: a ``distributed.Security`` (``--security FILE``); None takes dask's configuration.
+    """
     from distributed import Client
 
-    _check_address(address)
+    _check_address(address, security)
     try:
-        client = Client(address, timeout=f"{CONNECT_TIMEOUT}s")
+        client = Client(address, timeout=f"{CONNECT_TIMEOUT}s", security=security)
     except Exception as exc:  # noqa: BLE001 - whatever stops the connection is the one line to print
         raise ClusterError(f"--scheduler {address}: cannot connect: {_reason(exc)}") from None
     with client:
         yield client
 
 
-def _check_address(address: str) -> None:
+def _check_address(address: str, security: Any = None) -> None:
     """One line, within :data:`CONNECT_TIMEOUT`, on an address that has no port, an unknown scheme or host,
     nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
 
@@ -150,11 +181,11 @@ def _check_address(address: str) -> None:
         socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise ClusterError(f"{where}: unknown host {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
-    security = Security().get_connection_args("client")
+    security = (security or Security()).get_connection_args("client")
     context = security.get("ssl_context")
     if scheme == "tls" and context is None:
-        raise ClusterError(f"{where}: tls:// needs the client's TLS certificates in the dask config "
-                           "(distributed.comm.tls.ca-file, .client.cert, .client.key); or use tcp://")
+        raise ClusterError(f"{where}: tls:// needs the client's TLS certificates: --security FILE, or the dask "
+                           "config (distributed.comm.tls.ca-file, .client.cert, .client.key); or use tcp://")
     try:
         with socket.create_connection((host, port), timeout=_PROBE_TIMEOUT) as sock:
             _hears_a_handshake(sock, context if scheme == "tls" else None, host, where)
@@ -291,12 +322,34 @@ def _owned(start: Callable[[], Any], block: bool = False) -> Iterator:
         closing.deliver()
 
 
-def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, **overrides) -> Engine:
+class Stopped(BaseException):
+    """Raised in the main thread by SIGTERM (a batch system's walltime, ``kill``): unwinds like Ctrl-C."""
+
+
+def on_sigterm(signum: int, frame: Any) -> None:
+    """The SIGTERM handler of the command line: quiet shutdown, then :class:`Stopped`."""
+    quiet_shutdown()
+    raise Stopped()
+
+
+def quiet_shutdown() -> None:
+    """Silence dask's shutdown chatter: the command line's one line says what happened."""
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, insecure: bool = False,
+                security=None, dashboard_address=None, **overrides) -> Engine:
+    """The :class:`Engine` of the command line's options, refusing combinations that mean nothing."""
     if scheduler and cluster != "local":
         raise ClusterError(f"--scheduler {scheduler} and --cluster {cluster} exclude each other; pick one")
-    if cluster == "local" and (jobs or cluster_config or any(v is not None for v in overrides.values())):
-        raise ClusterError("--jobs, --cluster-config and the batch options need --cluster slurm or pbs")
+    if cluster == "local" and (jobs or cluster_config or insecure or any(v is not None for v in overrides.values())):
+        raise ClusterError("--jobs, --cluster-config, --insecure and the batch options need --cluster slurm or pbs")
+    if dashboard_address and scheduler:
+        raise ClusterError("--dashboard-address is for a scheduler that rmtsweep starts, not for --scheduler")
+    if security is not None and not scheduler:
+        raise ClusterError("--security FILE is for joining a scheduler started elsewhere (--scheduler tls://...); "
+                           "a --cluster slurm|pbs run makes its own credentials")
     return Engine(cluster, workers, scheduler, jobs, cluster_config,
-                  tuple((k, v) for k, v in overrides.items() if v is not None))
-
-
+                  tuple((k, v) for k, v in overrides.items() if v is not None), insecure,
+                  Path(security) if security is not None else None, dashboard_address)

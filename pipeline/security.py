@@ -35,7 +35,8 @@ import yaml
 
 from .errors import ClusterError
 
-__all__ = ["CREDENTIALS_PREFIX", "Credentials", "exposure_warning", "load_security", "temporary_credentials"]
+__all__ = ["CREDENTIALS_PREFIX", "Credentials", "credentials_parent", "exposure_warning", "load_security",
+           "temporary_credentials"]
 
 CREDENTIALS_PREFIX = ".rmtsweep-tls-"
 
@@ -63,6 +64,15 @@ def _write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+
+
+def credentials_parent(kind: str, configured: str | None = None) -> Path:
+    """Where a run's credentials directory goes: ``credentials_directory`` of the cluster config, else
+    dask-jobqueue's ``jobqueue.<kind>.shared-temp-directory``, else the current directory (where the
+    worker jobs are submitted from, so on a filesystem they share)."""
+    import dask
+    chosen = configured or dask.config.get(f"jobqueue.{kind}.shared-temp-directory", None)
+    return Path(os.path.expandvars(chosen)).expanduser() if chosen else Path.cwd()
 
 
 @contextmanager

@@ -90,6 +90,7 @@ def test_sweep_on_slurm_equals_local_cluster(slurm, reference, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "dask-jobqueue slurm cluster" in proc.stderr
     assert_stores_equal(store_path, local_store)
+    assert not list(tmp_path.glob(".rmtsweep-tls-*"))                # the run's credentials are gone
     wait_until(lambda: not (queued_jobs() - before), 60, "the sweep's worker jobs to leave squeue")
 
 
@@ -178,3 +179,73 @@ def test_a_driver_job_at_its_walltime_stops_cleanly_and_resumes(slurm, tmp_path)
     assert 0 < done < total == 8 * 4096 // 16, status
     verify = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "verify", str(store)], capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout + verify.stderr           # what was done is whole
+
+
+def _worker_command(credentials: Path) -> list[str] | None:
+    """The command line of a dask worker (a SLURM job on this node) that names ``credentials``."""
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, ValueError):
+            continue
+        if any("dask_worker" in a or a == "worker" for a in args[:3]) and str(credentials) in " ".join(args):
+            return args
+    return None
+
+
+def _refused(address: str, security=None) -> bool:
+    try:
+        with Client(address, security=security, timeout="5s") as client:
+            client.run(os.getuid)
+    except Exception:  # noqa: BLE001 - refused at the handshake, or never answered
+        return True
+    return False
+
+
+def test_a_slurm_run_serves_only_its_own_credentials(slurm, tmp_path):
+    """TLS by default: a client without the run's credentials is refused, one with them is served; the
+    worker jobs get the files by path; the credentials are gone after a SIGTERM."""
+    import signal
+    import stat
+
+    import yaml
+    from distributed.security import Security
+
+    from tests.helpers import MEDIUM, writes
+    sweep = tmp_path / "long.yaml"
+    sweep.write_text(yaml.safe_dump({**MEDIUM, "name": "long", "replicates": 4096, "replicates_per_task": 16}))
+    store = tmp_path / "tls.zarr"
+    before = queued_jobs()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep), "--store", str(store), "--cluster", "slurm",
+         "--jobs", "1", "--queue", "debug", "--cores", "1", "--memory", "1GB", "--walltime", "00:10:00",
+         "--interface", "lo", "--no-progress"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: writes(store) > 0 or proc.poll() is not None, 180, "a task written by a SLURM worker")
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        (creds,) = tmp_path.glob(".rmtsweep-tls-*")
+        assert stat.S_IMODE(creds.stat().st_mode) == 0o700
+        args = _worker_command(creds)
+        assert args is not None, "no worker names the run's credentials"
+        assert [args[args.index(f"--tls-{f}") + 1] for f in ("ca-file", "cert", "key")] == \
+            [str(creds / name) for name in ("ca.pem", "cert.pem", "key.pem")]
+        address = next(a for a in args if a.startswith("tls://"))           # the scheduler, as every `ps` shows it
+        host_port = address.removeprefix("tls://")
+        assert _refused(f"tcp://{host_port}")                              # no TLS
+        other = Security.temporary()                                       # a certificate of somebody else's
+        assert _refused(address, Security(tls_ca_file=other.tls_ca_file, tls_client_cert=other.tls_client_cert,
+                                          tls_client_key=other.tls_client_key, require_encryption=True))
+        ours = Security(tls_ca_file=str(creds / "ca.pem"), tls_client_cert=str(creds / "cert.pem"),
+                        tls_client_key=str(creds / "key.pem"), require_encryption=True)
+        with Client(address, security=ours, timeout="20s") as client:
+            assert set(client.run(os.getuid).values()) == {os.getuid()}
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143, err[-3000:]
+    assert not list(tmp_path.glob(".rmtsweep-tls-*"))
+    wait_until(lambda: not (queued_jobs() - before), 60, "the run's worker jobs to leave squeue")

@@ -214,6 +214,7 @@ def test_a_batch_system_that_cannot_run_the_workers(kind, case, message, tmp_pat
     assert one_line(err, (expected,)) == [expected]
     assert took < 60
     assert not store.exists()
+    assert not list(tmp_path.glob(".rmtsweep-tls-*"))        # the run's TLS credentials are gone with it
     if case and case.endswith("job-gone"):                 # the job was cancelled all the same
         assert (tmp_path / "bin" / f"{'scancel' if kind == 'slurm' else 'qdel'}.log").read_text().split() == ["4242"]
 
@@ -250,6 +251,7 @@ def test_a_pending_job_is_waited_for(tmp_path):
     submitted = len((tmp_path / "bin" / "sbatch.log").read_text().splitlines())
     cancelled = sorted((tmp_path / "bin" / "scancel.log").read_text().split())
     assert submitted >= 1 and cancelled == [str(4242 + i) for i in range(submitted)]     # every job, once
+    assert not list(tmp_path.glob(".rmtsweep-tls-*"))        # Ctrl-C removed the run's TLS credentials
 
 
 # --- --scheduler addresses that are wrong ---------------------------------------------------------------------
@@ -298,8 +300,8 @@ ADDRESSES = {
     "unknown host": ("tcp://nohost.invalid:1", "unknown host 'nohost.invalid' ("),
     "nothing listens": ("tcp://127.0.0.1:{free}", "nothing listens on 127.0.0.1:{free} (connection refused)"),
     "unknown scheme": ("udp://127.0.0.1:1", "unknown address scheme 'udp'"),
-    "tls:// without certificates": ("tls://{scheduler}", "tls:// needs the client's TLS certificates in the dask "
-                                                         "config"),
+    "tls:// without certificates": ("tls://{scheduler}", "tls:// needs the client's TLS certificates: --security "
+                                                         "FILE, or the dask config"),
     "tls:// to a tcp scheduler": ("tls://{scheduler}", "TLS handshake failed (WRONG_VERSION_NUMBER): is it a tcp:// "
                                                        "scheduler"),
     "the dashboard's port": ("tcp://127.0.0.1:{dashboard}", "no dask handshake within 5 s: is it a scheduler's port"),

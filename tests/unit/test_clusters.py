@@ -152,12 +152,36 @@ def test_worker_job_script(kind, monkeypatch, tmp_path):
     assert "--no-lifetime-restart" in args and "--nanny" in args
 
 
-def test_worker_job_script_is_what_the_cluster_submits():
-    cfg = load_cluster_config("slurm", overrides=dict(cores=2, memory="2GB"))
-    with make_cluster("slurm", cfg) as cluster:
-        submitted = cluster.job_script().replace(cluster.scheduler_address, "tcp://<scheduler-address>:8786")
+def test_worker_job_script_is_what_the_cluster_submits(tmp_path):
+    """TLS by default: the script names the run's credential files (never their contents); --insecure: none."""
+    from rmtsweep.security import CREDENTIALS_PREFIX, temporary_credentials
+    cfg = load_cluster_config("slurm", overrides=dict(cores=2, memory="2GB", credentials_directory=str(tmp_path)))
+    with temporary_credentials(tmp_path) as creds, make_cluster("slurm", cfg, creds.security()) as cluster:
+        assert cluster.scheduler_address.startswith("tls://")
+        submitted = cluster.job_script().replace(cluster.scheduler_address, "tls://<scheduler-address>:8786")
         assert not cluster.workers
-    assert submitted == worker_job_script("slurm", cfg)
+    assert "PRIVATE KEY" not in submitted and "BEGIN CERTIFICATE" not in submitted
+    run = f"{tmp_path}/{CREDENTIALS_PREFIX}<run>"
+    assert submitted.replace(str(creds.directory), run) == worker_job_script("slurm", cfg)
+    args = shlex.split(next(line for line in submitted.splitlines() if "dask_worker" in line))
+    assert [args[args.index(f"--tls-{f}") + 1] for f in ("ca-file", "cert", "key")] == \
+        [str(creds.directory / name) for name in ("ca.pem", "cert.pem", "key.pem")]
+    with make_cluster("slurm", cfg) as cluster:
+        assert cluster.scheduler_address.startswith("tcp://")
+        submitted = cluster.job_script().replace(cluster.scheduler_address, "tcp://<scheduler-address>:8786")
+    assert submitted == worker_job_script("slurm", cfg, insecure=True) and "--tls-" not in submitted
+
+
+def test_the_dashboard_listens_on_loopback_unless_told():
+    import dask
+    cfg = load_cluster_config("slurm")
+    with make_cluster("slurm", cfg) as cluster:
+        hosts = {s.getsockname()[0] for s in cluster.scheduler.http_server._sockets.values()}
+    assert hosts <= {"127.0.0.1", "::1"}, hosts
+    with dask.config.set({"jobqueue.slurm.scheduler-options": {}}), \
+            make_cluster("slurm", cfg, dashboard_address="0.0.0.0:0") as cluster:
+        hosts = {s.getsockname()[0] for s in cluster.scheduler.http_server._sockets.values()}
+    assert hosts == {"0.0.0.0"}, hosts
 
 
 def test_make_cluster_reports_a_bad_interface():
