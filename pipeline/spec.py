@@ -23,8 +23,10 @@ Every error names the file, the field and the bad value, in one line, and is rai
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -217,8 +219,31 @@ class SweepFile:
     text: str
 
 
-_UNION_TAGS = {c.model_fields["model"].default for c in CORRELATIONS} | \
-    {w.model_fields["scheme"].default for w in SCHEMES}   # tags of the discriminated unions
+_BY_TAG: dict[str, type[BaseModel]] = {c.model_fields["model"].default: c for c in CORRELATIONS} | \
+    {w.model_fields["scheme"].default: w for w in SCHEMES}     # the classes of the discriminated unions' tags
+_UNION_TAGS = set(_BY_TAG)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model class inside a field's annotation (``X``, ``X | None``, ``list[X]``), if there is one."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    found = [m for arg in typing.get_args(annotation) if (m := _model_in(arg)) is not None]
+    return found[0] if len(found) == 1 else None
+
+
+def _keys_at(loc: tuple) -> list[str]:
+    """The keys the mapping that holds ``loc[-1]`` may have ([] where that is not known)."""
+    model: type[BaseModel] | None = Sweep
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if part in _BY_TAG:
+            model = _BY_TAG[part]
+            continue
+        field = model.model_fields.get(part) if model is not None else None
+        model = _model_in(field.annotation) if field is not None else None
+    return list(model.model_fields) if model is not None else []
 
 
 def _where(loc: tuple) -> str:
@@ -237,7 +262,8 @@ def _format(err: dict) -> str:
     msg = err["msg"].removeprefix("Value error, ")
     where = _where(err["loc"])
     if err["type"] == "extra_forbidden":
-        return f"{where}: unknown key"
+        close = difflib.get_close_matches(str(err["loc"][-1]), _keys_at(err["loc"]), n=1, cutoff=0.6)
+        return f"{where}: unknown key" + (f" (did you mean `{close[0]}`?)" if close else "")
     got = err.get("input")
     return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
 
@@ -291,13 +317,11 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
     try:
         sweep = Sweep.model_validate(data)
     except ValidationError as exc:
-        errs = exc.errors()
-        more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
-        raise SweepDefinitionError(f"{source}: {_format(errs[0])}{more}") from None
+        errs = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")   # a typo first: it explains
+        raise SweepDefinitionError(f"{source}: " + "; ".join(_format(e) for e in errs)) from None  # the rest
     problems = _check_consistency(sweep)
     if problems:
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        raise SweepDefinitionError(f"{source}: {problems[0]}{more}")
+        raise SweepDefinitionError(f"{source}: " + "; ".join(problems))
     return sweep
 
 

@@ -26,11 +26,13 @@ __all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "st
 def store_problem(path: str | Path) -> str | None:
     """Why ``path`` is not a readable rmtsweep store (``None`` when it is one), in a few words.
 
-    Tells "not an rmtsweep store" (no zarr group, or no format marker) from "cannot read it"
-    (permission denied, truncated or corrupt metadata), and says which.
+    Tells "does not exist" and "not an rmtsweep store" (no zarr group, or no format marker) from
+    "cannot read it" (permission denied, truncated or corrupt metadata), and says which.
     """
     path = Path(path)
     meta = path / ".zattrs"
+    if not path.exists():
+        return "does not exist"
     try:
         if path.is_dir() and meta.exists():
             attrs = json.loads(meta.read_text())

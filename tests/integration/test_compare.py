@@ -151,7 +151,7 @@ def test_summary_lines(store):
 
 
 def test_errors_name_the_bad_value(tmp_path, store):
-    with pytest.raises(StoreError, match="not an rmtsweep store"):
+    with pytest.raises(StoreError, match=r"missing\.zarr: does not exist$"):
         compare(tmp_path / "missing.zarr")
     with pytest.raises(SelectionError, match="no group 'nope'"):
         open_source(store, "nope")

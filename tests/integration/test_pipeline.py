@@ -108,7 +108,7 @@ def test_cli_status(stores, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["run", "nope.yaml"], r"rmtsweep: error: nope\.yaml: no such sweep file, and not a shipped sweep \(shipped: .*demo"),
-    (["status", "nope.zarr"], r"rmtsweep: error: nope\.zarr: not an rmtsweep store"),
+    (["status", "nope.zarr"], r"rmtsweep: error: nope\.zarr: does not exist$"),
 ])
 def test_cli_user_errors_exit_2_with_one_line(argv, message, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", *argv], cwd=tmp_path,

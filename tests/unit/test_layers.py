@@ -53,3 +53,10 @@ def test_nothing_imports_pipeline():
                 offenders.append(f"{p.relative_to(ROOT)}:{i}")
     assert not offenders, offenders
     assert sys.modules.get("pipeline") is None or "rmtsweep" in str(sys.modules["pipeline"])
+
+
+def test_the_package_says_its_version():
+    from importlib.metadata import version
+
+    import rmtsweep
+    assert rmtsweep.__version__ == version("rmtsweep") and rmtsweep.__version__[0].isdigit()

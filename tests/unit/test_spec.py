@@ -107,3 +107,42 @@ def test_missing_file(tmp_path):
 def test_not_a_mapping(write_sweep):
     with pytest.raises(SweepDefinitionError, match=r"expected a mapping of sweep fields, got list"):
         load_sweep(write_sweep("- 1\n- 2\n"))
+
+
+def _rename(path: str, new: str):
+    def mutate(data):
+        *parents, last = path.split(".")
+        node = data
+        for p in parents:
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        node[new] = node.pop(last)
+    return mutate
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (_rename("replicates", "replicate"),
+         r": replicate: unknown key \(did you mean `replicates`\?\); replicates: Field required$"),
+        (_rename("grid.delta", "detla"), r": grid\.detla: unknown key \(did you mean `delta`\?\); grid\.delta: "),
+        (_rename("top_k", "topk"), r": topk: unknown key \(did you mean `top_k`\?\)"),
+        (_set("colour", "red"), r": colour: unknown key$"),                  # nothing close: no guess
+    ],
+)
+def test_a_typo_is_named_with_a_suggestion_and_every_problem_listed(mutate, message, sweep_data):
+    mutate(sweep_data)
+    with pytest.raises(SweepDefinitionError, match=message):
+        parse_sweep(sweep_data, "s.yaml")
+
+
+def test_a_typo_inside_a_weights_scheme_is_named(sweep_data):
+    sweep_data["grid"]["weights"] = ["mean", {"scheme": "causal", "tua": 1.0}]
+    with pytest.raises(SweepDefinitionError, match=r"grid\.weights\[1\]\.tua: unknown key \(did you mean `tau`\?\)"):
+        parse_sweep(sweep_data, "s.yaml")
+
+
+def test_every_consistency_problem_is_listed(sweep_data):
+    sweep_data["top_k"] = 10 ** 6
+    sweep_data["replicates_per_task"] = sweep_data["replicates"] + 1
+    with pytest.raises(SweepDefinitionError, match=r"top_k: .* exceeds the rank bound .*; replicates_per_task: "):
+        parse_sweep(sweep_data, "s.yaml")
