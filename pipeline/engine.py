@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import click
-from dask.utils import parse_bytes
 
 from .errors import ClusterError
 
-__all__ = ["Capacity", "Engine", "Stopped", "connect", "make_engine", "on_sigterm", "quiet_shutdown"]
+__all__ = ["Capacity", "Engine", "connect", "make_engine"]
 
 
 @dataclass(frozen=True)
@@ -85,9 +84,9 @@ def connect(engine: Engine) -> Iterator:
     if engine.scheduler:
         from .security import exposure_warning, load_security
         security = load_security(engine.security) if engine.security else None
-        if security is None and (warning := exposure_warning(engine.scheduler)):
-            click.echo(warning, err=True)
         with _scheduler_client(engine.scheduler, security) as client:
+            if security is None and (warning := exposure_warning(engine.scheduler)):
+                click.echo(warning, err=True)             # once connected: a wrong address is its own one line
             yield client, Capacity()
     elif engine.cluster in ("slurm", "pbs"):
         from .clusters import make_cluster, scale_cluster
@@ -104,16 +103,19 @@ def connect(engine: Engine) -> Iterator:
                 jobs = engine.jobs or config.max_jobs
                 click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), "
                            f"dashboard {client.dashboard_link}", err=True)
+                from dask.utils import parse_bytes
                 yield client, Capacity(jobs * config.cores, parse_bytes(config.memory) / config.cores)
     else:
         n = engine.workers or os.cpu_count() or 1
         # multiprocessing's resource tracker unblocks SIGINT and SIGTERM in the thread that first starts it;
         # started here, it is no thread of the cluster's
         resource_tracker.ensure_running()
-        # workers log only errors: a stop cancels what is in flight, and each worker would warn about it
+        # workers log only errors: a stop cancels what is in flight, and each worker would warn about it. They
+        # import the task code as they start: imported by the first task instead, it would hold a worker's event
+        # loop for a second or two, and a Ctrl-C then would find it missing its heartbeats (a traceback each)
         dashboard = engine.dashboard_address or "127.0.0.1:0"        # the scheduler itself is on loopback
         with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dashboard,
-                                         silence_logs=logging.ERROR), block=True) as cluster, \
+                                         silence_logs=logging.ERROR, preload=[_TASK_CODE]), block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
             click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
@@ -133,6 +135,7 @@ def _credentials(engine: Engine, config: Any) -> Iterator:
         yield creds.security()
 
 
+_TASK_CODE = "rmtsweep.run.execute"     # what a LocalCluster worker imports as it starts
 CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take
 _PROBE_TIMEOUT = 5        # seconds for the quick look at its address first
 
@@ -320,22 +323,6 @@ def _owned(start: Callable[[], Any], block: bool = False) -> Iterator:
         with _Held() as closing:
             manager.__exit__(None, None, None)
         closing.deliver()
-
-
-class Stopped(BaseException):
-    """Raised in the main thread by SIGTERM (a batch system's walltime, ``kill``): unwinds like Ctrl-C."""
-
-
-def on_sigterm(signum: int, frame: Any) -> None:
-    """The SIGTERM handler of the command line: quiet shutdown, then :class:`Stopped`."""
-    quiet_shutdown()
-    raise Stopped()
-
-
-def quiet_shutdown() -> None:
-    """Silence dask's shutdown chatter: the command line's one line says what happened."""
-    for name in ("distributed", "tornado", "asyncio"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, insecure: bool = False,

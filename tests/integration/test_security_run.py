@@ -3,7 +3,6 @@ same address without the credentials is one line; a ``tcp://`` address off loopb
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,18 +53,25 @@ def test_a_sweep_through_a_tls_scheduler_equals_a_local_run(tls_scheduler, tmp_p
     assert "Traceback" not in refused.stderr and not (tmp_path / "no.zarr").exists()
 
 
-def test_an_unencrypted_scheduler_off_loopback_is_warned_about(tmp_path):
-    """The warning comes first, in one line, whatever happens next (here: nothing listens)."""
-    host = next((a for a in os.popen("hostname -I 2>/dev/null").read().split() if not a.startswith("127.")), None)
-    if host is None:
-        pytest.skip("this machine has no address off loopback")
-    sweep = tmp_path / "tiny.yaml"
-    sweep.write_text(yaml.safe_dump(TINY))
-    proc = cli("run", str(sweep), "--store", str(tmp_path / "s.zarr"), "--scheduler", f"tcp://{host}:1",
-               "--no-progress", cwd=tmp_path)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 2, proc.stderr
-    assert lines[0].startswith(f"warning: --scheduler tcp://{host}:1 is unencrypted and reachable from the network")
+def test_an_unencrypted_scheduler_off_loopback_is_warned_about(monkeypatch, capsys):
+    """One line on stderr once connected; none for loopback or TLS. (The connection is faked: 192.0.2.1 is a
+    documentation address, never contacted.)"""
+    from contextlib import contextmanager
+
+    import rmtsweep.engine as engine
+
+    @contextmanager
+    def connected(address, security=None):
+        yield "a client"
+
+    monkeypatch.setattr(engine, "_scheduler_client", connected)
+    for address, warned in [("tcp://192.0.2.1:8786", True), ("tcp://127.0.0.1:8786", False),
+                            ("tls://192.0.2.1:8786", False)]:
+        with engine.connect(make_engine("local", scheduler=address)) as (client, _):
+            assert client == "a client"
+        err = capsys.readouterr().err
+        assert err.startswith(f"warning: --scheduler {address} is unencrypted and reachable from the network: "
+                              "anyone who can reach it can run code as you") if warned else err == "", err
 
 
 @pytest.mark.parametrize(
