@@ -4,6 +4,9 @@ The public API::
 
     from rmtsweep import load_sweep, run_sweep, open_store, theory_dataset, compare
 
+Each name is imported when first used (``import rmtsweep`` itself takes only xarray, to register
+``ds.rmt``), so the command line and short scripts do not wait for dask, zarr and scipy.
+
 Rooms, in the direction data flows (each imports only rooms before it; checked in CI)::
 
     errors, types, dims   the error hierarchy, every string option, the store's dimension names
@@ -21,8 +24,55 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
     testing               shared assertion helpers and the literal reference path
 """
 
-import signal as _signal
+from __future__ import annotations
+
+import importlib
 import sys as _sys
+from importlib import metadata as _metadata
+from typing import TYPE_CHECKING, Any
+
+from .errors import RmtsweepError, SelectionError, StoreError, SweepDefinitionError, TaskFailedError
+
+try:
+    __version__ = _metadata.version("rmtsweep")
+except _metadata.PackageNotFoundError:          # a source tree that was never installed
+    __version__ = "0+unknown"
+
+# name -> (module, attribute; None for the module itself), imported on first use
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "theory": ("rmtsweep.theory", None),
+    "compare": ("rmtsweep.analysis.compare", "compare"),
+    "write_comparison": ("rmtsweep.analysis.compare", "write_comparison"),
+    "run_sweep": ("rmtsweep.run", "run_sweep"),
+    "Sweep": ("rmtsweep.spec", "Sweep"),
+    "SweepFile": ("rmtsweep.spec", "SweepFile"),
+    "load_sweep": ("rmtsweep.spec", "load_sweep"),
+    "parse_sweep": ("rmtsweep.spec", "parse_sweep"),
+    "open_store": ("rmtsweep.store", "open_dataset"),
+    "theory_dataset": ("rmtsweep.theory.on_grid", "theory_dataset"),
+}
+
+if TYPE_CHECKING:
+    from . import theory
+    from .analysis.compare import compare, write_comparison
+    from .run import run_sweep
+    from .spec import Sweep, SweepFile, load_sweep, parse_sweep
+    from .store import open_dataset as open_store
+    from .theory.on_grid import theory_dataset
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rmtsweep' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = importlib.import_module(module)
+    value = value if attribute is None else getattr(value, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def _from_the_command_line() -> bool:
@@ -33,31 +83,18 @@ def _from_the_command_line() -> bool:
         a == "-m" and argv[i + 1:i + 2] in (["rmtsweep.cli"], ["rmtsweep"]) for i, a in enumerate(argv))
 
 
-# These imports take seconds. A Ctrl-C meanwhile waits for their end (a KeyboardInterrupt inside a compiled
-# module's import can be lost or leave it half-built), then is raised. The command line has had no chance
-# to catch anything yet, so there it ends the process quietly with the status a Ctrl-C gives (130) instead
-# of a traceback; anywhere else (a notebook, a script) it stays a KeyboardInterrupt.
-_mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT}) if hasattr(_signal, "pthread_sigmask") else None
-try:
-    try:
-        from . import theory
-        from .analysis import accessor as _accessor  # noqa: F401  (registers ds.rmt)
-        from .analysis import compare, write_comparison
-        from .errors import RmtsweepError, SelectionError, StoreError, SweepDefinitionError, TaskFailedError
-        from .run import run_sweep
-        from .run.runner import package_version as _package_version
-        from .spec import Sweep, SweepFile, load_sweep, parse_sweep
-        from .store import open_dataset as open_store
-        from .theory.on_grid import theory_dataset
-    finally:
-        if _mask is not None:
-            _signal.pthread_sigmask(_signal.SIG_SETMASK, _mask)      # a Ctrl-C held meanwhile is raised here
-except KeyboardInterrupt:
-    if not _from_the_command_line():
-        raise
-    raise SystemExit(130) from None
+def _register_accessor() -> None:
+    """``ds.rmt`` on every xarray Dataset; the analysis behind it is imported when it is first used."""
+    import xarray as xr
 
-__version__ = _package_version()
+    @xr.register_dataset_accessor("rmt")
+    def rmt(ds: xr.Dataset) -> Any:
+        from .analysis.accessor import RmtAccessor
+        return RmtAccessor(ds)
+
+
+if not _from_the_command_line():                # the command never reads ds.rmt, and answers sooner without xarray
+    _register_accessor()
 
 __all__ = [
     "__version__", "RmtsweepError", "SelectionError", "StoreError", "Sweep", "SweepDefinitionError", "SweepFile",

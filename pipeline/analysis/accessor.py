@@ -1,6 +1,6 @@
 """``ds.rmt``: the comparison, the transitions and maps of a store, from a notebook.
 
-Registered when :mod:`rmtsweep` is imported::
+Registered when :mod:`rmtsweep` is imported (this module is imported when ``ds.rmt`` is first used)::
 
     import rmtsweep
     ds = rmtsweep.open_store("store/demo.zarr")
@@ -27,7 +27,6 @@ from .mask import NotDone, mask_not_done, not_done
 __all__ = ["RmtAccessor"]
 
 
-@xr.register_dataset_accessor("rmt")
 class RmtAccessor:
     """Analysis of an rmtsweep store opened with :func:`rmtsweep.open_store`."""
 

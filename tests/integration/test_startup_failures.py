@@ -120,24 +120,6 @@ def test_ctrl_c_to_the_process_group(moment, tmp_path):
     assert took < 30, f"{took:.1f} s to stop after a Ctrl-C at {at:.1f} s"
 
 
-@pytest.mark.parametrize("how", ["script", "command"])
-def test_ctrl_c_while_the_package_imports(how, tmp_path):
-    """The command line ends quietly with 130; a script or notebook that imports rmtsweep gets its
-    KeyboardInterrupt (never a SystemExit it did not ask for)."""
-    code = "import sys; print('importing', flush=True); " + (
-        "import rmtsweep" if how == "script" else "sys.argv[0] = 'rmtsweep'; import rmtsweep")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    assert proc.stdout.readline() == "importing\n"
-    time.sleep(0.2)                                     # the import takes a second or more
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    if how == "script":
-        assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), (proc.returncode, err)
-    else:
-        assert proc.returncode == 130 and err == "", (proc.returncode, err)
-
-
 def test_sigterm_to_the_process_group_during_the_run(tmp_path):
     """The workers outlive the signal and are shut down by the driver: no resource_tracker warning about
     what a killed worker leaked."""

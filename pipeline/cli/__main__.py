@@ -1,0 +1,8 @@
+"""``python -m rmtsweep.cli``: the ``rmtsweep`` command."""
+
+from . import main
+
+__all__: list[str] = []
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""The ``rmtsweep`` group and its entry point: what every command shares (exit statuses, one-line errors).
+
+Exit status: 0 done; 1 a run failure; 2 a user mistake; 130 interrupted (Ctrl-C); 143 stopped by
+SIGTERM. Each failure prints one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+import click
+
+from ..errors import RmtsweepError, RunError
+
+__all__ = ["Stopped", "cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rmtsweep")
+def cli() -> None:
+    """Monte Carlo sweeps of attention-style pooling, held against random-matrix theory."""
+
+
+class Stopped(BaseException):
+    """Raised in the main thread by SIGTERM (a batch system's walltime, ``kill``): unwinds like Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _quiet()
+    raise Stopped()
+
+
+def _quiet() -> None:
+    """Silence dask's shutdown chatter: the one line below says what happened."""
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+# What a command needs before it can do anything: imported with SIGINT held (a KeyboardInterrupt inside a
+# compiled module's import can be lost, or leave it half-built), so a Ctrl-C meanwhile is raised once they
+# are in, and becomes the one line. --help and --version need none of them.
+_HEAVY = ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine")
+
+
+def _import_heavy(argv: list[str]) -> None:
+    if not argv or {"-h", "--help", "--version"} & set(argv):
+        return
+    import importlib
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        for name in _HEAVY:
+            importlib.import_module(name)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)          # a Ctrl-C held meanwhile is raised here
+
+
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}" if exc.strerror else f"{where}{type(exc).__name__}: {exc}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``rmtsweep`` script.
+
+    Exit status: 0 done; 1 a run failure (a task that keeps failing, an I/O error such as a full disk,
+    a lost lock, a batch system that cannot run the workers); 2 a user mistake (bad sweep file, option,
+    store path or --scheduler address); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM. Each failure
+    prints one line, never a traceback; finished tasks stay in the store and rerunning the same command
+    resumes.
+    """
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        _import_heavy(sys.argv[1:] if argv is None else argv)
+        cli.main(args=argv, standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _quiet()
+        click.echo("rmtsweep: interrupted; finished tasks are in the store: rerun the same command to resume",
+                   err=True)
+        sys.exit(130)
+    except Stopped:
+        click.echo("rmtsweep: stopped by SIGTERM; rerun the same command to resume", err=True)
+        sys.exit(143)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except RmtsweepError as exc:
+        click.echo(f"rmtsweep: error: {exc}", err=True)
+        sys.exit(2)
+    except RunError as exc:
+        click.echo(f"rmtsweep: error: {exc}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        click.echo(f"rmtsweep: error: {_os_error(exc)}", err=True)
+        sys.exit(1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,192 @@
+"""``status``, ``verify``, ``compare``, ``plot``, ``figures`` and ``export``: the commands that read a store.
+
+Heavy modules are imported inside the commands, so that ``--help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from ..errors import RmtsweepError, StoreError
+from ._group import cli
+
+__all__ = ["compare", "export", "figures", "plot", "status", "verify"]
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+def status(store_path: Path) -> None:
+    """Show how much of the sweep in STORE is done, and what produced it."""
+    from .. import store
+    st = store.status(store_path)
+    a = st["attrs"]
+    done, total = st["tasks_done"], st["tasks_total"]
+    state = "complete" if done == total else "incomplete"
+    click.echo(f"{store_path}: sweep {a['sweep_name']} (hash {a['sweep_hash'][:12]}), "
+               f"rmtsweep {a['rmtsweep_version']}, git {a['git_revision']}, created {a['created']}")
+    click.echo(f"tasks done: {done} / {total} ({100 * done / total:.1f}%), replicates "
+               f"{st['replicates_done']} / {st['replicates_total']}: {state}")
+    if st["d_axis"] is not None:
+        click.echo(f"d axis: {', '.join(map(str, st['d_axis']))} (d is a grid axis: one d value per task)")
+    runs = a.get("runs", [])
+    keys = ("sweep_hash", "rmtsweep_version", "git_revision")
+    if len({tuple(r.get(k) for k in keys) for r in runs}) > 1:
+        click.echo("the store was written by runs that differ in sweep, version or revision:")
+        for r in runs:
+            n = st["replicates_by_run"].get(r["run"], 0)
+            click.echo(f"  run {r['run']} started {r['started']}: {n} replicates, sweep {r['sweep_hash'][:12]}, "
+                       f"rmtsweep {r['rmtsweep_version']}, git {r['git_revision']}, {r['sweep_file']}")
+
+
+VERIFY_LINES = 20
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--repair", is_flag=True, help="Clear the done flags of corrupt tasks, so the next run recomputes them.")
+def verify(store_path: Path, repair: bool) -> None:
+    """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
+    tasks, one line each (exit 1 if any): done without data, or corrupt."""
+    from .. import store
+    store.open_dataset(store_path)                          # a one-line error if it is not a store
+    bad = store.corrupt_tasks(store_path)
+    if not bad:
+        click.echo(f"{store_path}: every finished task's chunks are present, read back and match their checksums")
+        return
+    for item in bad[:VERIFY_LINES]:
+        click.echo(f"{store_path}: {item}")
+    if len(bad) > VERIFY_LINES:
+        click.echo(f"... and {len(bad) - VERIFY_LINES} more bad task(s)")
+    if repair:
+        n = store.repair(store_path, bad)
+        click.echo(f"{store_path}: cleared the done flags of {n} task(s); rerun `rmtsweep run` on its sweep to "
+                   f"recompute exactly those")
+        return
+    click.echo(f"{store_path}: {len(bad)} bad task(s) (done without data, or corrupt); `rmtsweep verify {store_path} "
+               f"--repair` clears them for the next run")
+    sys.exit(1)
+
+
+@contextmanager
+def _corruption_named(path: Path) -> Iterator[None]:
+    """Turn a failure to read a corrupt chunk into one line naming the task and the repair."""
+    try:
+        yield
+    except (RmtsweepError, click.ClickException):
+        raise
+    except Exception:
+        from .. import store
+        bad = store.corrupt_tasks(path, limit=1) if store.is_store(path) else []
+        if not bad:
+            raise
+        raise StoreError(f"{path}: {bad[0]}; run `rmtsweep verify {path} --repair`, then `rmtsweep run` to "
+                         f"recompute it") from None
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--margin-factor", type=click.FloatRange(min=0.0), default=None,
+              help="Detection margin in units of kappa lambda_+ d^(-2/3) (default 1).")
+@click.option("--write/--no-write", default=True, show_default=True,
+              help="Write the comparison into STORE as the zarr group 'comparison'.")
+@click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
+              help="How many worst cells to list per quantity.")
+def compare(store_path: Path, margin_factor: float | None, write: bool, worst: int) -> None:
+    """Hold the Monte Carlo in STORE against its theory; print a summary (works while it fills)."""
+    from ..analysis.compare import MARGIN_FACTOR, compare as compare_store, summary, write_comparison
+    with _corruption_named(store_path):
+        cmp = compare_store(store_path, MARGIN_FACTOR if margin_factor is None else margin_factor)
+    click.echo(summary(cmp, worst))
+    if write:
+        write_comparison(store_path, cmp)
+        click.echo(f"written: xr.open_zarr('{store_path}', group='comparison')")
+
+
+def _selection(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in values:
+        dim, sep, value = item.partition("=")
+        if not sep:
+            raise RmtsweepError(f"--select {item!r}: expected DIM=VALUE, e.g. --select snr=3.0")
+        out[dim] = value
+    return out
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--x", "x", required=True, help="Grid axis across: delta, gamma, snr, T, weights (or d, if an axis).")
+@click.option("--y", "y", required=True, help="Grid axis up: delta, gamma, snr, T, weights (or d, if an axis).")
+@click.option("--var", "var", required=True, help="Store or comparison variable, e.g. overlap, lambda1_z.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("maps"), show_default=True,
+              help="Directory for the maps (created if missing), or a file such as fig.pdf (its suffix is the "
+                   "format).")
+@click.option("--widgets/--facets", default=None,
+              help="HTML with widgets or facets over the other axes (default: facets up to 12 panels).")
+@click.option("--select", "select", multiple=True, metavar="DIM=VALUE",
+              help="Fix an axis (or k) first, e.g. --select d=400.")
+@click.option("--format", "formats", multiple=True, metavar="FMT",
+              help="html, png, svg or pdf; repeat or comma-separate, e.g. --format png,pdf (default: html and png).")
+@click.option("--clim", default=None, metavar="LO,HI",
+              help="Colour limits instead of the chosen ones (0-1 for rates and alignments, robust otherwise).")
+def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | None,
+         select: tuple[str, ...], formats: tuple[str, ...], clim: str | None) -> None:
+    """Heat map of VAR over the axes X and Y of STORE, with the theory's transitions (HTML + PNG by default).
+
+    Every panel is drawn: beyond 24, static files are split into pages NAME-p1.png, NAME-p2.png, ...
+    """
+    from ..analysis.plots import plot_map
+    with _corruption_named(store_path):
+        paths = plot_map(store_path, x, y, var, out, widgets, _selection(select), clim=clim,
+                         formats=formats or None, notes=lambda line: click.echo(line, err=True))
+    for path in paths:
+        click.echo(path)
+
+
+@cli.command()
+@click.argument("stores", metavar="STORE...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=Path("figures"), show_default=True,
+              help="Directory for the figures (one subdirectory per store).")
+def figures(stores: tuple[Path, ...], out: Path) -> None:
+    """The paper's figures from the stores of sweeps/paper-*.yaml."""
+    from ..analysis.figures import figures as make_figures
+    files, notes = make_figures(list(stores), out)
+    for note in notes:
+        click.echo(note)
+    for f in files:
+        click.echo(f)
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", default="csv", show_default=True, help="csv (tidy table) or netcdf.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Output file.")
+@click.option("--group", default=None, help="Export a group of the store instead, e.g. comparison.")
+@click.option("--var", "variables", multiple=True, help="Only these variables (repeatable).")
+@click.option("--phase-diagram", is_flag=True,
+              help="Write the transition curves instead: per SNR line the empirical transition SNR with a "
+                   "bootstrap interval over replicates, and theory's population and sample thresholds (CSV).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Bootstrap resamples per line (--phase-diagram).")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Coverage of the bootstrap interval (--phase-diagram).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap (--phase-diagram).")
+def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: tuple[str, ...],
+           phase_diagram: bool, n_boot: int, level: float, seed: int) -> None:
+    """Export STORE (or its comparison group) as tidy CSV or netCDF, or its phase diagram as CSV."""
+    from ..analysis.export import export as export_store, export_phase_diagram
+    with _corruption_named(store_path):
+        if phase_diagram:
+            if fmt != "csv" or group or variables:
+                raise RmtsweepError("--phase-diagram writes one CSV table of the store's SNR lines; drop "
+                                    "--format, --group and --var")
+            written, method = export_phase_diagram(store_path, out, n_boot, level, seed,
+                                                   notes=lambda line: click.echo(line, err=True))
+            click.echo(f"{written}: transition SNR per line ({method})")
+        else:
+            click.echo(export_store(store_path, out, fmt, group, list(variables) or None,
+                                    notes=lambda line: click.echo(line, err=True)))

@@ -1,0 +1,179 @@
+"""``run``, ``submit``, ``demo`` and ``sweeps``: the commands that start work (or list what can be started).
+
+Heavy modules (the store, dask, the theory) are imported inside the commands, so that ``--help``
+answers at once.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ..errors import RmtsweepError
+from ._group import cli
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..spec import SweepFile
+
+__all__ = ["demo", "list_sweeps", "run", "submit"]
+
+
+def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
+    """``--store``, or the default ``store/<sweep name>.zarr`` (creating ``store/``)."""
+    if store_path is not None:
+        return store_path
+    Path("store").mkdir(exist_ok=True)
+    return Path("store") / f"{sweep_file.sweep.name}.zarr"
+
+
+def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
+         writes: str = "workers") -> Path:
+    from .. import store
+    from ..engine import connect
+    from ..run import run_sweep
+    from ..shipped import resolve_sweep
+    from ..spec import load_sweep
+    sweep_file = load_sweep(resolve_sweep(sweep_path))
+    path = _store_path(sweep_file, store_path)
+    store.Store(path).check()
+    start = time.perf_counter()
+    with connect(engine) as (client, capacity):
+        report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
+                           expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
+                           notes=lambda line: click.echo(line, err=True))
+    st = store.status(path)
+    click.echo(f"{path}: {st['tasks_done']}/{st['tasks_total']} tasks done "
+               f"({report.tasks_computed} computed now) in {time.perf_counter() - start:.1f} s")
+    return path
+
+
+_workers = click.option("--workers", type=click.IntRange(min=1), default=None,
+                        help="LocalCluster worker processes (default: the machine's cores).")
+_progress = click.option("--progress/--no-progress", default=True, show_default=True,
+                         help="Show a progress bar (tasks done, rate, ETA).")
+_insecure = click.option("--insecure", is_flag=True, help="No TLS for the --cluster slurm|pbs scheduler (default: TLS "
+                         "with this run's own credentials): anyone who can reach it could run code as you.")
+_dashboard = click.option("--dashboard-address", default=None, metavar="HOST:PORT",
+                          help="Where the dashboard listens (default: loopback; reach it through ssh -L).")
+_store = click.option("--store", "store_path", type=click.Path(path_type=Path), default=None,
+                      help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr).")
+
+
+def _batch_options(f):
+    """The dask-jobqueue options shared by `run` and `submit` (each overrides the config file)."""
+    options = [
+        click.option("--jobs", type=click.IntRange(min=1), default=None,
+                     help="Batch jobs of workers at most (adaptive; default: max_jobs of the config)."),
+        click.option("--cluster-config", type=click.Path(path_type=Path), default=None,
+                     help="dask-jobqueue settings (default: deploy/<cluster>/jobqueue.yaml)."),
+        click.option("--queue", default=None, help="Override the config's queue / partition."),
+        click.option("--account", default=None, help="Override the config's account."),
+        click.option("--cores", type=int, default=None, help="Override the cores per job."),
+        click.option("--memory", default=None, help="Override the memory per job, e.g. 4GB."),
+        click.option("--walltime", default=None, help="Override the walltime per job, HH:MM:SS."),
+        click.option("--interface", default=None, help="Override the network interface, e.g. ib0."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@cli.command()
+@click.argument("sweep", type=click.Path(path_type=Path))
+@_store
+@click.option("--cluster", type=click.Choice(["local", "slurm", "pbs"]), default="local", show_default=True,
+              help="Where workers run: an embedded LocalCluster, or jobs of a batch system (dask-jobqueue).")
+@_workers
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Connect to an existing dask scheduler instead, e.g. tls://host:8786.")
+@click.option("--security", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="TLS credentials for --scheduler tls://... (YAML: ca_file, cert, key).")
+@_batch_options
+@_insecure
+@_dashboard
+@click.option("--force", is_flag=True, help="Run even if the memory estimate per task exceeds the workers'.")
+@click.option("--writes", type=click.Choice(["workers", "driver"]), default="workers", show_default=True,
+              help="Who writes each task's data chunks: the workers (the store must be on a filesystem they "
+                   "see) or this process.")
+@_progress
+def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, writes: str, **engine) -> None:
+    """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`)."""
+    from ..engine import make_engine
+    _run(sweep, store_path, make_engine(**engine), progress, force, writes)
+
+
+@cli.command()
+@click.argument("sweep", type=click.Path(path_type=Path))
+@_store
+@click.option("--cluster", type=click.Choice(["slurm", "pbs"]), required=True,
+              help="The batch system that runs the driver job and its workers.")
+@_batch_options
+@_insecure
+@_dashboard
+@click.option("--dry-run", is_flag=True, help="Print the driver and worker job scripts; submit nothing.")
+def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> None:
+    """Submit a driver job that runs SWEEP on the batch system and prints its job id."""
+    from ..clusters import driver_script, submit_driver, worker_job_script
+    from ..engine import make_engine
+    from ..shipped import resolve_sweep
+    from ..spec import load_sweep
+
+    sweep = resolve_sweep(sweep)
+    sweep_file = load_sweep(sweep)
+    path = _store_path(sweep_file, store_path)
+    eng = make_engine(**engine)
+    config = eng.batch_config()
+    script = driver_script(eng.cluster, config, sweep, path, eng.cluster_config, eng.jobs, eng.insecure,
+                           eng.dashboard_address)
+    if dry_run:
+        workers = worker_job_script(eng.cluster, config, eng.insecure)
+        click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
+        return
+    job = submit_driver(eng.cluster, script, path.absolute().parent)
+    click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
+
+
+@cli.command()
+@click.option("--store", "store_path", type=click.Path(path_type=Path), default=Path("store/demo.zarr"),
+              show_default=True, help="Where to write the demo store.")
+@_workers
+@_progress
+def demo(store_path: Path, workers: int | None, progress: bool) -> None:
+    """Run the shipped demo sweep on a local dask cluster, compare it with theory, draw two maps."""
+    from ..engine import Engine
+    from ..shipped import resolve_sweep
+    _run(resolve_sweep("demo"), store_path, Engine(workers=workers), progress)
+    click.echo(f"read it with: python -c \"import rmtsweep; print(rmtsweep.open_store('{store_path}'))\"")
+    from ..analysis.compare import compare as compare_store, write_comparison
+    from ..analysis.plots import plot_map
+    cmp = compare_store(store_path)
+    write_comparison(store_path, cmp)
+    click.echo(f"comparison written to {store_path} (group 'comparison'); "
+               f"{int(cmp['phase_agrees'].sum())}/{int(cmp['phase_agrees'].count())} cells in the predicted phase")
+    maps = store_path.parent / "maps"
+    for x, y, var in (("snr", "gamma", "overlap"), ("snr", "weights", "lambda1_z")):
+        html, png = plot_map(store_path, x, y, var, maps)
+        click.echo(f"map of {var} over ({x}, {y}): {html} and {png}")
+
+
+@cli.command(name="sweeps")
+def list_sweeps() -> None:
+    """List the sweeps shipped with rmtsweep (run any of them by name: `rmtsweep run NAME`), with their d."""
+    from ..shipped import sweeps as shipped_sweeps
+    for name, (path, description) in shipped_sweeps().items():
+        click.echo(f"{name:28s} {_d_text(path):26s} {description or '(no description)'}")
+
+
+def _d_text(path: Path) -> str:
+    """``d = 400`` for a top-level d, ``d axis: 100, 200, 400`` for ``grid.d`` ('' for a file that does not load)."""
+    from ..spec import load_sweep
+    try:
+        sweep = load_sweep(path).sweep
+    except RmtsweepError:
+        return ""
+    values = ", ".join(map(str, sweep.d_values))
+    return f"d axis: {values}" if sweep.d_axis else f"d = {values}"
