@@ -181,14 +181,15 @@ def test_a_driver_job_at_its_walltime_stops_cleanly_and_resumes(slurm, tmp_path)
     assert verify.returncode == 0, verify.stdout + verify.stderr           # what was done is whole
 
 
-def _worker_command(credentials: Path) -> list[str] | None:
-    """The command line of a dask worker (a SLURM job on this node) that names ``credentials``."""
+def _worker_command(log_directory: Path) -> list[str] | None:
+    """The command line of a dask worker started by a SLURM job of this test (on this node), as ``ps`` shows it."""
     for entry in Path("/proc").iterdir():
         try:
             args = (entry / "cmdline").read_bytes().decode().split("\0")
+            cwd = (entry / "cwd").resolve()
         except (OSError, ValueError):
             continue
-        if any("dask_worker" in a or a == "worker" for a in args[:3]) and str(credentials) in " ".join(args):
+        if any("dask_worker" in a for a in args[:3]) and cwd == log_directory.resolve():
             return args
     return None
 
@@ -224,18 +225,19 @@ def test_a_slurm_run_serves_only_its_own_credentials(slurm, tmp_path):
     try:
         wait_until(lambda: writes(store) > 0 or proc.poll() is not None, 180, "a task written by a SLURM worker")
         assert proc.poll() is None, proc.stderr.read()[-3000:]
+        args = _worker_command(tmp_path)
+        assert args is not None, "no worker of this run found"
+        address = next(a for a in args if a.startswith(("tls://", "tcp://")))   # the scheduler, as `ps` shows it
+        host_port = address.partition("://")[2]
+        assert _refused(f"tcp://{host_port}"), f"a client without credentials was served by {address}"
+        other = Security.temporary()                                       # a certificate of somebody else's
+        assert _refused(f"tls://{host_port}", Security(tls_ca_file=other.tls_ca_file,
+                                                       tls_client_cert=other.tls_client_cert,
+                                                       tls_client_key=other.tls_client_key, require_encryption=True))
         (creds,) = tmp_path.glob(".rmtsweep-tls-*")
         assert stat.S_IMODE(creds.stat().st_mode) == 0o700
-        args = _worker_command(creds)
-        assert args is not None, "no worker names the run's credentials"
         assert [args[args.index(f"--tls-{f}") + 1] for f in ("ca-file", "cert", "key")] == \
             [str(creds / name) for name in ("ca.pem", "cert.pem", "key.pem")]
-        address = next(a for a in args if a.startswith("tls://"))           # the scheduler, as every `ps` shows it
-        host_port = address.removeprefix("tls://")
-        assert _refused(f"tcp://{host_port}")                              # no TLS
-        other = Security.temporary()                                       # a certificate of somebody else's
-        assert _refused(address, Security(tls_ca_file=other.tls_ca_file, tls_client_cert=other.tls_client_cert,
-                                          tls_client_key=other.tls_client_key, require_encryption=True))
         ours = Security(tls_ca_file=str(creds / "ca.pem"), tls_client_cert=str(creds / "cert.pem"),
                         tls_client_key=str(creds / "key.pem"), require_encryption=True)
         with Client(address, security=ours, timeout="20s") as client:
