@@ -22,11 +22,12 @@ if TYPE_CHECKING:
 __all__ = ["demo", "list_sweeps", "run", "submit"]
 
 
-def _store_path(sweep_file: SweepFile, store_path: Path | None) -> Path:
-    """``--store``, or the default ``store/<sweep name>.zarr`` (creating ``store/``)."""
+def _store_path(sweep_file: SweepFile, store_path: Path | None, create: bool = True) -> Path:
+    """``--store``, or the default ``store/<sweep name>.zarr`` (creating ``store/`` if ``create``)."""
     if store_path is not None:
         return store_path
-    Path("store").mkdir(exist_ok=True)
+    if create:
+        Path("store").mkdir(exist_ok=True)
     return Path("store") / f"{sweep_file.sweep.name}.zarr"
 
 
@@ -124,7 +125,7 @@ def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> Non
 
     sweep = resolve_sweep(sweep)
     sweep_file = load_sweep(sweep)
-    path = _store_path(sweep_file, store_path)
+    path = _store_path(sweep_file, store_path, create=False)       # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
     config = eng.batch_config()
     script = driver_script(eng.cluster, config, sweep, path, eng.cluster_config, eng.jobs, eng.insecure,

@@ -52,3 +52,5 @@ def test_plain_install_runs_shipped_sweeps_from_anywhere(tmp_path):
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert f"--cluster-config {target / 'rmtsweep' / 'deploy' / 'slurm' / 'jobqueue.yaml'}" in dry.stdout
     assert str(target / "rmtsweep" / "sweeps" / "demo.yaml") in dry.stdout
+    assert f"--tls-ca-file {tmp_path}/.rmtsweep-tls-<run>/ca.pem" in dry.stdout     # how the credentials travel
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]                 # a dry run writes nothing
