@@ -300,6 +300,7 @@ def driver_script(
     jobs: int | None,
     insecure: bool = False,
     dashboard_address: str | None = None,
+    overrides: tuple[str, ...] = (),
 ) -> str:
     """A batch script for the driver: the process that holds the scheduler and writes the store.
 
@@ -325,8 +326,8 @@ def driver_script(
         job_extra_directives=[*config.job_extra_directives, *warning],
     ).job_header
     cfg = Path(cluster_config_path) if cluster_config_path else cluster_config(kind)
-    cmd = [rmtsweep_command(), "run", str(Path(sweep_path).resolve()), "--store", str(Path(store_path).resolve()),
-           "--cluster", kind, "--cluster-config", str(cfg.resolve())]
+    cmd = [rmtsweep_command(), "run", str(Path(sweep_path).resolve()), *overrides, "--store",
+           str(Path(store_path).resolve()), "--cluster", kind, "--cluster-config", str(cfg.resolve())]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
     cmd += ["--insecure"] if insecure else []

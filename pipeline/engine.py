@@ -326,8 +326,15 @@ def _owned(start: Callable[[], Any], block: bool = False) -> Iterator:
 
 
 def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, insecure: bool = False,
-                security=None, dashboard_address=None, **overrides) -> Engine:
-    """The :class:`Engine` of the command line's options, refusing combinations that mean nothing."""
+                security=None, dashboard_address=None, scheduler_file=None, **overrides) -> Engine:
+    """The :class:`Engine` of the command line's options, refusing combinations that mean nothing.
+
+    ``scheduler_file`` (``dask scheduler --scheduler-file FILE``) gives the scheduler's address.
+    """
+    if scheduler_file is not None:
+        if scheduler:
+            raise ClusterError("--scheduler and --scheduler-file name the same thing; give one")
+        scheduler = _address_in(Path(scheduler_file))
     if scheduler and cluster != "local":
         raise ClusterError(f"--scheduler {scheduler} and --cluster {cluster} exclude each other; pick one")
     if cluster == "local" and (jobs or cluster_config or insecure or any(v is not None for v in overrides.values())):
@@ -340,3 +347,17 @@ def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_c
     return Engine(cluster, workers, scheduler, jobs, cluster_config,
                   tuple((k, v) for k, v in overrides.items() if v is not None), insecure,
                   Path(security) if security is not None else None, dashboard_address)
+
+
+def _address_in(path: Path) -> str:
+    """The ``address`` a dask scheduler wrote into its scheduler file."""
+    import json
+    try:
+        address = json.loads(path.read_text()).get("address")
+    except OSError as exc:
+        raise ClusterError(f"--scheduler-file {path}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, AttributeError):
+        raise ClusterError(f"--scheduler-file {path}: not a dask scheduler file (JSON with an address)") from None
+    if not isinstance(address, str) or not address:
+        raise ClusterError(f"--scheduler-file {path}: not a dask scheduler file (JSON with an address)")
+    return address

@@ -19,14 +19,20 @@ Every error names the file, the field and the bad value, in one line, and is rai
     observables:                                  # optional
       spectrum: {bins: 100, max: 10.0}            # eigenvalue histogram of S/kappa
       ridge: {penalty: 0.1, test_samples: 2000}   # downstream task accuracy
+
+Fields can be overridden from the command line (``rmtsweep run demo d=400 grid.T=[4,16]``): each
+``KEY=VALUE`` sets a dotted path to a YAML value, ``~KEY`` removes one; the result is validated like
+the file, and the overrides are kept with it (:attr:`SweepFile.overrides`, the store's provenance).
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import json
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,7 +45,8 @@ from .dims import StoreDims, store_dims
 from .errors import SweepDefinitionError
 from .types import Centering
 
-__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "load_sweep", "parse_sweep", "sizes"]
+__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "load_sweep",
+           "parse_sweep", "sizes"]
 from .model import CORRELATIONS, SCHEMES, CorrelationSpec, WeightsSpec
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -212,11 +219,12 @@ def sizes(d: int, delta: float, gamma: float) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class SweepFile:
-    """A sweep together with where it came from (for provenance)."""
+    """A sweep together with where it came from (for provenance): the file, its text, the overrides."""
 
     sweep: Sweep
     path: str
     text: str
+    overrides: tuple[str, ...] = ()
 
 
 _BY_TAG: dict[str, type[BaseModel]] = {c.model_fields["model"].default: c for c in CORRELATIONS} | \
@@ -325,8 +333,41 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
     return sweep
 
 
-def load_sweep(path: str | Path) -> SweepFile:
-    """Read and validate a sweep file.
+def apply_overrides(data: Any, overrides: Sequence[str], source: str = "<sweep>") -> dict:
+    """``data`` (a sweep file's mapping, not changed) with each ``KEY=VALUE`` or ``~KEY`` of ``overrides`` applied.
+
+    ``KEY`` is a dotted path (``grid.T``); ``VALUE`` is read as YAML (``400``, ``[4, 16]``, ``mean``);
+    missing mappings on the way are created. Errors name the override.
+    """
+    out = copy.deepcopy(data) if isinstance(data, dict) else {}
+    for item in overrides:
+        remove = item.startswith("~")
+        key, sep, text = item.removeprefix("~").partition("=")
+        if not key or (not sep and not remove) or (sep and remove) or any(not part for part in key.split(".")):
+            raise SweepDefinitionError(f"{source}: override {item!r}: expected KEY=VALUE (e.g. replicates=32, "
+                                       "grid.T=[4,16]) or ~KEY to remove one")
+        *parents, last = key.split(".")
+        node = out
+        for i, part in enumerate(parents):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise SweepDefinitionError(f"{source}: override {item!r}: {'.'.join(parents[:i + 1])} is not a "
+                                           "mapping")
+        if remove:
+            if last not in node:
+                raise SweepDefinitionError(f"{source}: override {item!r}: there is no {key} to remove")
+            del node[last]
+            continue
+        try:
+            node[last] = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SweepDefinitionError(f"{source}: override {item!r}: the value is not YAML "
+                                       f"({getattr(exc, 'problem', None) or exc})") from None
+    return out
+
+
+def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:
+    """Read and validate a sweep file, with command-line ``overrides`` (:func:`apply_overrides`) if any.
 
     Raises
     ------
@@ -346,4 +387,9 @@ def load_sweep(path: str | Path) -> SweepFile:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SweepDefinitionError(f"{path}: YAML syntax error{where}: {problem}") from None
-    return SweepFile(parse_sweep(data, str(path)), str(path), text)
+    if overrides:
+        data = apply_overrides(data, overrides, str(path))
+        source = f"{path} with {' '.join(overrides)}"
+    else:
+        source = str(path)
+    return SweepFile(parse_sweep(data, source), str(path), text, tuple(overrides))

@@ -5,6 +5,7 @@ Heavy modules are imported inside the commands, so that ``--help`` answers at on
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,20 +21,32 @@ __all__ = ["compare", "export", "figures", "plot", "status", "verify"]
 
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
-def status(store_path: Path) -> None:
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead (for scripts and dashboards).")
+def status(store_path: Path, as_json: bool) -> None:
     """Show how much of the sweep in STORE is done, and what produced it."""
     from .. import store
     st = store.status(store_path)
     a = st["attrs"]
     done, total = st["tasks_done"], st["tasks_total"]
+    overrides = a.get("sweep_overrides", [])
+    runs = a.get("runs", [])
+    if as_json:
+        keys = ("sweep_name", "sweep_hash", "sweep_file", "rmtsweep_version", "git_revision", "created")
+        click.echo(json.dumps({
+            "store": str(store_path), **{k: a.get(k) for k in keys}, "sweep_overrides": overrides,
+            "tasks_done": done, "tasks_total": total, "replicates_done": st["replicates_done"],
+            "replicates_total": st["replicates_total"], "complete": done == total,
+            "d_axis": None if st["d_axis"] is None else [int(x) for x in st["d_axis"]],
+            "runs": [{**r, "replicates": st["replicates_by_run"].get(r["run"], 0)} for r in runs]}, indent=1))
+        return
     state = "complete" if done == total else "incomplete"
-    click.echo(f"{store_path}: sweep {a['sweep_name']} (hash {a['sweep_hash'][:12]}), "
+    with_overrides = f" with {' '.join(overrides)}" if overrides else ""
+    click.echo(f"{store_path}: sweep {a['sweep_name']}{with_overrides} (hash {a['sweep_hash'][:12]}), "
                f"rmtsweep {a['rmtsweep_version']}, git {a['git_revision']}, created {a['created']}")
     click.echo(f"tasks done: {done} / {total} ({100 * done / total:.1f}%), replicates "
                f"{st['replicates_done']} / {st['replicates_total']}: {state}")
     if st["d_axis"] is not None:
         click.echo(f"d axis: {', '.join(map(str, st['d_axis']))} (d is a grid axis: one d value per task)")
-    runs = a.get("runs", [])
     keys = ("sweep_hash", "rmtsweep_version", "git_revision")
     if len({tuple(r.get(k) for k in keys) for r in runs}) > 1:
         click.echo("the store was written by runs that differ in sweep, version or revision:")

@@ -31,14 +31,18 @@ def _store_path(sweep_file: SweepFile, store_path: Path | None, create: bool = T
     return Path("store") / f"{sweep_file.sweep.name}.zarr"
 
 
-def _run(sweep_path: Path, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
+def _load(sweep: Path, overrides: tuple[str, ...] = ()) -> SweepFile:
+    """The sweep file (or shipped sweep) ``sweep`` with the command line's ``KEY=VALUE`` overrides."""
+    from ..shipped import resolve_sweep
+    from ..spec import load_sweep
+    return load_sweep(resolve_sweep(sweep), overrides)
+
+
+def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
          writes: str = "workers") -> Path:
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
-    from ..shipped import resolve_sweep
-    from ..spec import load_sweep
-    sweep_file = load_sweep(resolve_sweep(sweep_path))
     path = _store_path(sweep_file, store_path)
     store.Store(path).check()
     start = time.perf_counter()
@@ -83,14 +87,20 @@ def _batch_options(f):
     return f
 
 
+_overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]...")
+
+
 @cli.command()
 @click.argument("sweep", type=click.Path(path_type=Path))
+@_overrides
 @_store
 @click.option("--cluster", type=click.Choice(["local", "slurm", "pbs"]), default="local", show_default=True,
               help="Where workers run: an embedded LocalCluster, or jobs of a batch system (dask-jobqueue).")
 @_workers
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Connect to an existing dask scheduler instead, e.g. tls://host:8786.")
+@click.option("--scheduler-file", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="... or to the one that wrote FILE (dask scheduler --scheduler-file FILE).")
 @click.option("--security", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="TLS credentials for --scheduler tls://... (YAML: ca_file, cert, key).")
 @_batch_options
@@ -100,15 +110,77 @@ def _batch_options(f):
 @click.option("--writes", type=click.Choice(["workers", "driver"]), default="workers", show_default=True,
               help="Who writes each task's data chunks: the workers (the store must be on a filesystem they "
                    "see) or this process.")
+@click.option("--dry-run", is_flag=True, help="Print the points, tasks, memory per task and the cost model's "
+              "core-hours, and the store a run would write; start nothing, write nothing.")
 @_progress
-def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, writes: str, **engine) -> None:
-    """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`)."""
+def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progress: bool, force: bool, writes: str,
+        dry_run: bool, **engine) -> None:
+    """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`).
+
+    KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value), ~KEY removes one, e.g.
+    `rmtsweep run demo d=400 grid.T=[4,16] replicates=32`; they are kept in the store's provenance, and a
+    resume needs the same ones.
+    """
     from ..engine import make_engine
-    _run(sweep, store_path, make_engine(**engine), progress, force, writes)
+    sweep_file = _load(sweep, overrides)
+    eng = make_engine(**engine)
+    if dry_run:
+        _dry_run(sweep_file, _store_path(sweep_file, store_path, create=False), eng)
+        return
+    _run(sweep_file, store_path, eng, progress, force, writes)
+
+
+def _threads(engine: Engine) -> int:
+    """Worker threads the run would have: LocalCluster processes, or the batch jobs' cores (0: unknown)."""
+    import os
+    if engine.scheduler:
+        return 0
+    if engine.cluster == "local":
+        return engine.workers or os.cpu_count() or 1
+    config = engine.batch_config()
+    return (engine.jobs or config.max_jobs) * config.cores
+
+
+def _dry_run(sweep_file: SweepFile, path: Path, engine: Engine) -> None:
+    from .. import store
+    from ..run import Blocking, plan
+    sweep, threads = sweep_file.sweep, _threads(engine)
+    exists = path.exists() and store.is_store(path)
+    the_plan = plan(sweep, Blocking(*store.blocking_of(path)) if exists else None, threads)
+    g, b = sweep.grid, the_plan.blocking
+    d = f"d axis {', '.join(map(str, sweep.d_values))}" if sweep.d_axis else f"d = {sweep.d}"
+    with_overrides = f" with {' '.join(sweep_file.overrides)}" if sweep_file.overrides else ""
+    click.echo(f"sweep {sweep.name} ({sweep_file.path}{with_overrides}), hash {sweep.digest()[:12]}: {d}")
+    click.echo(f"grid: {the_plan.points} points ({len(g.delta)} delta x {len(g.gamma)} gamma x {len(g.T)} T"
+               f"{f' x {len(sweep.d_values)} d' if sweep.d_axis else ''}) x {len(g.weights)} weights x {len(g.snr)} "
+               f"SNR = {the_plan.cells} cells, {the_plan.replicates} replicates each")
+    click.echo(f"tasks: {the_plan.tasks} of up to {b.cells} points x {b.replicate} replicates; memory up to "
+               f"{_bytes(the_plan.memory_per_task)} per task")
+    on = f", about {_duration(the_plan.seconds_on(threads))} on {threads} worker threads" if threads else ""
+    click.echo(f"cost model: {_duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours){on}; "
+               "fitted on a 2-core machine, within ~30 %")
+    if not exists:
+        click.echo(f"store: {path} (new)")
+    else:
+        st = store.status(path)
+        same = st["attrs"].get("sweep_hash") == sweep.digest()
+        click.echo(f"store: {path} exists, {st['tasks_done']}/{st['tasks_total']} tasks done; a run "
+                   f"{'computes the rest' if same else 'extends it to this sweep, or says why it cannot'}")
+    click.echo("dry run: nothing was started or written")
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
 
 
 @cli.command()
 @click.argument("sweep", type=click.Path(path_type=Path))
+@_overrides
 @_store
 @click.option("--cluster", type=click.Choice(["slurm", "pbs"]), required=True,
               help="The batch system that runs the driver job and its workers.")
@@ -116,20 +188,17 @@ def run(sweep: Path, store_path: Path | None, progress: bool, force: bool, write
 @_insecure
 @_dashboard
 @click.option("--dry-run", is_flag=True, help="Print the driver and worker job scripts; submit nothing.")
-def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> None:
-    """Submit a driver job that runs SWEEP on the batch system and prints its job id."""
+def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry_run: bool, **engine) -> None:
+    """Submit a driver job that runs SWEEP (with KEY=VALUE overrides, as `run`) and prints its job id."""
     from ..clusters import driver_script, submit_driver, worker_job_script
     from ..engine import make_engine
-    from ..shipped import resolve_sweep
-    from ..spec import load_sweep
 
-    sweep = resolve_sweep(sweep)
-    sweep_file = load_sweep(sweep)
+    sweep_file = _load(sweep, overrides)
     path = _store_path(sweep_file, store_path, create=False)       # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
     config = eng.batch_config()
-    script = driver_script(eng.cluster, config, sweep, path, eng.cluster_config, eng.jobs, eng.insecure,
-                           eng.dashboard_address)
+    script = driver_script(eng.cluster, config, Path(sweep_file.path), path, eng.cluster_config, eng.jobs,
+                           eng.insecure, eng.dashboard_address, overrides)
     if dry_run:
         workers = worker_job_script(eng.cluster, config, eng.insecure)
         click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
@@ -146,8 +215,7 @@ def submit(sweep: Path, store_path: Path | None, dry_run: bool, **engine) -> Non
 def demo(store_path: Path, workers: int | None, progress: bool) -> None:
     """Run the shipped demo sweep on a local dask cluster, compare it with theory, draw two maps."""
     from ..engine import Engine
-    from ..shipped import resolve_sweep
-    _run(resolve_sweep("demo"), store_path, Engine(workers=workers), progress)
+    _run(_load(Path("demo")), store_path, Engine(workers=workers), progress)
     click.echo(f"read it with: python -c \"import rmtsweep; print(rmtsweep.open_store('{store_path}'))\"")
     from ..analysis.compare import compare as compare_store, write_comparison
     from ..analysis.plots import plot_map
@@ -163,18 +231,21 @@ def demo(store_path: Path, workers: int | None, progress: bool) -> None:
 
 @cli.command(name="sweeps")
 def list_sweeps() -> None:
-    """List the sweeps shipped with rmtsweep (run any of them by name: `rmtsweep run NAME`), with their d."""
+    """List the sweeps shipped with rmtsweep (run any of them by name: `rmtsweep run NAME`): d, size, cost."""
     from ..shipped import sweeps as shipped_sweeps
+    click.echo(f"{'name':28s} {'d':22s} {'points':>7s} {'one core':>9s}  description")
     for name, (path, description) in shipped_sweeps().items():
-        click.echo(f"{name:28s} {_d_text(path):26s} {description or '(no description)'}")
+        click.echo(f"{name:28s} {_size_text(path)}  {description or '(no description)'}")
 
 
-def _d_text(path: Path) -> str:
-    """``d = 400`` for a top-level d, ``d axis: 100, 200, 400`` for ``grid.d`` ('' for a file that does not load)."""
+def _size_text(path: Path) -> str:
+    """d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours of a sweep file."""
+    from ..run import plan
     from ..spec import load_sweep
     try:
         sweep = load_sweep(path).sweep
-    except RmtsweepError:
-        return ""
-    values = ", ".join(map(str, sweep.d_values))
-    return f"d axis: {values}" if sweep.d_axis else f"d = {values}"
+    except RmtsweepError as exc:
+        return f"{'(does not load: ' + str(exc)[:60] + ')':40s}"
+    the_plan = plan(sweep)
+    d = ("axis " if sweep.d_axis else "") + ",".join(map(str, sweep.d_values))
+    return f"{d:22s} {the_plan.points:7d} {_duration(the_plan.core_seconds):>9s}"

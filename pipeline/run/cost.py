@@ -39,10 +39,10 @@ _RIDGE = 2.0e-10               # ridge solve, per scheme, SNR value and (N + tes
 _SCORES = 1.0e-9               # attention scores of the gathered rows, per N T^2 d (not fitted: BLAS-rate estimate)
 
 
-def point_seconds(sweep: Sweep) -> np.ndarray:
+def point_seconds(sweep: Sweep, d: int | None = None) -> np.ndarray:
     """Predicted seconds of one replicate of each ``(delta, gamma, T)`` point, every scheme included.
 
-    With ``d`` a grid axis it is the cost at the largest ``d`` (a task holds one ``d`` value, so the
+    At ``d``, by default the largest ``d`` of a grid axis (a task holds one ``d`` value, so the
     batching is cut for the most expensive one and tasks of a smaller ``d`` run shorter).
 
     Returns
@@ -50,7 +50,7 @@ def point_seconds(sweep: Sweep) -> np.ndarray:
     ndarray, shape (n_delta, n_gamma, n_T)
     """
     g = sweep.grid
-    d, S, k = max(sweep.d_values), len(g.weights), sweep.top_k
+    d, S, k = max(sweep.d_values) if d is None else d, len(g.weights), sweep.top_k
     n_snr = len(g.snr)
     rank2 = sum(1 for s in g.snr if s > 0) >= 6
     V = np.array([sizes(d, x, 1.0)[0] for x in g.delta], float)[:, None, None]

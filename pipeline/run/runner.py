@@ -126,7 +126,7 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
     store = Store(Path(path))
     info = {"started": now(), "host": socket.gethostname(), "pid": os.getpid(),
             "rmtsweep_version": package_version(), "git_revision": git_revision() or "unknown",
-            "sweep_hash": sweep.digest(), "sweep_file": sweep_file.path}
+            "sweep_hash": sweep.digest(), "sweep_file": sweep_file.path, "sweep_overrides": list(sweep_file.overrides)}
     threads = max(expected_threads, sum(client.nthreads().values()))
     new = choose_blocking(sweep, task_target(threads)).as_tuple()       # used only if the store is new
     with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) as run:

@@ -179,6 +179,7 @@ def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) ->
         "sweep_hash": s.digest(),
         "sweep_file": sweep_file.path,
         "sweep_text": sweep_file.text,
+        "sweep_overrides": list(sweep_file.overrides),        # KEY=VALUE given on the command line, in order
         "sweep_canonical": json.dumps(s.canonical(), sort_keys=True),
         "seed": s.seed,
         "seeding": seeding,

@@ -78,7 +78,7 @@ def test_scheduler_and_two_workers_on_loopback(dask_cli, tmp_path):
 
 
 def test_sweep_through_a_plain_scheduler_equals_local_cluster(dask_cli, reference, tmp_path):
-    """`rmtsweep run --scheduler ADDRESS` against `dask scheduler` + two `dask worker` processes."""
+    """`rmtsweep run --scheduler-file FILE` against `dask scheduler` + two `dask worker` processes."""
     sched_file = tmp_path / "scheduler.json"
     scheduler = dask_cli("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                          "--scheduler-file", str(sched_file))
@@ -90,6 +90,7 @@ def test_sweep_through_a_plain_scheduler_equals_local_cluster(dask_cli, referenc
     sweep_path, local_store = reference
     store_path = tmp_path / "remote.zarr"
     proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(sweep_path), "--store", str(store_path),
-                           "--scheduler", address, "--no-progress"], capture_output=True, text=True, timeout=300)
+                           "--scheduler-file", str(sched_file), "--no-progress"], capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_stores_equal(store_path, local_store)

@@ -1,0 +1,47 @@
+"""What a sweep will cost before anything runs: points, tasks, memory per task, core-hours (``run --dry-run``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..spec import Sweep
+from .cost import Blocking, choose_blocking, point_seconds, task_target
+from .grid import n_tasks, task_memory_bytes
+
+__all__ = ["Plan", "plan"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The size of a sweep and the cost model's estimate of it.
+
+    ``core_seconds`` is the cost model's prediction (fitted on a 2-core development machine, within
+    about 30 %; ``rmtsweep.run.cost``), summed over every ``d``, point and replicate.
+    """
+
+    points: int                 # (d, delta, gamma, T) points
+    cells: int                  # points x weights schemes x SNR values
+    replicates: int
+    tasks: int
+    blocking: Blocking
+    memory_per_task: int        # bytes, an upper estimate (the largest point)
+    core_seconds: float
+
+    @property
+    def core_hours(self) -> float:
+        return self.core_seconds / 3600
+
+    def seconds_on(self, threads: int) -> float:
+        """Wall seconds on ``threads`` worker threads, if they stay busy (no start-up, no tail)."""
+        return self.core_seconds / max(threads, 1)
+
+
+def plan(sweep: Sweep, blocking: Blocking | None = None, threads: int = 0) -> Plan:
+    """The :class:`Plan` of ``sweep`` under ``blocking`` (default: what a new store on ``threads`` threads gets)."""
+    g = sweep.grid
+    blocking = blocking or choose_blocking(sweep, task_target(threads))
+    per_d = len(g.delta) * len(g.gamma) * len(g.T)
+    seconds = sum(float(point_seconds(sweep, d).sum()) for d in sweep.d_values) * sweep.replicates
+    return Plan(points=per_d * len(sweep.d_values), cells=per_d * len(sweep.d_values) * len(g.weights) * len(g.snr),
+                replicates=sweep.replicates, tasks=n_tasks(sweep, blocking), blocking=blocking,
+                memory_per_task=task_memory_bytes(sweep), core_seconds=seconds)

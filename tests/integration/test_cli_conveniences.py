@@ -1,0 +1,70 @@
+"""What users of Hydra, dask and peers expect of the command line: KEY=VALUE overrides, run --dry-run,
+status --json, sweeps with their size and cost."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import xarray as xr
+import yaml
+
+from rmtsweep.cli import main
+from rmtsweep.testing import assert_stores_equal
+from tests.helpers import BASE
+
+
+@pytest.fixture
+def half(tmp_path):
+    """The reference sweep with half its replicates and another seed, as a file."""
+    path = tmp_path / "half.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "replicates": 2, "seed": 99}))
+    return path
+
+
+def test_overrides_give_the_sweep_they_describe_and_are_kept(reference, half, tmp_path, capsys):
+    """A file with replicates=2 and seed=99, run with replicates=4 seed=7: the reference sweep, bit for bit."""
+    _, ref_store = reference
+    store = tmp_path / "over.zarr"
+    main(["run", str(half), "replicates=4", "seed=7", "--store", str(store), "--workers", "1", "--no-progress"])
+    assert_stores_equal(store, ref_store)
+    attrs = xr.open_zarr(store).attrs
+    assert attrs["sweep_overrides"] == ["replicates=4", "seed=7"] and attrs["runs"][0]["sweep_overrides"] == \
+        ["replicates=4", "seed=7"]
+    assert attrs["sweep_text"] == half.read_text()                   # the file as it was; the overrides beside it
+    capsys.readouterr()
+    main(["run", str(half), "replicates=4", "seed=7", "--store", str(store), "--dry-run"])   # resume: nothing to do
+    assert re.search(r"store: \S+over\.zarr exists, 2/2 tasks done; a run computes the rest", capsys.readouterr().out)
+
+
+def test_dry_run_says_what_a_run_would_do_and_writes_nothing(half, tmp_path, capsys):
+    store = tmp_path / "new.zarr"
+    main(["run", str(half), "grid.T=[4, 8]", "--store", str(store), "--workers", "2", "--dry-run"])
+    out = capsys.readouterr().out
+    assert not store.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["half.yaml"]
+    assert f"sweep tiny ({half} with grid.T=[4, 8])" in out
+    assert "grid: 4 points (2 delta x 1 gamma x 2 T) x 2 weights x 2 SNR = 16 cells, 2 replicates each" in out
+    tasks = int(re.search(r"tasks: (\d+) of up to", out)[1])
+    assert re.search(r"cost model: .* of one core .* on 2 worker threads", out)
+    assert f"store: {store} (new)" in out and out.rstrip().endswith("dry run: nothing was started or written")
+    main(["run", str(half), "grid.T=[4, 8]", "--store", str(store), "--workers", "1", "--no-progress"])
+    assert f"/{tasks} tasks done" in capsys.readouterr().out             # the run made the tasks it announced
+
+
+def test_status_json(reference, capsys):
+    _, ref_store = reference
+    main(["status", str(ref_store), "--json"])
+    st = json.loads(capsys.readouterr().out)
+    assert (st["tasks_done"], st["tasks_total"], st["replicates_done"]) == (2, 2, 16)
+    assert st["sweep_name"] == "tiny" and st["complete"] is True and st["d_axis"] is None
+
+
+def test_sweeps_lists_size_and_cost(capsys):
+    main(["sweeps"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["name", "d", "points", "one"]
+    demo = next(line for line in out if line.startswith("demo "))
+    assert re.match(r"demo\s+300\s+4\s+\d+ s\s+Mean, optimal", demo), demo
+    finite = next(line for line in out if line.startswith("finite-d "))
+    assert re.match(r"finite-d\s+axis 100,200,400,800\s+4\s", finite), finite
