@@ -31,7 +31,8 @@ import sys as _sys
 from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
-from .errors import RmtsweepError, SelectionError, StoreError, SweepDefinitionError, TaskFailedError
+from .errors import (BatchSystemError, ClusterError, RmtsweepError, RunError, SelectionError, StoreError, StoreWriteError,
+                     SweepDefinitionError, TaskFailedError, UserError)
 
 try:
     __version__ = _metadata.version("rmtsweep")
@@ -50,6 +51,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "parse_sweep": ("rmtsweep.spec", "parse_sweep"),
     "open_store": ("rmtsweep.store", "open_dataset"),
     "theory_dataset": ("rmtsweep.theory.on_grid", "theory_dataset"),
+    "plan": ("rmtsweep.run.plan", "plan"),
+    "status": ("rmtsweep.store", "status"),
+    "verify": ("rmtsweep.store", "corrupt_tasks"),
+    "phase_diagram": ("rmtsweep.analysis.phase", "phase_diagram"),
+    "plot_map": ("rmtsweep.analysis.plots", "plot_map"),
+    "export": ("rmtsweep.analysis.export", "export"),
 }
 
 if TYPE_CHECKING:
@@ -59,6 +66,12 @@ if TYPE_CHECKING:
     from .spec import Sweep, SweepFile, load_sweep, parse_sweep
     from .store import open_dataset as open_store
     from .theory.on_grid import theory_dataset
+    from .analysis.export import export
+    from .analysis.phase import phase_diagram
+    from .analysis.plots import plot_map
+    from .run.plan import plan
+    from .store import corrupt_tasks as verify
+    from .store import status
 
 
 def __getattr__(name: str) -> Any:
@@ -97,7 +110,8 @@ if not _from_the_command_line():                # the command never reads ds.rmt
     _register_accessor()
 
 __all__ = [
-    "__version__", "RmtsweepError", "SelectionError", "StoreError", "Sweep", "SweepDefinitionError", "SweepFile",
-    "TaskFailedError", "compare", "load_sweep", "open_store", "parse_sweep", "run_sweep", "theory",
-    "theory_dataset", "write_comparison",
+    "__version__", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError",
+    "StoreWriteError", "Sweep", "SweepDefinitionError", "SweepFile", "TaskFailedError", "UserError", "compare",
+    "export", "load_sweep", "open_store", "parse_sweep", "phase_diagram", "plan", "plot_map", "run_sweep", "status",
+    "theory", "theory_dataset", "verify", "write_comparison",
 ]

@@ -1,39 +1,48 @@
-"""The error hierarchy: every user mistake is an :class:`RmtsweepError`.
+"""The error hierarchy: every error rmtsweep raises on purpose is an :class:`RmtsweepError`.
 
-The CLI maps these to one line on stderr and exit status 2, with no traceback. A :class:`RunError`
-is a run that could not finish through no fault of its input (a task that keeps failing, a disk
-that fills, a lock that cannot be kept, a batch system that will not start its workers): one line and
-exit status 1. The classes also subclass the matching builtin so ordinary ``except ValueError``
-code keeps working.
+Two branches, which the CLI maps to one line on stderr and no traceback:
+
+- :class:`UserError`: a mistake in the input or the user's state (a sweep file, an option, a store
+  path, a cluster address): exit status 2, fix it and run again.
+- :class:`RunError`: a run that could not finish through no fault of its input (a task that keeps
+  failing, a disk that fills, a lock that cannot be kept, a batch system that will not start its
+  workers): exit status 1; finished tasks stay in the store and the same command resumes.
+
+``except RmtsweepError`` catches both. The classes also subclass the matching builtin
+(``ValueError``, ``RuntimeError``) so ordinary code keeps working.
 """
 
 from __future__ import annotations
 
 __all__ = ["BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError",
-           "StoreWriteError", "SweepDefinitionError", "TaskFailedError"]
+           "StoreWriteError", "SweepDefinitionError", "TaskFailedError", "UserError"]
 
 
 class RmtsweepError(Exception):
-    """Base class of all errors caused by user input or user state."""
+    """The root of every error rmtsweep raises on purpose."""
 
 
-class SweepDefinitionError(RmtsweepError, ValueError):
+class UserError(RmtsweepError, ValueError):
+    """A mistake in the input or in the user's state (exit status 2)."""
+
+
+class SweepDefinitionError(UserError):
     """A sweep file that cannot be read or does not validate."""
 
 
-class StoreError(RmtsweepError, ValueError):
+class StoreError(UserError):
     """A store path that is not usable: not an rmtsweep store, wrong sweep, not writable."""
 
 
-class ClusterError(RmtsweepError, ValueError):
+class ClusterError(UserError):
     """A cluster that cannot be built or reached from the given options."""
 
 
-class SelectionError(RmtsweepError, ValueError):
+class SelectionError(UserError):
     """A variable, axis, group or format that the store or command does not have."""
 
 
-class RunError(RuntimeError):
+class RunError(RmtsweepError, RuntimeError):
     """A run that stopped on a failure that is not a user mistake (exit status 1)."""
 
 

@@ -1,9 +1,14 @@
-"""Reading a store: Monte Carlo against theory, maps, the paper's figures, export."""
+"""Reading a store: Monte Carlo against theory, maps, the paper's figures, export.
 
-from .compare import GROUP, MARGIN_FACTOR, compare, open_source, summary, transition_snr, write_comparison
-from .export import export, read_tidy
+The functions ``compare`` and ``export`` live in the modules of those names
+(:func:`rmtsweep.analysis.compare.compare`, :func:`rmtsweep.analysis.export.export`) and at the top
+level (``rmtsweep.compare``, ``rmtsweep.export``); the package does not rebind the module names.
+"""
+
+from .compare import GROUP, MARGIN_FACTOR, open_source, summary, transition_snr, write_comparison
+from .export import read_tidy
 from .phase import phase_diagram
 from .stats import mean_sem
 
-__all__ = ["GROUP", "MARGIN_FACTOR", "compare", "export", "mean_sem", "open_source", "phase_diagram", "read_tidy", "summary",
-           "transition_snr", "write_comparison"]
+__all__ = ["GROUP", "MARGIN_FACTOR", "mean_sem", "open_source", "phase_diagram", "read_tidy", "summary", "transition_snr",
+           "write_comparison"]

@@ -88,12 +88,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except RmtsweepError as exc:
-        click.echo(f"rmtsweep: error: {exc}", err=True)
-        sys.exit(2)
-    except RunError as exc:
+    except RunError as exc:                     # before RmtsweepError: a run failure is one of its branches
         click.echo(f"rmtsweep: error: {exc}", err=True)
         sys.exit(1)
+    except RmtsweepError as exc:                # the other branch: a user mistake
+        click.echo(f"rmtsweep: error: {exc}", err=True)
+        sys.exit(2)
     except OSError as exc:
         click.echo(f"rmtsweep: error: {_os_error(exc)}", err=True)
         sys.exit(1)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import RmtsweepError, StoreError
+from ..errors import RmtsweepError, StoreError, UserError
 from ._group import cli
 
 __all__ = ["compare", "export", "figures", "plot", "status", "verify"]
@@ -125,7 +125,7 @@ def _selection(values: tuple[str, ...]) -> dict[str, str]:
     for item in values:
         dim, sep, value = item.partition("=")
         if not sep:
-            raise RmtsweepError(f"--select {item!r}: expected DIM=VALUE, e.g. --select snr=3.0")
+            raise UserError(f"--select {item!r}: expected DIM=VALUE, e.g. --select snr=3.0")
         out[dim] = value
     return out
 
@@ -195,7 +195,7 @@ def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: 
     with _corruption_named(store_path):
         if phase_diagram:
             if fmt != "csv" or group or variables:
-                raise RmtsweepError("--phase-diagram writes one CSV table of the store's SNR lines; drop "
+                raise UserError("--phase-diagram writes one CSV table of the store's SNR lines; drop "
                                     "--format, --group and --var")
             written, method = export_phase_diagram(store_path, out, n_boot, level, seed,
                                                    notes=lambda line: click.echo(line, err=True))

@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 import numpy as np
 from distributed import Client, Future, as_completed
 
-from ..errors import RmtsweepError, RunError, StoreWriteError, TaskFailedError
+from ..errors import RunError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
 from ..store import Writer
 from ..store.lock import holds
@@ -247,7 +247,7 @@ def check_memory(client: Client, need: int, force: bool = False, fallback: float
 
     Raises
     ------
-    RmtsweepError
+    UserError
         With the estimate and the limit, unless ``force``.
     """
     workers = client.scheduler_info(n_workers=-1).get("workers", {}).values()
@@ -263,6 +263,6 @@ def check_memory(client: Client, need: int, force: bool = False, fallback: float
         what = (f"estimated memory per task {need / 2**30:.2f} GiB exceeds the {limit / 2**30:.2f} GiB a worker "
                 f"thread has ({source})")
         if not force:
-            raise RmtsweepError(f"{what}; lower d or raise the workers' memory, or pass --force to run anyway")
+            raise UserError(f"{what}; lower d or raise the workers' memory, or pass --force to run anyway")
         return f"memory check: {what}; running anyway (--force)"
     return f"memory check: {need / 2**30:.2f} GiB per task within {limit / 2**30:.2f} GiB per thread ({source})"

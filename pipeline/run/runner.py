@@ -2,10 +2,12 @@
 
 The Python entry point::
 
+    from rmtsweep import run_sweep
+    run_sweep("sweeps/demo.yaml", "store/demo.zarr")          # dask's current client, or a LocalCluster
+
     from distributed import Client, LocalCluster
-    from rmtsweep import load_sweep, run_sweep
     with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
-        run_sweep(load_sweep("sweeps/demo.yaml"), "store/demo.zarr", client)
+        run_sweep(load_sweep("sweeps/demo.yaml", ["replicates=32"]), "store/demo.zarr", client)
 
 What a run guarantees (tested in tests/integration/test_resume.py):
 
@@ -20,9 +22,12 @@ What a run guarantees (tested in tests/integration/test_resume.py):
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
@@ -30,7 +35,8 @@ from typing import Callable
 from distributed import Client
 
 from ..errors import StoreWriteError
-from ..spec import SweepFile
+from ..shipped import resolve_sweep
+from ..spec import Sweep, SweepFile, load_sweep
 from ..store import Store, Template, now, provenance, template
 from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
@@ -69,19 +75,21 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int]) ->
     return template(sweep, theory_dataset(sweep), provenance(sweep_file, package_version(), git_revision()), blocking)
 
 
-def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress: bool = True,
-              force: bool = False, writes: Writes = "workers", expected_threads: int = 0,
+def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
+              progress: bool = True, force: bool = False, writes: Writes = "workers", expected_threads: int = 0,
               memory_per_thread: float | None = None, notes: Callable[[str], None] | None = None) -> RunReport:
     """Run, resume or extend a sweep into the store at ``path``; only unfinished tasks are computed.
 
     Parameters
     ----------
     sweep_file
-        From :func:`rmtsweep.load_sweep`.
+        A sweep file's path or a shipped sweep's name (``"demo"``), a :class:`~rmtsweep.spec.SweepFile` (:func:`rmtsweep.load_sweep`, which also
+        takes overrides) or a :class:`~rmtsweep.spec.Sweep` (recorded in the store as its canonical form).
     path
         The zarr store (created if missing, with the batching of :func:`rmtsweep.run.cost.choose_blocking`).
     client
-        A connected dask client; its workers do the computing.
+        A connected dask client whose workers do the computing; default: dask's current client, else a
+        LocalCluster of one single-threaded worker process per core, for this call only.
     progress
         Show progress on stderr (a bar on a terminal, a line every 15 s otherwise).
     force
@@ -100,14 +108,16 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
     ------
     StoreError
         The path is not a store, holds an incompatible sweep, or another run is writing it.
-    RmtsweepError
+    UserError
         The memory estimate exceeds the workers' (unless ``force``).
     TaskFailedError
         A task kept failing; finished tasks stay done.
     """
+    sweep_file = _as_sweep_file(sweep_file)
     try:
-        return _run(sweep_file, Path(path), client, progress, force, writes, expected_threads, memory_per_thread,
-                    notes)
+        with _client_or_default(client) as client:
+            return _run(sweep_file, Path(path), client, progress, force, writes, expected_threads, memory_per_thread,
+                        notes)
     except OSError as exc:
         # a file error without its file (the journal's buffered write, metadata): name the store. An error
         # that names its file is printed as it is, and one with no errno (a lost dask connection) is no
@@ -116,6 +126,34 @@ def run_sweep(sweep_file: SweepFile, path: str | Path, client: Client, progress:
             raise
         raise StoreWriteError(f"{path}: {exc.strerror or exc} (writing the store's journal or metadata); fix it "
                               f"and rerun the same command to resume") from None
+
+
+def _as_sweep_file(sweep: SweepFile | Sweep | str | Path) -> SweepFile:
+    if isinstance(sweep, SweepFile):
+        return sweep
+    if isinstance(sweep, Sweep):
+        return SweepFile(sweep, "<a Sweep made in Python>", json.dumps(sweep.canonical(), indent=1, sort_keys=True))
+    return load_sweep(resolve_sweep(sweep))               # a file, or a shipped sweep's name ("demo")
+
+
+@contextmanager
+def _client_or_default(client: Client | None) -> Iterator[Client]:
+    """``client``, else dask's current one, else a LocalCluster made (and closed) here."""
+    if client is not None:
+        yield client
+        return
+    from distributed import LocalCluster, get_client
+    try:
+        current = get_client()
+    except ValueError:                                    # no client: make one
+        current = None
+    if current is not None:
+        yield current
+        return
+    with LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                      dashboard_address="127.0.0.1:0", preload=["rmtsweep.run.execute"]) as cluster, \
+            Client(cluster) as made:
+        yield made
 
 
 def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, force: bool, writes: Writes,

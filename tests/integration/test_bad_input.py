@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from rmtsweep.cli import main
-from rmtsweep.errors import RmtsweepError
+from rmtsweep.errors import RmtsweepError, UserError
 from tests.helpers import BASE
 from tests.unit.test_spec import BAD
 
@@ -100,7 +100,7 @@ def test_force_overrides_the_memory_check():
                                                 r"worker thread has .*; lower d or raise the workers' memory, "
                                                 r"or pass --force") as exc:
             check_memory(client, 2 * 2**30)
-        assert exc.type is RmtsweepError                          # exactly the base user error (exit 2), no subclass
+        assert exc.type is UserError                              # exactly the base user error (exit 2), no subclass
         assert "within 1.00 GiB per thread (the workers' memory limit)" in check_memory(client, 2**29)
 
 
@@ -113,7 +113,7 @@ def test_memory_check_uses_the_cluster_config_before_workers_join():
         with pytest.raises(RmtsweepError, match=r"estimated memory per task 1\.00 GiB exceeds the 0\.50 GiB a worker "
                                                 r"thread has \(the cluster config") as exc:
             check_memory(client, 2**30, fallback=2**29)
-        assert exc.type is RmtsweepError
+        assert exc.type is UserError
         assert check_memory(client, 2**30).startswith("memory check not made")
 
 

@@ -1,0 +1,60 @@
+"""The Python API as a notebook user meets it: one import, one error root, run_sweep from a path or a Sweep
+with no cluster set up, the readers at the top level."""
+
+from __future__ import annotations
+
+import pytest
+import xarray as xr
+
+import rmtsweep
+from rmtsweep.testing import assert_stores_equal
+
+
+def test_run_sweep_from_a_path_without_a_client_equals_the_reference(reference, tmp_path):
+    sweep_path, ref_store = reference
+    store = tmp_path / "api.zarr"
+    report = rmtsweep.run_sweep(str(sweep_path), store, progress=False)     # a LocalCluster made and closed here
+    assert report.tasks_computed == 2
+    assert_stores_equal(store, ref_store)
+    st = rmtsweep.status(store)
+    assert (st["tasks_done"], st["tasks_total"]) == (2, 2)
+    assert rmtsweep.verify(store) == []
+    assert bool(rmtsweep.open_store(store)["done"].all())
+
+
+def test_run_sweep_from_a_sweep_object_uses_the_current_client(reference, tmp_path):
+    from distributed import Client, LocalCluster, get_task_stream
+    sweep_path, ref_store = reference
+    sweep = rmtsweep.load_sweep(sweep_path).sweep
+    store = tmp_path / "object.zarr"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client, get_task_stream(client) as stream:
+        rmtsweep.run_sweep(sweep, store, progress=False)
+    assert len(stream.data) >= 2                                                   # its tasks ran on that client
+    assert_stores_equal(store, ref_store)
+    attrs = xr.open_zarr(store).attrs
+    assert attrs["sweep_file"] == "<a Sweep made in Python>" and attrs["sweep_hash"] == sweep.digest()
+
+
+def test_one_error_root_with_two_branches():
+    user = (rmtsweep.SweepDefinitionError, rmtsweep.StoreError, rmtsweep.SelectionError, rmtsweep.ClusterError)
+    run = (rmtsweep.TaskFailedError, rmtsweep.StoreWriteError, rmtsweep.BatchSystemError)
+    assert all(issubclass(e, rmtsweep.UserError) and not issubclass(e, rmtsweep.RunError) for e in user)
+    assert all(issubclass(e, rmtsweep.RunError) and not issubclass(e, rmtsweep.UserError) for e in run)
+    assert issubclass(rmtsweep.UserError, rmtsweep.RmtsweepError) and issubclass(rmtsweep.RunError,
+                                                                                 rmtsweep.RmtsweepError)
+    assert issubclass(rmtsweep.UserError, ValueError) and issubclass(rmtsweep.RunError, RuntimeError)
+    with pytest.raises(rmtsweep.RmtsweepError, match="does not exist"):
+        rmtsweep.open_store("no-such.zarr")
+
+
+def test_the_api_names_resolve_and_modules_stay_modules():
+    import types
+
+    import rmtsweep.analysis.compare as compare_module
+    for name in rmtsweep.__all__:
+        assert getattr(rmtsweep, name) is not None, name
+    assert callable(rmtsweep.compare) and rmtsweep.compare is compare_module.compare
+    assert isinstance(rmtsweep.theory, types.ModuleType)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        rmtsweep.nope  # noqa: B018
