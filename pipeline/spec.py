@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .dims import StoreDims, store_dims
 from .errors import SweepDefinitionError
+from .shipped import resolve_sweep
 from .types import Centering
 
 __all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "load_sweep",
@@ -367,7 +368,7 @@ def apply_overrides(data: Any, overrides: Sequence[str], source: str = "<sweep>"
 
 
 def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:
-    """Read and validate a sweep file, with command-line ``overrides`` (:func:`apply_overrides`) if any.
+    """Read and validate a sweep file (or a shipped sweep: ``"demo"``), with ``overrides`` (:func:`apply_overrides`).
 
     Raises
     ------
@@ -375,7 +376,7 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:
         If the file is missing, is not YAML, or does not validate; the message names the file,
         the field and the bad value.
     """
-    path = Path(path)
+    path = Path(path) if Path(path).exists() else resolve_sweep(path)
     try:
         text = path.read_text()
     except OSError as exc:

@@ -100,8 +100,10 @@ def test_yaml_syntax_error_names_line(write_sweep):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(SweepDefinitionError, match=r"nope\.yaml: cannot read sweep file"):
+    with pytest.raises(SweepDefinitionError, match=r"nope\.yaml: no such sweep file, and not a shipped sweep "
+                                                   r"\(shipped: .*demo"):
         load_sweep(tmp_path / "nope.yaml")
+    assert load_sweep("demo").sweep == load_sweep("sweeps/demo.yaml").sweep           # a shipped sweep by name
 
 
 def test_not_a_mapping(write_sweep):
