@@ -24,9 +24,11 @@ import xarray as xr
 
 from ..dims import TIDY_ORDER
 from .compare import MARGIN_FACTOR, detected, open_source
-from .transition import bootstrap_interval
+from .transition import bootstrap_intervals
 
 __all__ = ["COLUMNS", "phase_diagram"]
+
+_BATCH_BYTES = 2 ** 25          # memory of one batch of lines' resampled rates and counts (32 MiB)
 
 COLUMNS = {
     "transition_snr": "SNR where the detection rate crosses 1/2 (all done replicates; NaN if censored)",
@@ -78,23 +80,25 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     snr = hits["snr"].values.astype(float)
     line_dims = [d for d in TIDY_ORDER if d in hits.dims and d not in ("snr", "replicate")]
     hits = hits.transpose(*line_dims, "replicate", "snr")
+    H = hits.values.reshape(-1, *hits.shape[-2:])                   # (line, replicate, snr)
+    done = np.isfinite(H).all(axis=-1)                              # the done replicates of each line
+    n_done = done.sum(axis=1)
+    columns = {name: np.full(H.shape[0], np.nan) for name in ("transition_snr", "ci_low", "ci_high",
+                                                              "censored_fraction")}
     rng = np.random.default_rng(seed)
-    rows = []
-    for idx in np.ndindex(*hits.shape[:-2]):
-        h = hits.values[idx]
-        h = h[np.isfinite(h).all(axis=-1)]                          # the done replicates
-        n = h.shape[0]
-        if n:
-            point, lo, hi, frac = bootstrap_interval(h, snr, n_boot, level, rng)
-        else:
-            point = lo = hi = frac = np.nan
-        coords = {d: hits[d].values[i] for d, i in zip(line_dims, idx)}
-        rows.append({**coords, "transition_snr": float(point), "ci_low": lo, "ci_high": hi,
-                     "censored_fraction": frac, "n_replicates": n})
-    table = pd.DataFrame(rows)
+    for n in np.unique(n_done[n_done > 0]):                         # lines with as many done replicates at once
+        lines = np.flatnonzero(n_done == n)
+        batch = max(1, _BATCH_BYTES // (8 * n_boot * (int(n) + snr.size)))
+        for start in range(0, lines.size, batch):
+            some = lines[start:start + batch]
+            h = H[some][done[some]].reshape(some.size, int(n), snr.size)
+            for name, values in zip(columns, bootstrap_intervals(h, snr, n_boot, level, rng)):
+                columns[name][some] = values
+    index = pd.MultiIndex.from_product([hits[d].values for d in line_dims], names=line_dims)
+    table = pd.DataFrame({**columns, "n_replicates": n_done}, index=index).reset_index()
     for name in ("theory_snr_population", "theory_snr_sample"):
-        th = ds[name].load().transpose(*[d for d in line_dims if d in ds[name].dims])
-        table[name] = [float(th.sel({d: r[d] for d in th.dims}).values) for r in rows]
+        th = ds[name].load()
+        table[name] = th.broadcast_like(hits.isel(replicate=0, snr=0, drop=True)).transpose(*line_dims).values.ravel()
     table["snr_min"], table["snr_max"] = snr.min(), snr.max()
     table.attrs = {"method": f"percentile bootstrap over replicates, {n_boot} resamples, level {level}, seed {seed}, "
                                  "widened to the grid step of the crossing",

@@ -57,3 +57,31 @@ def test_the_accessor_gives_the_same_table(tiny_store):
     table = open_store(tiny_store).rmt.phase_diagram(n_boot=100, seed=3)
     assert table.equals(phase_diagram(tiny_store, n_boot=100, seed=3))
     assert table.transition_snr.notna().any()                       # the tiny store has crossings to find
+
+
+def test_lines_with_different_numbers_of_done_replicates(tiny_store):
+    """An interrupted store: each line's transition and interval come from its own done replicates only,
+    whatever the others have (the lines are bootstrapped in groups of equal counts)."""
+    from rmtsweep.analysis.compare import detected
+    from rmtsweep.analysis.phase import phase_diagram
+    from rmtsweep.analysis.transition import crossing
+
+    ds = open_store(tiny_store).load()
+    done = ds["done"].transpose("delta", "gamma", "T", "weights", "replicate").values.copy()
+    done[0, 0, 0, :, [0, 1, 3]] = False                       # the lines at (0.5, 0.5): replicate 2 done
+    done[1, 0, 0, :, [0, 2]] = False                          # (1.0, 0.5): replicates 1 and 3
+    done[0, 1, 0, :, :] = False                               # (0.5, 1.0): none
+    ds["done"] = (("delta", "gamma", "T", "weights", "replicate"), done)
+    table = phase_diagram(ds, n_boot=300, seed=5)
+    hits = detected(ds)
+    for row in table.itertuples():
+        at = dict(delta=row.delta, gamma=row.gamma, T=row.T, weights=row.weights)
+        keep = ds["done"].sel(at).values
+        assert row.n_replicates == keep.sum()
+        line = hits.sel(at).transpose("replicate", "snr").values[keep]
+        expected = crossing(line.mean(axis=0), hits["snr"].values) if keep.any() else np.nan
+        assert np.isclose(row.transition_snr, expected, equal_nan=True)
+        if not keep.any():
+            assert np.isnan([row.ci_low, row.ci_high, row.censored_fraction]).all()
+        elif keep.sum() == 1 and np.isfinite(expected):        # one replicate: every resample is the line itself
+            assert row.censored_fraction == 0.0 and row.ci_low <= expected <= row.ci_high
