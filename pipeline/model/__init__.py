@@ -5,13 +5,15 @@ from .correlation import (CORRELATIONS, IID, Correlation, CorrelationSpec, Decay
 from .replicate import CellModel, Draws, ReplicateResult, draw_replicate, simulate_replicate, simulate_schemes
 from .topk import spectrum_top_k
 from .attention import Attention
+from .plugins import PythonScheme
 from .schemes import SCHEMES, WeightsSpec, make_scheme
 from .weights import (Causal, Custom, Harmonic, HarmonicPaper, Mean, Optimal, Scheme, alpha, effective_length, kappa,
                       pooling_weights)
 
 __all__ = [
     "CORRELATIONS", "IID", "SCHEMES", "Attention", "Causal", "CellModel", "Correlation", "CorrelationSpec", "Custom", "Decay",
-    "Draws", "Full", "Harmonic", "HarmonicPaper", "Label", "Markov", "Mean", "Optimal", "Prefix", "ReplicateResult",
+    "Draws", "Full", "Harmonic", "HarmonicPaper", "Label", "Markov", "Mean", "Optimal", "Prefix", "PythonScheme",
+    "ReplicateResult",
     "Scheme", "WeightsSpec", "alpha", "correlation_matrix", "draw_replicate", "draw_signs", "effective_length",
     "kappa", "make_correlation", "make_scheme", "pooling_weights", "simulate_replicate", "simulate_schemes",
     "spectrum_top_k",

@@ -1,7 +1,8 @@
 """The registry of weights schemes: what one entry of a sweep file's ``grid.weights`` validates against.
 
-Adding a scheme is one class (a :class:`~rmtsweep.model.weights.Scheme` with its ``scheme`` tag) and
-its line here.
+Adding a scheme to rmtsweep is one class (a :class:`~rmtsweep.model.weights.Scheme` with its ``scheme``
+tag) and its line here; a user adds one without editing rmtsweep through ``scheme: python``
+(:mod:`rmtsweep.model.plugins`).
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from typing import Annotated, Any, Union
 from pydantic import Field, TypeAdapter
 
 from .attention import Attention
+from .plugins import PythonScheme
 from .weights import Causal, Custom, Harmonic, HarmonicPaper, Mean, Optimal, Scheme
 
 __all__ = ["SCHEMES", "WeightsSpec", "make_scheme"]
 
-SCHEMES: tuple[type[Scheme], ...] = (Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, Attention)
+SCHEMES: tuple[type[Scheme], ...] = (Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, PythonScheme, Attention)
 """Every weights scheme, one class each."""
 
-WeightsSpec = Annotated[Union[Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, Attention],
+WeightsSpec = Annotated[Union[Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, PythonScheme, Attention],
                         Field(discriminator="scheme")]
 """What one entry of a sweep file's ``grid.weights`` validates against."""
 

@@ -15,7 +15,8 @@ eigenvalues are stored in absolute units, so the normalisation shows up only thr
 - ``causal(tau)``: the large-d limit of causal softmax attention with scores ``(tau/d) x_t^T x_s``:
   ``a_tt = e^tau / (e^tau + t - 1)``, ``a_ts = 1 / (e^tau + t - 1)`` for ``s < t``, mean pooled
   (sums to 1). ``tau = 0`` is ``harmonic``.
-- ``custom``: a user-given vector, used as given.
+- ``custom``: a user-given vector (or one per ``T``: ``{4: [...], 16: [...]}``), used as given.
+- ``python``: a user's function ``f(R, **params)`` (:mod:`rmtsweep.model.plugins`).
 """
 
 from __future__ import annotations
@@ -132,26 +133,37 @@ class Causal(Scheme):
 
 
 class Custom(Scheme):
-    """A user-given vector, used as given."""
+    """A user-given vector, used as given (not normalised): one list for a single ``T``, or a mapping
+    ``{T: list}`` with one list per sequence length of the sweep."""
 
     scheme: Literal["custom"] = "custom"
-    values: tuple[float, ...]
+    values: tuple[float, ...] | dict[int, tuple[float, ...]]
 
     @field_validator("values")
     @classmethod
-    def _usable(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if not all(math.isfinite(x) for x in v):
-            raise ValueError("custom weights must be finite")
-        if not any(v):
-            raise ValueError("custom weights are all zero")
+    def _usable(cls, v: tuple[float, ...] | dict[int, tuple[float, ...]]) -> tuple[float, ...] | dict:
+        for T, vector in (v.items() if isinstance(v, dict) else [(None, v)]):
+            at = "" if T is None else f" (T = {T})"
+            if not all(math.isfinite(x) for x in vector):
+                raise ValueError(f"custom weights must be finite{at}")
+            if not any(vector):
+                raise ValueError(f"custom weights are all zero{at}")
         return v
 
     def weights(self, R: np.ndarray) -> np.ndarray:
-        return np.asarray(self.values, dtype=float)
+        T = R.shape[0]
+        return np.asarray(self.values[T] if isinstance(self.values, dict) else self.values, dtype=float)
 
     def problems(self, Ts: tuple[int, ...], where: str) -> list[str]:
+        if isinstance(self.values, dict):
+            missing = [T for T in Ts if T not in self.values]
+            if missing:
+                return [f"{where}.values: no weights for T = {missing} (give one list per T of grid.T)"]
+            return [f"{where}.values[{T}]: {len(self.values[T])} values for T = {T}" for T in Ts
+                    if len(self.values[T]) != T]
         if any(len(self.values) != T for T in Ts):
-            return [f"{where}.values: {len(self.values)} values but grid.T has {list(Ts)}"]
+            return [f"{where}.values: {len(self.values)} values but grid.T has {list(Ts)} (for several T give a "
+                    "mapping T: [values])"]
         return []
 
 

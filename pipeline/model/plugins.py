@@ -1,0 +1,115 @@
+"""Your own weights scheme without editing rmtsweep: ``{scheme: python, function: ..., params: {...}}``.
+
+``function`` names a Python function ``f(R, **params) -> w``: either ``"package.module:name"``, or
+the name of an entry point in the group ``rmtsweep.weights`` that an installed package declares::
+
+    # pyproject.toml of your package
+    [project.entry-points."rmtsweep.weights"]
+    geometric = "my_weights:geometric"
+
+    # the sweep file
+    grid:
+      weights: [mean, {scheme: python, function: geometric, params: {ratio: 0.5}, name: geo}]
+
+``f`` receives the ``T x T`` sign correlation ``R`` of each sequence length and returns ``T`` finite
+weights, not all zero, used as given (no normalisation: the theory is scale invariant, and ``kappa``
+carries the scale). The weights are fixed (the same for every sequence), so the theory applies as to
+every fixed scheme, through ``alpha = w^T R w`` and ``kappa = ||w||^2``. The function is looked up
+and called for every ``T`` of the sweep when the file is read, so a missing package, a wrong name
+or a wrong length is a one-line error naming the field; every worker imports it too, so it must be
+installed where the workers run. An example package is ``docs/plugin-example/``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Literal
+
+import numpy as np
+from pydantic import field_validator
+
+from .weights import Scheme
+
+__all__ = ["ENTRY_POINT_GROUP", "PythonScheme", "load_function"]
+
+ENTRY_POINT_GROUP = "rmtsweep.weights"
+Param = float | int | str | bool | list[float]
+
+
+def load_function(function: str) -> Callable[..., np.ndarray]:
+    """The function ``"module:name"`` or the entry point ``function`` of :data:`ENTRY_POINT_GROUP`.
+
+    Raises
+    ------
+    ValueError
+        It cannot be imported or found, or is not callable (the message says which and lists the
+        entry points there are).
+    """
+    if ":" in function:
+        module, _, name = function.partition(":")
+        try:
+            target = getattr(importlib.import_module(module), name)
+        except ImportError as exc:
+            raise ValueError(f"cannot import {module!r} ({exc}); is its package installed?") from None
+        except AttributeError:
+            raise ValueError(f"module {module!r} has no {name!r}") from None
+    else:
+        found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+        if function not in found:
+            known = ", ".join(sorted(found)) or "none installed"
+            raise ValueError(f"no weights function {function!r}: give 'package.module:name', or the name of an "
+                             f"entry point in {ENTRY_POINT_GROUP!r} ({known})")
+        try:
+            target = found[function].load()
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"entry point {function!r} does not load ({exc})") from None
+    if not callable(target):
+        raise ValueError(f"{function!r} is not a function")
+    return target
+
+
+class PythonScheme(Scheme):
+    """Weights from a user's function ``f(R, **params)`` (see the module)."""
+
+    scheme: Literal["python"] = "python"
+    function: str
+    params: dict[str, Param] = {}
+
+    @field_validator("function")
+    @classmethod
+    def _loads(cls, v: str) -> str:
+        load_function(v)
+        return v
+
+    def _default_label(self) -> str:
+        args = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.function.rpartition(':')[2]}({args})" if args else self.function.rpartition(":")[2]
+
+    def weights(self, R: np.ndarray) -> np.ndarray:
+        w = np.asarray(load_function(self.function)(R, **self.params), dtype=float)
+        T = R.shape[0]
+        if w.shape != (T,) or not np.all(np.isfinite(w)) or not np.any(w):
+            raise ValueError(f"{self.function} returned {_describe(w)} for T = {T}; it must return {T} finite "
+                             "weights, not all zero")
+        return w
+
+    def problems(self, Ts: tuple[int, ...], where: str) -> list[str]:
+        out = []
+        for T in Ts:
+            try:
+                self.weights(np.eye(T))
+            except Exception as exc:  # noqa: BLE001 - whatever the user's function raises, in one line
+                out.append(f"{where}: {exc}" if isinstance(exc, ValueError) else
+                           f"{where}: {self.function} failed for T = {T}: {type(exc).__name__}: {exc}")
+                break
+        return out
+
+
+def _describe(w: np.ndarray) -> str:
+    if w.ndim != 1:
+        return f"an array of shape {w.shape}"
+    bad = [x for x in w.tolist() if not math.isfinite(x)]
+    return f"{w.size} values" + (f" with {bad[0]}" if bad else "") + (" all zero" if w.size and not np.any(w) else "")

@@ -1,0 +1,83 @@
+"""A weights scheme from an installed plugin package (docs/plugin-example), run end to end: the command
+line finds it by its entry point, the workers import it, the theory covers it like any fixed scheme."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+from rmtsweep.model import correlation_matrix, make_correlation
+from tests.helpers import BASE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory) -> Path:
+    """docs/plugin-example installed (not editable) into a folder of its own."""
+    target = tmp_path_factory.mktemp("plugin")
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                           "--target", str(target), str(ROOT / "docs" / "plugin-example")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return target
+
+
+def run(args: list[str], cwd: Path, plugin: Path | None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(plugin or ""), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "rmtsweep.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_plugin_scheme_runs_with_its_theory(plugin_path, reference, tmp_path):
+    _, ref_store = reference
+    sweep = {**BASE, "grid": {**BASE["grid"], "weights": ["mean", {"scheme": "python", "function": "geometric",
+                                                                     "params": {"ratio": 0.5}}]}}
+    path = tmp_path / "plugin.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    proc = run(["run", str(path), "--store", str(tmp_path / "p.zarr"), "--workers", "2", "--no-progress"], tmp_path,
+               plugin_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ds, ref = xr.open_zarr(tmp_path / "p.zarr"), xr.open_zarr(ref_store)
+    assert list(ds["weights"].values) == ["mean", "geometric(ratio=0.5)"]
+    w = 0.5 ** np.arange(3, -1, -1.0)
+    w /= w.sum()                                              # the plugin's weights at T = 4, written out here
+    R = correlation_matrix(make_correlation(**BASE["correlation"]), 4)
+    geo = dict(T=4, weights="geometric(ratio=0.5)")
+    assert float(ds["theory_kappa"].sel(geo)) == pytest.approx(w @ w, rel=1e-12)
+    assert float(ds["theory_alpha"].sel(geo)) == pytest.approx(w @ R @ w, rel=1e-12)
+    assert np.allclose(ds["kappa"].sel(weights="geometric(ratio=0.5)"), w @ w, rtol=1e-12)   # realised = fixed
+    assert np.isfinite(ds["theory_outlier"].sel(weights="geometric(ratio=0.5)")).all()
+    # the draws do not depend on the schemes: the mean column is the reference store's, bit for bit
+    assert np.array_equal(ds["eigenvalues"].sel(weights="mean").values, ref["eigenvalues"].sel(weights="mean").values)
+
+
+def test_without_the_package_the_sweep_file_is_one_line(tmp_path):
+    sweep = {**BASE, "grid": {**BASE["grid"], "weights": [{"scheme": "python", "function": "geometric"}]}}
+    path = tmp_path / "plugin.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    proc = run(["run", str(path), "--store", str(tmp_path / "p.zarr")], tmp_path, None)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"rmtsweep: error: {path}: grid.weights[0].function: no weights function 'geometric': give "
+        "'package.module:name', or the name of an entry point in 'rmtsweep.weights' (none installed) (got "
+        "'geometric')"]
+    assert not (tmp_path / "p.zarr").exists()
+
+
+def test_a_plugin_that_returns_the_wrong_length_is_named(plugin_path, tmp_path):
+    sweep = {**BASE, "grid": {**BASE["grid"], "weights": [{"scheme": "python", "function": "numpy:ones",
+                                                           "params": {"shape": 3}}]}}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    proc = run(["run", str(path), "--store", str(tmp_path / "p.zarr")], tmp_path, plugin_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (f"rmtsweep: error: {path}: grid.weights[0]: numpy:ones failed for T = 4: "
+                                   "TypeError: ones() got multiple values for argument 'shape'")
