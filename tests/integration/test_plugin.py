@@ -4,6 +4,7 @@ line finds it by its entry point, the workers import it, the theory covers it li
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory) -> Path:
-    """docs/plugin-example installed (not editable) into a folder of its own."""
-    target = tmp_path_factory.mktemp("plugin")
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                           "--target", str(target), str(ROOT / "docs" / "plugin-example")],
+    """docs/plugin-example installed (not editable) into a folder of its own (built from a copy: the build
+    leaves nothing in the source tree)."""
+    target, source = tmp_path_factory.mktemp("plugin"), tmp_path_factory.mktemp("plugin-source") / "example"
+    shutil.copytree(ROOT / "docs" / "plugin-example", source)
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                           str(source)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return target
