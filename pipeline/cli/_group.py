@@ -43,7 +43,11 @@ def _quiet() -> None:
 # What a command needs before it can do anything: imported with SIGINT held (a KeyboardInterrupt inside a
 # compiled module's import can be lost, or leave it half-built), so a Ctrl-C meanwhile is raised once they
 # are in, and becomes the one line. --help and --version need none of them.
-_HEAVY = ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine")
+# Those that start work take the whole run side; those that read a store, the store (the analysis imports
+# the rest as it needs it).
+_STARTS_WORK = {"run", "demo", "submit"}
+_HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine"),
+          False: ("rmtsweep.spec", "rmtsweep.store")}
 
 
 def _import_heavy(argv: list[str]) -> None:
@@ -52,7 +56,7 @@ def _import_heavy(argv: list[str]) -> None:
     import importlib
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        for name in _HEAVY:
+        for name in _HEAVY[argv[0] in _STARTS_WORK]:
             importlib.import_module(name)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)          # a Ctrl-C held meanwhile is raised here

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import poisson
+from scipy.special import gammaln, xlogy
 
 from ..model.replicate import token_weight_matrix
 
@@ -77,7 +77,7 @@ def poisson_law(delta: float, gamma: float, tol: float = 1e-17) -> DiscreteLaw:
     """``nu = (gamma/delta) Poisson(delta/gamma)``, the exact law at ``T = 1``; atoms of mass < ``tol`` dropped."""
     lam = delta / gamma
     k = np.arange(int(lam + 20 * np.sqrt(lam) + 40))
-    pmf = poisson.pmf(k, lam)
+    pmf = np.exp(xlogy(k, lam) - gammaln(k + 1) - lam)       # scipy.stats.poisson.pmf's own formula
     return _law(k / lam, np.where(pmf >= tol, pmf, 0.0), method="poisson")
 
 
