@@ -28,8 +28,6 @@ from .transition import bootstrap_intervals
 
 __all__ = ["COLUMNS", "phase_diagram"]
 
-_BATCH_BYTES = 2 ** 25          # memory of one batch of lines' resampled rates and counts (32 MiB)
-
 COLUMNS = {
     "transition_snr": "SNR where the detection rate crosses 1/2 (all done replicates; NaN if censored)",
     "ci_low": "lower bound: the bootstrap percentile bound, at most the grid SNR below the crossing (NaN if it "
@@ -88,12 +86,9 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     rng = np.random.default_rng(seed)
     for n in np.unique(n_done[n_done > 0]):                         # lines with as many done replicates at once
         lines = np.flatnonzero(n_done == n)
-        batch = max(1, _BATCH_BYTES // (8 * n_boot * (int(n) + snr.size)))
-        for start in range(0, lines.size, batch):
-            some = lines[start:start + batch]
-            h = H[some][done[some]].reshape(some.size, int(n), snr.size)
-            for name, values in zip(columns, bootstrap_intervals(h, snr, n_boot, level, rng)):
-                columns[name][some] = values
+        h = H[lines][done[lines]].reshape(lines.size, int(n), snr.size)
+        for name, values in zip(columns, bootstrap_intervals(h, snr, n_boot, level, rng)):
+            columns[name][lines] = values
     index = pd.MultiIndex.from_product([hits[d].values for d in line_dims], names=line_dims)
     table = pd.DataFrame({**columns, "n_replicates": n_done}, index=index).reset_index()
     for name in ("theory_snr_population", "theory_snr_sample"):

@@ -134,9 +134,25 @@ def bootstrap_intervals(hits: np.ndarray, snr: np.ndarray, n_boot: int, level: f
 
     A resample of whole replicates is drawn as multinomial counts (the same law as drawing replicates
     with replacement), so its rate is one matrix product per line: the lines of a 10^5-point store
-    cost seconds, not minutes.
+    cost seconds, not minutes. Lines go in batches of about :data:`BATCH_BYTES` of resampled rates.
     """
     snr = np.asarray(snr, dtype=float)
+    lines, n, n_snr = hits.shape
+    batch = max(1, BATCH_BYTES // (8 * n_boot * (n + n_snr)))
+    out = [np.empty(lines) for _ in range(4)]
+    for start in range(0, lines, batch):
+        part = slice(start, start + batch)
+        for target, values in zip(out, _intervals(hits[part], snr, n_boot, level, rng, include_step)):
+            target[part] = values
+    return tuple(out)
+
+
+BATCH_BYTES = 2 ** 25
+"""Memory of one batch of lines' resample counts and rates in :func:`bootstrap_intervals` (32 MiB)."""
+
+
+def _intervals(hits: np.ndarray, snr: np.ndarray, n_boot: int, level: float, rng: np.random.Generator,
+               include_step: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     lines, n, _ = hits.shape
     rate = hits.mean(axis=1)                                                   # (line, snr)
     point = crossing(rate, snr)
