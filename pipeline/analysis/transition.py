@@ -129,44 +129,32 @@ def bootstrap_interval(hits: np.ndarray, snr: np.ndarray, n_boot: int, level: fl
 
 def bootstrap_intervals(hits: np.ndarray, snr: np.ndarray, n_boot: int, level: float, rng: np.random.Generator,
                         include_step: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`bootstrap_interval` of many lines at once: ``hits`` is ``(line, replicate, snr)`` of 0/1, every
-    line with the same number of (done) replicates; returns four ``(line,)`` arrays.
+    """:func:`bootstrap_interval` of many lines: ``hits`` is ``(line, replicate, snr)`` of 0/1, every line with
+    the same number of (done) replicates; returns four ``(line,)`` arrays.
 
-    A resample of whole replicates is drawn as multinomial counts (the same law as drawing replicates
-    with replacement), so its rate is one matrix product per line: the lines of a 10^5-point store
-    cost seconds, not minutes. Lines go in batches of about :data:`BATCH_BYTES` of resampled rates.
+    A line whose replicates all agree (always so with one replicate) is its own every resample, so its
+    bootstrap is known without drawing: the interval is the crossing itself, widened to its step. The
+    other lines are resampled one at a time (``n_boot`` draws of whole replicates each; a line's work is
+    already one array operation, so batching lines gains nothing: ``benchmarks/front_door.py``).
     """
     snr = np.asarray(snr, dtype=float)
-    lines, n, n_snr = hits.shape
-    batch = max(1, BATCH_BYTES // (8 * n_boot * (n + n_snr)))
-    out = [np.empty(lines) for _ in range(4)]
-    for start in range(0, lines, batch):
-        part = slice(start, start + batch)
-        for target, values in zip(out, _intervals(hits[part], snr, n_boot, level, rng, include_step)):
-            target[part] = values
-    return tuple(out)
-
-
-BATCH_BYTES = 2 ** 25
-"""Memory of one batch of lines' resample counts and rates in :func:`bootstrap_intervals` (32 MiB)."""
-
-
-def _intervals(hits: np.ndarray, snr: np.ndarray, n_boot: int, level: float, rng: np.random.Generator,
-               include_step: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    lines, n, _ = hits.shape
     rate = hits.mean(axis=1)                                                   # (line, snr)
     point = crossing(rate, snr)
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=(lines, n_boot))     # (line, boot, replicate)
-    rates = np.matmul(counts, hits) / n                                        # (line, boot, snr)
-    boot = crossing(rates, snr)
-    censored = np.isnan(boot)
-    ordered = np.where(censored, np.where(rates[..., 0] >= 0.5, -np.inf, np.inf), boot)
+    same = (hits == hits[:, :1]).all(axis=(1, 2))
+    lo, hi = point.copy(), point.copy()                                        # the lines whose replicates agree
+    censored = np.isnan(point).astype(float)
     tail = (1 - level) / 2
-    lo, hi = np.quantile(ordered, [tail, 1 - tail], axis=-1, method="inverted_cdf")   # no inf - inf
+    for i in np.flatnonzero(~same):
+        resampled = hits[i][rng.integers(0, hits.shape[1], size=(n_boot, hits.shape[1]))].mean(axis=1)
+        boot = crossing(resampled, snr)
+        gone = np.isnan(boot)
+        ordered = np.where(gone, np.where(resampled[:, 0] >= 0.5, -np.inf, np.inf), boot)
+        lo[i], hi[i] = np.quantile(ordered, [tail, 1 - tail], method="inverted_cdf")   # no inf - inf
+        censored[i] = gone.mean()
     lo, hi = (np.where(np.isfinite(v), v, np.nan) for v in (lo, hi))
     if include_step:
         left, right = crossing_step(rate, snr)
         resolved = np.isfinite(point)
         lo = np.where(resolved, np.minimum(lo, left), lo)                      # NaN propagates
         hi = np.where(resolved, np.maximum(hi, right), hi)
-    return point, lo, hi, censored.mean(axis=-1)
+    return point, lo, hi, censored

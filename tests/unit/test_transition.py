@@ -73,3 +73,17 @@ def test_the_step_only_widens_a_narrower_interval_and_censored_bounds_stay_open(
     point, lo, hi, censored = bootstrap_interval(edge, np.array([0.0, 1.0, 2.0]), 400, 0.9, rng)
     assert point == pytest.approx(1 / 6) and 0.1 < censored < 0.5
     assert np.isnan(lo) and hi == 1.0 and float(crossing(edge.mean(axis=0), np.array([0.0, 1.0, 2.0]))) == point
+
+
+def test_lines_whose_replicates_agree_need_no_draws():
+    """Every resample of such a line is the line: the interval is its step (or NaN, fully censored), with no
+    draw from the generator."""
+    from rmtsweep.analysis.transition import bootstrap_intervals
+    snr = np.array([0.0, 1.0, 2.0, 3.0])
+    agree = np.array([np.tile([0, 0, 1, 1], (5, 1)), np.tile([1, 1, 1, 1], (5, 1)), np.tile([0, 0, 0, 0], (5, 1))],
+                     float)
+    point, lo, hi, censored = bootstrap_intervals(agree, snr, 100, 0.9, rng := np.random.default_rng(1))
+    assert np.allclose(point[:1], [1.5]) and np.isnan(point[1:]).all()
+    assert (lo[0], hi[0]) == (1.0, 2.0) and np.isnan(lo[1:]).all() and np.isnan(hi[1:]).all()
+    assert censored.tolist() == [0.0, 1.0, 1.0]
+    assert rng.bit_generator.state == np.random.default_rng(1).bit_generator.state
