@@ -9,7 +9,8 @@ Registered when :mod:`rmtsweep` is imported (this module is imported when ``ds.r
     cmp = ds.rmt.compare()                   # lazy: nothing is read or computed until asked
     ds.rmt.transition().compute()            # empirical transition SNR per (delta, gamma, T, weights)
     ds.rmt.phase_diagram()                   # ... with bootstrap intervals and theory's thresholds (a table)
-    ds.rmt.plot(x="snr", y="gamma", var="overlap", out="maps/")
+    ds.rmt.map("snr", "gamma", "overlap")     # a holoviews object: the notebook shows it
+    ds.rmt.plot(x="snr", y="gamma", var="overlap", out="maps/")     # HTML + PNG files
 
 Every result shows a per-replicate value only where its ``done`` flag is set
 (:func:`rmtsweep.analysis.mask.only_done`, the rule the CLI's readers follow too).
@@ -58,6 +59,14 @@ class RmtAccessor:
         """
         from .phase import phase_diagram
         return phase_diagram(self._ds, n_boot, level, seed, margin_factor)
+
+    def map(self, x: str, y: str, var: str, select: dict | None = None, clim: tuple[float, float] | None = None):
+        """The map of :meth:`plot` as an object, not files: a ``holoviews.HoloMap`` (one heat map per value
+        of the other axes, with the transition lines) that a notebook shows as it is; save it with
+        ``holoviews.save(m, "map.html")`` or write every format with :meth:`plot`."""
+        from .plots import heat_map, map_data
+        da, ds = map_data(self._ds, var, select)
+        return heat_map(da.rename(var), ds, x, y, clim)
 
     def plot(self, x: str, y: str, var: str, out: str | Path = "maps", select: dict | None = None,
              widgets: bool | None = None) -> tuple[Path, Path]:

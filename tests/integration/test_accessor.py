@@ -31,3 +31,14 @@ def test_plot_from_the_accessor(reference, tmp_path):
     _, store = reference
     html, png = rmtsweep.open_store(store).rmt.plot(x="snr", y="delta", var="overlap", out=tmp_path)
     assert html.exists() and png.exists() and html.name == "tiny-overlap-snr-delta.html"
+
+
+def test_map_from_the_accessor_is_an_object_a_notebook_shows(reference):
+    import holoviews as hv
+    _, store = reference
+    ds = rmtsweep.open_store(store)
+    m = ds.rmt.map("snr", "delta", "overlap")
+    assert isinstance(m, hv.HoloMap) and len(m) == ds.sizes["gamma"] * ds.sizes["T"] * ds.sizes["weights"]
+    heat = next(iter(m.values()))
+    image = heat.get(0) if isinstance(heat, hv.Overlay) else heat
+    assert set(np.round(image.dimension_values("snr", expanded=False), 9)) == set(np.round(ds["snr"].values, 9))

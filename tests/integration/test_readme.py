@@ -1,4 +1,4 @@
-"""Every python block of the README runs, against the demo store it describes."""
+"""Every python block of the README and of docs/api.md runs, against the demo store they describe."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+BLOCKS = [block for page in ("README.md", "docs/api.md")
+          for block in re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(), flags=re.S)]
 
 pytestmark = pytest.mark.slow
 
