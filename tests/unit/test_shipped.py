@@ -41,9 +41,16 @@ def test_plain_install_runs_shipped_sweeps_from_anywhere(tmp_path):
                             "--target", str(target), str(ROOT)], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr[-2000:]
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}
-    where = subprocess.run([sys.executable, "-c", "import rmtsweep; print(rmtsweep.__file__)"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True)
-    assert where.stdout.startswith(str(target)), where.stdout + where.stderr
+    # every subpackage must come from the install: an editable install's finder would supply a missing one
+    # from the source tree, so each is asked for its file
+    from setuptools import find_namespace_packages
+    subpackages = ["rmtsweep"] + [f"rmtsweep.{p}" for p in find_namespace_packages(str(ROOT / "pipeline"))
+                                  if "__pycache__" not in p]
+    code = "import importlib\nfor name in " + repr(subpackages) + ":\n    print(importlib.import_module(name).__file__)"
+    where = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    files = where.stdout.split()
+    assert len(files) == len(subpackages) and all(f.startswith(str(target)) for f in files), \
+        where.stdout + where.stderr
     listed = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "sweeps"], cwd=tmp_path, env=env,
                             capture_output=True, text=True)
     assert listed.returncode == 0 and "paper-phase" in listed.stdout and "demo" in listed.stdout, listed.stderr
