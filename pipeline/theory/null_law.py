@@ -1,0 +1,159 @@
+"""The null distribution of the top eigenvalue at a store's size, and its upper quantiles (docs/theory.md §6.4).
+
+A detection at false-alarm level ``alpha`` declares an outlier when ``lambda_1 / kappa`` exceeds the
+``1 - alpha`` quantile of its distribution without signal. Two nulls, by the cell's law
+(``theory_law``):
+
+**The cubic bulk** (``theory_law = 0``): ``lambda_1 / kappa = lambda_+ + sigma_d TW_1``
+(:mod:`.finite_d`, edge universality), so the threshold is ``lambda_+ + sigma_d q_{1-alpha}`` with
+``q`` the quantile of ``TW_1`` (:func:`tw_threshold`).
+
+**One token per sequence** (``theory_law = 1``, derived here). Given the token counts, the bulk of
+``S / kappa`` is the main component of the law over the tokens' ``p = V c / N`` (the component that
+holds the median), and a token whose atom lies above it, count ``c``, is a rank-one term ``(c/N) z z^T`` of it with
+``z ~ N(0, I_d)`` independent of the rest ``W``. Its eigenvalue ``l`` solves
+``(c/N) z^T (l - W)^(-1) z = 1``. The quadratic form has mean ``d G(l)`` and variance
+``2 d g2(l)``, ``g2 = (1/d) tr (l - W)^(-2) = -dG/dl = 1 / |l'(G)|`` in the parametrisation
+``l(G)`` of :func:`.finite_t.location`, so to first order ``l = l(G_c) + s eps`` with
+``G_c = N / (d c)``, ``eps ~ N(0, 1)`` and ``s = sqrt(2 |l'(G_c)| / d)``. The main bulk's edge
+``l_e = l(G_e)`` fluctuates on the Tracy-Widom scale of its own square-root edge: with
+``l(G) ≈ l_e + l''(G_e) (G - G_e)^2 / 2`` the density is ``(c_e / pi) sqrt(l_e - x)``,
+``c_e = sqrt(2 / l''(G_e))``, so ``sigma = (c_e d)^(-2/3)`` (the scale of :func:`.finite_d.tw_scale`
+for the cubic; the two agree for ``nu = delta_1``, tested). Treating the candidates as independent
+given the counts, ``P(lambda_1 <= x | counts) = F_1((x - l_e) / sigma) prod_c Phi((x - l_c) / s_c)``;
+the null law is its average over seeded draws of the counts (:func:`count_null`), and
+:func:`mixture_quantile` inverts it.
+
+Everything here is in units of ``kappa`` (eigenvalues of ``S / kappa``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import brentq
+from scipy.special import ndtr
+
+from ._common import broadcast
+from .bulk import edge
+from .finite_d import tw_scale
+from .finite_t import _moments_g, edge_point
+from .token_counts import _seed_words
+from .token_law import empirical_law
+from .tracy_widom import tw_cdf, tw_quantile
+
+__all__ = ["CANDIDATES", "CountNull", "count_null", "count_null_draw", "mixture_cdf", "mixture_quantile",
+           "tw_threshold"]
+
+Float = NDArray[np.float64]
+
+CANDIDATES = 8
+"""Spike candidates kept per count draw (the highest; a ninth lies far below the top at any size tested)."""
+
+
+def tw_threshold(alpha: ArrayLike, delta: ArrayLike, gamma: ArrayLike, d: ArrayLike) -> Float:
+    """``lambda_+ + sigma_d q_{1-alpha}``: the ``1 - alpha`` quantile of the top null eigenvalue of ``S / kappa``.
+
+    Parameters
+    ----------
+    alpha
+        False-alarm level in ``(0, 1)``.
+    delta, gamma, d
+        Ratios and dimension.
+
+    Examples
+    --------
+    >>> t = tw_threshold(0.05, 0.5, 0.5, 400)
+    >>> bool(edge(0.5, 0.5) < t < edge(0.5, 0.5) + 0.2)
+    True
+    """
+    alpha, delta, gamma, d = broadcast(alpha, delta, gamma, d)
+    q = np.vectorize(lambda a: float(tw_quantile(1.0 - a)), otypes=[float])(alpha)
+    return np.asarray(edge(delta, gamma) + tw_scale(delta, gamma, d) * q)
+
+
+@dataclass(frozen=True)
+class CountNull:
+    """The ``T = 1`` null at one size, over count draws (units of ``kappa``).
+
+    Attributes
+    ----------
+    location : ndarray (draws, 1 + CANDIDATES)
+        Column 0: the main bulk's edge ``l_e``; then the spike candidates ``l(G_c)``, highest first,
+        NaN-padded.
+    scale : ndarray (draws, 1 + CANDIDATES)
+        Column 0: the edge's Tracy-Widom scale ``sigma``; then each spike's Gaussian sd ``s_c``.
+    """
+
+    location: Float
+    scale: Float
+
+
+def _second_derivative(G: float, nu, delta: float) -> float:
+    """``l''(G) = 2/G^3 + 2 delta^2 E_nu[p^3 beta^3]``, ``beta = 1 / (1 - delta p G)``."""
+    beta = 1.0 / (1.0 - delta * nu.points * G)
+    return float(2.0 / G**3 + 2.0 * delta**2 * (nu.points**3 * beta**3) @ nu.weights)
+
+
+def count_null_draw(counts: np.ndarray, V: int, N: int, delta: float, d: int) -> tuple[Float, Float]:
+    """Locations and scales of the null candidates given one draw of the token counts (module docstring).
+
+    The bulk is the main component of the law over all the tokens (the component that holds the
+    median, :func:`.finite_t.edge_point`); every token whose atom lies above it (its pole
+    ``1 / (delta p)`` below the component's ``G_e``) is a spike of that bulk, the :data:`CANDIDATES`
+    highest kept. Nothing is calibrated.
+    """
+    p = V * np.asarray(counts, float) / N
+    with np.errstate(divide="ignore"):
+        pole = 1.0 / (delta * p)
+    g_all, _ = edge_point(empirical_law(p), delta)
+    nu = empirical_law(p[pole >= g_all])
+    g_edge, top = edge_point(nu, delta)
+    loc, scale = np.full(1 + CANDIDATES, np.nan), np.full(1 + CANDIDATES, np.nan)
+    loc[0], scale[0] = top, (np.sqrt(2.0 / _second_derivative(g_edge, nu, delta)) * d) ** (-2.0 / 3.0)
+    G = np.sort(pole[pole < g_all])[:CANDIDATES]
+    G = G[G < g_edge]
+    if G.size:
+        m = _moments_g(G, nu, delta)
+        loc[1:1 + G.size], scale[1:1 + G.size] = m["l"], np.sqrt(2.0 * np.abs(m["dl"]) / d)
+    return loc, scale
+
+
+def count_null(delta: float, gamma: float, d: int, *, draws: int = 64, seed: int = 0) -> CountNull:
+    """The ``T = 1`` null over ``draws`` seeded multinomial count vectors at ``V = d / delta``, ``N = d / gamma``.
+
+    Seeded like :func:`.token_counts.realised_count_spikes` (by ``seed`` and the values of ``delta``,
+    ``gamma``, ``d``), from its own stream.
+    """
+    V, N = round(d / delta), round(d / gamma)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma), int(d), 1]))
+    out = [count_null_draw(np.bincount(rng.integers(V, size=N), minlength=V), V, N, delta, int(d))
+           for _ in range(draws)]
+    return CountNull(np.array([o[0] for o in out]), np.array([o[1] for o in out]))
+
+
+def mixture_cdf(x: ArrayLike, location: ArrayLike, scale: ArrayLike) -> Float:
+    """``P(lambda_1 <= x)`` under a :class:`CountNull` (or any edge + Gaussian candidates), averaged over draws.
+
+    ``location`` and ``scale`` are ``(..., draws, candidates)``; column 0 is a Tracy-Widom edge, the
+    others Gaussian; NaN candidates are absent. ``x`` broadcasts against ``location[..., 0, 0]``.
+    """
+    x = np.asarray(x, float)[..., None, None]
+    loc, scale = np.asarray(location, float), np.asarray(scale, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        edge_part = tw_cdf((x[..., 0] - loc[..., 0]) / scale[..., 0])
+        spikes = ndtr((x - loc[..., 1:]) / scale[..., 1:])
+    spikes = np.where(np.isnan(loc[..., 1:]), 1.0, spikes)
+    return np.asarray((edge_part * spikes.prod(-1)).mean(-1))
+
+
+def mixture_quantile(p: float, location: ArrayLike, scale: ArrayLike) -> float:
+    """The ``p`` quantile of :func:`mixture_cdf` (one law: ``location`` is ``(draws, candidates)``); NaN if undefined."""
+    loc, scale = np.asarray(location, float), np.asarray(scale, float)
+    if not np.isfinite(loc[:, 0]).all() or not np.isfinite(scale[:, 0]).all():
+        return float("nan")
+    spread = np.nanmax(np.where(np.isnan(loc), 0, scale)) * 20 + 1e-12
+    lo, hi = float(np.nanmin(loc)) - spread, float(np.nanmax(loc)) + spread
+    return float(brentq(lambda x: float(mixture_cdf(x, loc, scale)) - p, lo, hi, xtol=1e-10))

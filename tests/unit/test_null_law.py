@@ -1,0 +1,94 @@
+"""The null law of the top eigenvalue: Tracy-Widom quantiles, the realised-count null at T = 1, its level."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rmtsweep.model.correlation import IID
+from rmtsweep.model.replicate import CellModel, draw_replicate, measure
+from rmtsweep.theory import finite_d
+from rmtsweep.theory.bulk import edge
+from rmtsweep.theory.finite_t import edge_point
+from rmtsweep.theory.null_law import (_second_derivative, count_null, count_null_draw, mixture_cdf, mixture_quantile,
+                                      tw_threshold)
+from rmtsweep.theory.token_law import empirical_law
+
+# percentiles of TW_1 (Johnstone 2001, Ann. Stat. 29, Table 1): P(TW_1 <= q) = p
+JOHNSTONE = {0.90: 0.4501, 0.95: 0.9793, 0.99: 2.0234}
+
+
+@pytest.mark.parametrize("p", sorted(JOHNSTONE))
+def test_tw_threshold_is_the_edge_plus_the_scaled_tracy_widom_quantile(p):
+    delta, gamma, d = 0.5, 0.25, 300
+    expected = edge(delta, gamma) + finite_d.tw_scale(delta, gamma, d) * JOHNSTONE[p]
+    assert float(tw_threshold(1 - p, delta, gamma, d)) == pytest.approx(float(expected), abs=1e-4)
+
+
+@pytest.mark.parametrize("delta", [0.25, 0.5, 1.0, 2.0])
+def test_the_edge_scale_of_a_one_atom_law_is_johnstones(delta):
+    """For nu = delta_1 the law is Marchenko-Pastur of ratio delta: its scale from l''(G_e) is Johnstone's."""
+    nu = empirical_law(np.ones(7))
+    g_edge, top = edge_point(nu, delta)
+    assert top == pytest.approx((1 + np.sqrt(delta)) ** 2, rel=1e-9)
+    d = 400
+    ours = (np.sqrt(2.0 / _second_derivative(g_edge, nu, delta)) * d) ** (-2.0 / 3.0)
+    johnstone = (1 + np.sqrt(delta)) ** (4 / 3) * delta ** (-1 / 6) * (d / delta) ** (-2 / 3)
+    assert ours == pytest.approx(johnstone, rel=1e-9)
+
+
+def test_the_mixture_quantile_inverts_its_cdf():
+    cn = count_null(0.5, 0.5, 200, draws=16, seed=3)
+    for p in (0.5, 0.9, 0.95, 0.99):
+        assert float(mixture_cdf(mixture_quantile(p, cn.location, cn.scale), cn.location, cn.scale)) == pytest.approx(p, abs=1e-8)
+    assert (cn.scale[np.isfinite(cn.location)] > 0).all()
+
+
+def test_a_token_far_above_the_bulk_is_a_spike_at_its_rank_one_location():
+    """One token drawn 40 times over an otherwise uniform table: the others form a one-atom bulk (a
+    Marchenko-Pastur law, edge (1 + sqrt(delta))^2 times the atom), and the token is a spike at
+    l(G) = 1/G + p/(1 - delta p G) over that atom p, at its pole G = 1/(delta p_token), written out here."""
+    V, N, d = 400, 400, 200
+    delta = d / V
+    counts = np.ones(V, int)
+    counts[0] = 40
+    loc, scale = count_null_draw(counts, V, N, delta, d)
+    p = V * counts / N
+    G = 1.0 / (delta * p[0])
+    rest = p[1:].mean()                                     # the other atoms: all equal
+    by_hand = 1.0 / G + rest / (1 - delta * rest * G)
+    assert np.isfinite(loc[1]) and np.isnan(loc[2:]).all()
+    assert loc[0] == pytest.approx((1 + np.sqrt(delta)) ** 2 * rest, rel=1e-3)
+    assert loc[1] == pytest.approx(by_hand, rel=1e-12)
+    assert scale[1] == pytest.approx(np.sqrt(2 * abs(-1 / G**2 + delta * rest**2 / (1 - delta * rest * G) ** 2) / d),
+                                     rel=1e-12)
+
+
+def _null_lambda1(d: int, delta: float, gamma: float, reps: int, seed: int) -> tuple[np.ndarray, list]:
+    """``lambda_1`` of ``reps`` simulated null replicates at T = 1 (the model's own code), and their token counts."""
+    V, N = round(d / delta), round(d / gamma)
+    model = CellModel(d=d, V=V, N=N, T=1, w=np.ones(1), correlation=IID(), centering="class", top_k=1)
+    rng = np.random.default_rng(seed)
+    lam, counts = np.empty(reps), []
+    for r in range(reps):
+        draws = draw_replicate(model, rng)
+        lam[r] = measure(model, draws, np.zeros(1)).eigenvalues[0, 0]
+        counts.append(np.bincount(draws.train[2].ravel(), minlength=V))
+    return lam, counts
+
+
+def test_one_token_detection_holds_its_false_alarm_level():
+    """Simulated null replicates at T = 1 (d = 200, three (delta, gamma)) exceed the 0.9 quantile of the
+    realised-count null 10 % of the time, within 3 binomial s.e. per point and pooled. The cubic's
+    Tracy-Widom threshold, which ignores the counts, fails this (29-50 % measured)."""
+    d, reps, alpha = 200, 240, 0.1
+    hits, cubic = [], []
+    for i, (delta, gamma) in enumerate([(0.5, 0.5), (1.0, 0.5), (0.25, 1.0)]):
+        lam, _ = _null_lambda1(d, delta, gamma, reps, seed=17 + i)
+        cn = count_null(delta, gamma, d)
+        hits.append(np.mean(lam > mixture_quantile(1 - alpha, cn.location, cn.scale)))
+        cubic.append(np.mean(lam > float(tw_threshold(alpha, delta, gamma, d))))
+    se = np.sqrt(alpha * (1 - alpha) / reps)
+    assert all(abs(h - alpha) <= 3 * se for h in hits), hits
+    assert abs(np.mean(hits) - alpha) <= 3 * se / np.sqrt(3), hits
+    assert all(abs(c - alpha) > 3 * se for c in cubic), cubic
