@@ -11,8 +11,7 @@ import time
 import pytest
 import yaml
 
-from rmtsweep.errors import RunError
-from rmtsweep.store.lock import StoreLock, lock_file
+from rmtsweep.store.lock import lock_file
 from tests.helpers import MEDIUM, writes
 
 pytestmark = pytest.mark.slow
@@ -50,7 +49,6 @@ def test_a_failed_done_write_is_one_line_and_the_rerun_recomputes_those_tasks(re
                                                                               capsys):
     """ENOSPC on the driver's ``done`` write, after the workers wrote the data: one line, exit 1; the data
     are there without ``done`` (never trusted), and the rerun recomputes them into the reference store."""
-    import shutil
 
     import zarr
 
