@@ -22,7 +22,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from .compare import MARGIN_FACTOR, compare
+from .compare import compare
 from .mask import NotDone, mask_not_done, not_done
 
 __all__ = ["RmtAccessor"]
@@ -43,22 +43,24 @@ class RmtAccessor:
         """How many replicates are not done, of how many (reads ``done``, which is small)."""
         return not_done(self._ds)
 
-    def compare(self, margin_factor: float = MARGIN_FACTOR, lazy: bool = True) -> xr.Dataset:
+    def compare(self, *, false_alarm: float | None = None, margin_factor: float | None = None,
+                lazy: bool = True) -> xr.Dataset:
         """Monte Carlo against theory (:func:`rmtsweep.analysis.compare.compare`), lazy by default."""
-        return compare(self._ds, margin_factor, lazy=lazy)
+        return compare(self._ds, false_alarm=false_alarm, margin_factor=margin_factor, lazy=lazy)
 
-    def transition(self, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
+    def transition(self, *, false_alarm: float | None = None, margin_factor: float | None = None) -> xr.DataArray:
         """Empirical transition SNR per line (detection rate crossing 1/2), lazy."""
-        return self.compare(margin_factor)["transition_snr_empirical"]
+        return self.compare(false_alarm=false_alarm, margin_factor=margin_factor)["transition_snr_empirical"]
 
-    def phase_diagram(self, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
-                      margin_factor: float = MARGIN_FACTOR) -> "pandas.DataFrame":  # noqa: F821
+    def phase_diagram(self, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
+                      false_alarm: float | None = None, margin_factor: float | None = None
+                      ) -> "pandas.DataFrame":  # noqa: F821
         """The transition curves with bootstrap intervals (:func:`rmtsweep.analysis.phase.phase_diagram`).
 
         Reads the eigenvalues (the bootstrap needs every replicate), so it computes.
         """
         from .phase import phase_diagram
-        return phase_diagram(self._ds, n_boot, level, seed, margin_factor)
+        return phase_diagram(self._ds, n_boot, level, seed, false_alarm=false_alarm, margin_factor=margin_factor)
 
     def map(self, x: str, y: str, var: str, select: dict | None = None, clim: tuple[float, float] | None = None):
         """The map of :meth:`plot` as an object, not files: a ``holoviews.HoloMap`` (one heat map per value

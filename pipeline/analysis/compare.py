@@ -6,13 +6,12 @@ filled; cells with none done are NaN), the theory value, the error and the z-sco
 and of the top alignment, the detection rate, the empirical and theoretical phase, and per line
 along the SNR axis the empirical transition SNR against ``theory_snr_sample``.
 
-Detection: a replicate detects an outlier when its ``lambda_1`` exceeds the predicted bulk edge
-``kappa lambda_+`` by more than ``margin = MARGIN_FACTOR * kappa lambda_+ * d^(-2/3)``. The top bulk
-eigenvalue fluctuates on the Tracy-Widom scale ``O(lambda_+ d^(-2/3))``; one such unit keeps null
-replicates from counting (2 % false detections on the demo sweep; 6 % with no margin). Any margin
-moves the empirical transition up by ``O(d^(-1/3))``, as the outlier leaves the bulk quadratically.
-Where ``d`` is a grid axis of the store the margin (and ``theory_detection_rate``) is taken at each
-``d`` value (:func:`d_of`), and the comparison has a ``d`` dimension first.
+Detection (:mod:`rmtsweep.analysis.detection`): by default a replicate detects an outlier when its
+tested eigenvalue exceeds the 0.95 quantile of the predicted null ``lambda_1`` at the store's size
+(a false-alarm level of 5 %, ``false_alarm``); the older margin rule stays available by name
+(``margin_factor``). Where ``d`` is a grid axis of the store the threshold (and
+``theory_detection_rate``) is taken at each ``d`` value (:func:`d_of`), and the comparison has a ``d``
+dimension first. ``false_alarm_rate`` summarises the detections at ``snr = 0`` against the level.
 
 Uncentred tables (``table_centering: none``): the signal outlier is identified as the top-k
 eigenvector best aligned with ``u``; its eigenvalue is held against ``theory_signal_outlier``, its
@@ -36,19 +35,18 @@ import zarr
 from .. import theory
 from ..dims import D, has_d_axis, store_dims
 from ..errors import SelectionError
-from ..store import ZARR_FORMAT, metadata_lock, open_dataset, stored_sweep
-from ..theory import finite_d
-from ..theory.on_grid import pooled_kurtosis
+from ..store import ZARR_FORMAT, metadata_lock, open_dataset
+from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
+                        theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
-__all__ = ["GROUP", "MARGIN_FACTOR", "bulk_distance", "compare", "crossing", "d_of", "detected", "detection_margin",
-           "done_digest", "open_source", "signal_pair", "summary", "theory_detection_rate", "transition_snr",
-           "write_comparison"]
+__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "Detection", "bulk_distance", "compare", "crossing", "d_of", "detected",
+           "detection_margin", "detection_rule", "done_digest", "false_alarm_lines", "open_source", "signal_pair", "summary",
+           "theory_detection_rate", "transition_snr", "write_comparison"]
 
-MARGIN_FACTOR = 1.0
 LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
 GROUP = "comparison"
 LIST_ALL = 24          # the summary lists every SNR line up to this many, else the worst ones
@@ -95,38 +93,6 @@ def signal_pair(eig: xr.DataArray, ov: xr.DataArray) -> tuple[xr.DataArray, xr.D
     return eig.where(eig["k"] == best + 1).max("k"), ov.where(ov["k"] == best + 1).max("k"), best
 
 
-def d_of(ds: xr.Dataset) -> xr.DataArray | int:
-    """The store's ``d``: its ``d`` coordinate (a DataArray, broadcast over ``d``) when ``d`` is a grid axis
-    (or a value of it was selected), else the top-level ``attrs["d"]``."""
-    return ds[D] if D in ds.coords else int(ds.attrs["d"])
-
-
-def detection_margin(edge: xr.DataArray, d: xr.DataArray | int, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
-    """The detection margin ``margin_factor * kappa lambda_+ * d^(-2/3)`` above the predicted edge.
-
-    ``d`` is an int or a DataArray over the store's ``d`` axis (:func:`d_of`).
-    """
-    return margin_factor * edge * d ** (-2.0 / 3.0)
-
-
-def _hits(tested: xr.DataArray, edge: xr.DataArray, margin: xr.DataArray, done: xr.DataArray) -> xr.DataArray:
-    return only_done(tested > edge + margin, done)
-
-
-def detected(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
-    """Per replicate and SNR: 1 where the tested eigenvalue clears the edge plus the margin, 0 where not.
-
-    NaN for replicates not done. The tested eigenvalue is ``lambda_1``, or for an uncentred table
-    the eigenvalue of the top-k eigenvector best aligned with ``u`` (as in :func:`compare`). Lazy.
-    """
-    ds = open_source(source)
-    eig = ds["eigenvalues"]
-    tested = (signal_pair(eig, ds["overlap"])[0] if ds.attrs.get("table_centering", "class") == "none"
-              else eig.sel(k=1, drop=True))
-    edge = ds["theory_edge"]
-    return _hits(tested, edge, detection_margin(edge, d_of(ds), margin_factor), ds["done"])
-
-
 def _above(density: xr.DataArray, width: float) -> xr.DataArray:
     """``1 - (mass above each right bin edge)``: the CDF at the right edges, blind to the atom at 0."""
     mass = density * width
@@ -161,29 +127,6 @@ def bulk_distance(ds: xr.Dataset, done: xr.DataArray, law: str = "theory") -> xr
         long_name=f"Kolmogorov distance of the mean eigenvalue histogram of S/kappa to {which}", units="1")
 
 
-def theory_detection_rate(ds: xr.Dataset, d: xr.DataArray | int, margin_factor: float,
-                          lazy: bool = False) -> xr.DataArray:
-    """The finite-d prediction of ``detection_rate`` (class-centred tables; docs/theory.md §6.2).
-
-    :func:`rmtsweep.theory.finite_d.detection_probability` at the store's ``theory_rho``, ``delta``,
-    ``gamma`` and ``d`` (an int, or a DataArray over the ``d`` axis: :func:`d_of`), with the store's
-    ``theory_pooled_kurtosis`` (the exact excess kurtosis of the pooled signs). Derived, not fitted to
-    any sweep. It is the cubic law's: NaN where ``theory_law = 1``, whose finite-d detection law is
-    not derived yet (docs/theory.md §7), so the prediction never mixes the two laws.
-    """
-    # a store made before theory_pooled_kurtosis re-derives it from its sweep; one built by hand gets 0 (Gaussian)
-    kurtosis = (ds["theory_pooled_kurtosis"] if "theory_pooled_kurtosis" in ds else pooled_kurtosis(
-        stored_sweep("<store>", dict(ds.attrs))) if "sweep_canonical" in ds.attrs else 0.0)
-    rho = ds["theory_rho"] if lazy else ds["theory_rho"].load()
-    delta, gamma = ds["delta"], ds["gamma"]
-    p = xr.apply_ufunc(finite_d.detection_probability, rho, delta, gamma, d, margin_factor, kurtosis,
-                       dask="parallelized", output_dtypes=[float])
-    if "theory_law" in ds:
-        p = p.where(ds["theory_law"] != 1)
-    return p.assign_attrs(long_name="finite-d prediction of the detection rate (Tracy-Widom edge, Gaussian "
-                                    "outlier; derived, not fitted; NaN where theory_law = 1)", units="1")
-
-
 def _finite_size(ds: xr.Dataset, out: dict[str, xr.DataArray], lazy: bool) -> dict[str, xr.DataArray]:
     """The store's realised-count predictions at its size (``finite_size_*``, made with its theory) and their z."""
     names = [f"finite_size_{name}{suffix}" for name in ("lambda1", "overlap") for suffix in ("", "_se")]
@@ -197,7 +140,8 @@ def _finite_size(ds: xr.Dataset, out: dict[str, xr.DataArray], lazy: bool) -> di
     return fs
 
 
-def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTOR, lazy: bool = False) -> xr.Dataset:
+def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None, margin_factor: float | None = None,
+            lazy: bool = False) -> xr.Dataset:
     """Hold a store's Monte Carlo against its theory arrays.
 
     The per-replicate arrays are reduced chunk by chunk with dask (on the cluster of the current
@@ -208,8 +152,11 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     ----------
     source
         A store path or an already opened store dataset.
+    false_alarm
+        Detection at this false-alarm level (default 0.05): the tested eigenvalue must exceed the
+        ``1 - false_alarm`` quantile of the predicted null ``lambda_1`` (:mod:`.detection`).
     margin_factor
-        Detection margin in units of ``kappa lambda_+ d^(-2/3)`` (absolute eigenvalue units).
+        Instead, the margin rule: a margin of ``margin_factor * kappa lambda_+ d^(-2/3)`` above the edge.
     lazy
         Return the comparison as lazy dask arrays (compute it with ``.compute()``); the ``*_limit``
         variables are computed only by an eager comparison.
@@ -219,10 +166,11 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     xarray.Dataset
         Dims ``([d,] delta, gamma, T, weights, snr)``: ``lambda1_*`` and ``overlap_*`` (``mean``, ``sem``,
         ``theory``, ``error``, ``z``; eigenvalues in the absolute units of ``S``), ``n_done``,
-        ``detection_rate``, ``empirical_phase``, ``theory_phase``, ``phase_agrees``; per line
+        ``detection_threshold``, ``detection_rate``, ``empirical_phase``, ``theory_phase``, ``phase_agrees``; per line
         ``transition_snr_empirical``, ``transition_snr_theory``, ``transition_snr_error``. For an
         uncentred table also ``signal_lambda_*``, ``signal_rank`` and ``paper_*_error``.
     """
+    rule = detection_rule(false_alarm, margin_factor)
     ds = open_source(source)
     centering = ds.attrs.get("table_centering", "class")
     d = d_of(ds)
@@ -257,14 +205,13 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
         out.update(_held("overlap", *mean_sem(ov.sel(k=1, drop=True), done), arr("theory_overlap"),
                          "top alignment |u_hat_1^T u|^2", "1"))
         tested = lam1
-    edge = arr("theory_edge")
-    margin = detection_margin(edge, d, margin_factor)
-    rate = _hits(tested, edge, margin, done).mean("replicate")
+    limit = threshold(ds if lazy else ds.assign({k: arr(k) for k in ("theory_edge", "theory_kappa") if k in ds}), d, rule)
+    uncalibrated = limit.attrs.pop("uncalibrated_cells", 0)
+    rate = hits(tested, limit, done).mean("replicate")
     out["n_done"] = done.sum("replicate").assign_attrs(long_name="replicates done", units="1")
-    out["detection_margin"] = margin.assign_attrs(long_name="detection margin above kappa lambda_+",
-                                                  units="same units as the eigenvalues of S")
+    out["detection_threshold"] = limit
     out["detection_rate"] = rate.assign_attrs(
-        long_name="fraction of done replicates whose tested eigenvalue exceeds kappa lambda_+ + margin", units="1")
+        long_name="fraction of done replicates whose tested eigenvalue exceeds detection_threshold", units="1")
     emp = xr.where(rate > 0.5, 2, 0).where(rate.notnull())
     emp.attrs = {"long_name": "empirical phase: 2 if detection rate > 1/2, else 0", "units": "1",
                  "flag_values": [0, 2], "flag_meanings": "no_outlier_detected outlier_detected"}
@@ -278,7 +225,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     out["transition_snr_empirical"], out["transition_snr_theory"] = t_emp, (t_th := arr("theory_snr_sample"))
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
     if centering == "class" and "theory_rho" in ds:
-        out["theory_detection_rate"] = theory_detection_rate(ds, d, margin_factor, lazy)
+        out["theory_detection_rate"] = theory_detection_rate(ds, d, rule, lazy)
     out.update(_finite_size(ds, out, lazy))
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
@@ -289,9 +236,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
     cmp.attrs = {"title": f"comparison of {ds.attrs.get('sweep_name', 'store')} with theory",
                  "table_centering": centering, **({} if dims.d_axis else {"d": int(d)}),   # a d axis: a coordinate
                  "sweep_hash": ds.attrs.get("sweep_hash", ""),
-                 "signal_outlier": signal, "margin_factor": margin_factor,
-                 "detection": f"detected iff eigenvalue > kappa lambda_+ + {margin_factor:g} kappa lambda_+ "
-                              f"d^(-2/3) (top bulk eigenvalue fluctuates on the O(d^-2/3) scale)",
+                 "signal_outlier": signal, **rule.attrs(), "detection_uncalibrated_cells": uncalibrated,
                  "replicates_counted": "only replicates whose done flag is true"}
     if lazy:
         return cmp
@@ -300,7 +245,7 @@ def compare(source: str | Path | xr.Dataset, margin_factor: float = MARGIN_FACTO
         warnings.simplefilter("ignore", RuntimeWarning)            # means of cells with no replicate done: NaN
         cmp = cmp.compute()
         if dims.d_axis and ds.sizes[D] >= MIN_D and tested.size <= LIMIT_BUDGET:   # the d -> infinity limits
-            cmp = cmp.assign(limit_variables(cmp, _hits(tested, edge, margin, done).load(), margin_factor))
+            cmp = cmp.assign(limit_variables(cmp, hits(tested, limit, done).load(), rule))
             cmp.attrs["limits"] = (f"per line over d (>= {MIN_D} values): transition_snr ~ limit + a d^-b (b: the "
                                    "finite-d theory's exponent), lambda1 and overlap ~ limit + c/d (rmtsweep.analysis.limits)")
     return cmp
@@ -335,9 +280,33 @@ def _write_group(path: Path, cmp: xr.Dataset) -> None:
     os.replace(tmp, root)
 
 
+def false_alarm_lines(cmp: xr.Dataset) -> list[str]:
+    """The detections at ``snr = 0`` against the rule's level: pooled, and per cell within 3 binomial s.e."""
+    if 0.0 not in cmp["snr"].values:
+        return []
+    rate, n = cmp["detection_rate"].sel(snr=0.0), cmp["n_done"].sel(snr=0.0) if "snr" in cmp["n_done"].dims \
+        else cmp["n_done"]
+    ok = rate.notnull() & (n > 0)
+    if not bool(ok.any()):
+        return []
+    hits, total = float((rate * n).where(ok).sum()), int(n.where(ok).sum())
+    alpha = cmp.attrs.get("false_alarm")
+    if alpha is None:
+        return [f"false alarms at snr = 0 (margin rule, no stated level): {hits:.0f}/{total} = {hits / total:.3f}"]
+    within = abs(rate - alpha) <= 3 * np.sqrt(alpha * (1 - alpha) / n.where(n > 0))
+    out = [f"false alarms at snr = 0: {hits:.0f}/{total} = {hits / total:.3f} (level {alpha:g} ± "
+           f"{np.sqrt(alpha * (1 - alpha) / total):.3f}); within 3 binomial s.e. of the level in "
+           f"{int(within.where(ok).sum())}/{int(ok.sum())} cells"]
+    if cmp.attrs.get("detection_uncalibrated_cells"):
+        out.append(f"   {cmp.attrs['detection_uncalibrated_cells']} theory_law = 1 cells have no realised-count null "
+                   "in the store (over the finite-size budget, or an older store): the cubic's threshold there")
+    return out
+
+
 def summary(cmp: xr.Dataset, worst: int = 5) -> str:
     """A printable summary: agreement within 3 standard errors, worst cells, transition-SNR errors."""
     lines = [f"{cmp.attrs['title']}: {cmp.attrs['signal_outlier']}", f"detection: {cmp.attrs['detection']}"]
+    lines += false_alarm_lines(cmp)
     if cmp.attrs.get("done_replicates", 0) < cmp.attrs.get("done_total", 0):
         lines.append(f"incomplete store: computed from {cmp.attrs['done_replicates']} of {cmp.attrs['done_total']} "
                      f"replicates done (cells with none done are NaN); rerun compare when the run has finished")

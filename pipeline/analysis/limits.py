@@ -28,6 +28,8 @@ import numpy as np
 import xarray as xr
 
 from ..theory import finite_d, spikes
+from ..theory.null_law import tw_threshold
+from .detection import Detection
 from .transition import bootstrap_crossings, crossing
 
 __all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "transition_exponent", "transition_sem"]
@@ -37,12 +39,13 @@ ASYMPTOTIC_EXPONENT = 1.0 / 3.0      # of the transition's approach to its limit
 MEAN_EXPONENT = 1.0
 
 
-def transition_exponent(delta: float, gamma: float, d_values, margin_factor: float = 1.0) -> float:
+def transition_exponent(delta: float, gamma: float, d_values, rule: Detection | None = None) -> float:
     """The derived finite-d prediction's exponent ``b`` in ``t(d) - t_inf ~ d^-b`` over ``d_values``.
 
-    ``t(d)`` is where :func:`rmtsweep.theory.finite_d.detection_probability` crosses 1/2 (on ``rho``;
-    the exponent does not depend on ``alpha/kappa``), ``t_inf`` the sample threshold ``rho_c``. Falls
-    back to 1/3 where the prediction has no crossing.
+    ``t(d)`` is where :func:`rmtsweep.theory.finite_d.detection_probability` under the detection
+    ``rule`` (:class:`rmtsweep.analysis.detection.Detection`; default the margin rule with factor 1)
+    crosses 1/2 (on ``rho``; the exponent does not depend on ``alpha/kappa``), ``t_inf`` the sample
+    threshold ``rho_c``. Falls back to 1/3 where the prediction has no crossing.
 
     Examples
     --------
@@ -54,7 +57,13 @@ def transition_exponent(delta: float, gamma: float, d_values, margin_factor: flo
     rc = float(spikes.sample_threshold(delta, gamma))
     rho = np.linspace(0.5 * rc, 3.0 * rc, 4001)
     d = np.asarray(d_values, float)
-    t = np.array([crossing(finite_d.detection_probability(rho, delta, gamma, int(x), margin_factor), rho) for x in d])
+    def probability(dd: int) -> np.ndarray:
+        if rule is not None and rule.false_alarm is not None:
+            return finite_d.detection_probability(rho, delta, gamma, dd, threshold=tw_threshold(rule.false_alarm, delta,
+                                                                                               gamma, dd))
+        return finite_d.detection_probability(rho, delta, gamma, dd, 1.0 if rule is None else rule.margin_factor)
+
+    t = np.array([crossing(probability(int(x)), rho) for x in d])
     ok = np.isfinite(t) & (t > rc)
     if ok.sum() < 2:
         return ASYMPTOTIC_EXPONENT
@@ -115,7 +124,7 @@ def transition_sem(hits: xr.DataArray, n_boot: int = 400, seed: int = 0) -> xr.D
     return xr.DataArray(out, dims=h.dims[:-2], coords={k: h[k] for k in h.dims[:-2]})
 
 
-def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, margin_factor: float = 1.0, n_boot: int = 400,
+def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, rule: Detection | None = None, n_boot: int = 400,
                     seed: int = 0) -> dict[str, xr.DataArray]:
     """The comparison's limit variables, for a comparison ``cmp`` with a ``d`` dim of >= :data:`MIN_D` values.
 
@@ -126,7 +135,7 @@ def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, margin_factor: float = 
     """
     out: dict[str, xr.DataArray] = {}
     d_values = cmp["d"].values
-    b = xr.apply_ufunc(lambda dl, g: transition_exponent(dl, g, d_values, margin_factor), cmp["delta"], cmp["gamma"],
+    b = xr.apply_ufunc(lambda dl, g: transition_exponent(dl, g, d_values, rule), cmp["delta"], cmp["gamma"],
                        vectorize=True)
     out["transition_snr_limit_exponent"] = b.assign_attrs(
         long_name="exponent b of the transition fit: the derived finite-d prediction's over the store's d values",

@@ -197,7 +197,7 @@ STATISTICS = (   # (pattern on the name, what the value is); {n}: the replicates
     (re.compile(r"_sem$"), "standard error of the mean over {n} replicates"),
     (re.compile(r"_mean$"), "mean over {n} replicates"),
     (re.compile(r"bulk_ks$"), "Kolmogorov distance of the histogram over {n} replicates to the law"),
-    (re.compile(r"^(theory_|paper_)|_theory$|^detection_margin$"), "theory prediction"),
+    (re.compile(r"^(theory_|paper_)|_theory$|^detection_(margin|threshold)$"), "theory prediction"),
     (re.compile(r"^detection_rate$"), "fraction of {n} replicates detected"),
     (re.compile(r"^n_done$"), "replicates done per cell"),
 )

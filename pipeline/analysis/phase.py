@@ -23,7 +23,7 @@ import numpy as np
 import xarray as xr
 
 from ..dims import TIDY_ORDER
-from .compare import MARGIN_FACTOR, detected, open_source
+from .compare import detected, detection_rule, open_source
 from .transition import bootstrap_intervals
 
 __all__ = ["COLUMNS", "phase_diagram"]
@@ -42,8 +42,9 @@ COLUMNS = {
 }
 
 
-def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
-                  margin_factor: float = MARGIN_FACTOR) -> "pandas.DataFrame":  # noqa: F821
+def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
+                  false_alarm: float | None = None, margin_factor: float | None = None
+                  ) -> "pandas.DataFrame":  # noqa: F821
     """The transition curves of a store as a tidy table, one row per SNR line.
 
     Parameters
@@ -56,8 +57,8 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
         Coverage of the percentile interval.
     seed
         Seed of the resampling (the table is reproducible).
-    margin_factor
-        Detection margin, as in :func:`rmtsweep.analysis.compare.compare`.
+    false_alarm, margin_factor
+        The detection rule, as in :func:`rmtsweep.analysis.compare.compare` (default: level 0.05).
 
     Returns
     -------
@@ -73,8 +74,9 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
 
     if n_boot < 1 or not 0 < level < 1:
         raise ValueError(f"n_boot must be >= 1 and level in (0, 1); got {n_boot} and {level}")
+    rule = detection_rule(false_alarm, margin_factor)
     ds = open_source(source)
-    hits = detected(ds, margin_factor).load()
+    hits = detected(ds, rule).load()
     snr = hits["snr"].values.astype(float)
     line_dims = [d for d in TIDY_ORDER if d in hits.dims and d not in ("snr", "replicate")]
     hits = hits.transpose(*line_dims, "replicate", "snr")
@@ -97,5 +99,5 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     table["snr_min"], table["snr_max"] = snr.min(), snr.max()
     table.attrs = {"method": f"percentile bootstrap over replicates, {n_boot} resamples, level {level}, seed {seed}, "
                                  "widened to the grid step of the crossing",
-                   "margin_factor": margin_factor, "columns": COLUMNS}
+                   **rule.attrs(), "columns": COLUMNS}
     return table

@@ -103,17 +103,20 @@ def _corruption_named(path: Path) -> Iterator[None]:
 
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.option("--false-alarm", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True), default=None,
+              help="Detect at this false-alarm level: above the 1 - ALPHA quantile of the predicted null top "
+                   "eigenvalue at the store's size (default 0.05).")
 @click.option("--margin-factor", type=click.FloatRange(min=0.0), default=None,
-              help="Detection margin in units of kappa lambda_+ d^(-2/3) (default 1).")
+              help="Instead, the margin rule: detect above kappa lambda_+ (1 + F d^(-2/3)).")
 @click.option("--write/--no-write", default=True, show_default=True,
               help="Write the comparison into STORE as the zarr group 'comparison'.")
 @click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
               help="How many worst cells to list per quantity.")
-def compare(store_path: Path, margin_factor: float | None, write: bool, worst: int) -> None:
+def compare(store_path: Path, false_alarm: float | None, margin_factor: float | None, write: bool, worst: int) -> None:
     """Hold the Monte Carlo in STORE against its theory; print a summary (works while it fills)."""
-    from ..analysis.compare import MARGIN_FACTOR, compare as compare_store, summary, write_comparison
+    from ..analysis.compare import compare as compare_store, summary, write_comparison
     with _corruption_named(store_path):
-        cmp = compare_store(store_path, MARGIN_FACTOR if margin_factor is None else margin_factor)
+        cmp = compare_store(store_path, false_alarm=false_alarm, margin_factor=margin_factor)
     click.echo(summary(cmp, worst))
     if write:
         write_comparison(store_path, cmp)

@@ -200,8 +200,9 @@ def outlier_sd(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike, d: ArrayLike,
 
 
 def detection_probability(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike, d: ArrayLike,
-                          margin_factor: ArrayLike = 1.0, excess_kurtosis: ArrayLike = 0.0) -> Float:
-    """Predicted probability that ``lambda_1 / kappa > lambda_+ (1 + margin_factor d^(-2/3))``.
+                          margin_factor: ArrayLike = 1.0, excess_kurtosis: ArrayLike = 0.0,
+                          threshold: ArrayLike | None = None) -> Float:
+    """Predicted probability that ``lambda_1 / kappa > lambda_+ (1 + margin_factor d^(-2/3))`` (or ``> threshold``).
 
     Parameters
     ----------
@@ -215,6 +216,9 @@ def detection_probability(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike, d:
         Detection margin in units of ``lambda_+ d^(-2/3)`` (``rmtsweep.analysis.compare.MARGIN_FACTOR``).
     excess_kurtosis
         Of the pooled signs (:func:`pooled_sign_excess_kurtosis`); enters only the outlier's spread.
+    threshold
+        The detection threshold on ``lambda_1 / kappa`` itself, replacing the margin (e.g. the
+        false-alarm level's :func:`rmtsweep.theory.null_law.tw_threshold`).
 
     Returns
     -------
@@ -228,10 +232,11 @@ def detection_probability(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike, d:
     >>> bool(p[0] < 0.1 and p[-1] > 0.99 and (p[1:] >= p[:-1]).all())
     True
     """
-    rho, delta, gamma, d, m, kurt = broadcast(rho, delta, gamma, d, margin_factor, excess_kurtosis)
+    given = np.nan if threshold is None else threshold
+    rho, delta, gamma, d, m, kurt, given = broadcast(rho, delta, gamma, d, margin_factor, excess_kurtosis, given)
     lam = edge(delta, gamma)
     sigma = tw_scale(delta, gamma, d)
-    t = lam * (1.0 + m * d ** (-2.0 / 3.0))
+    t = lam * (1.0 + m * d ** (-2.0 / 3.0)) if threshold is None else given
     bulk_below = tw1_cdf((t - lam) / sigma)
     above = rho > sample_threshold(delta, gamma)
     loc = sample_outlier(rho, delta, gamma)

@@ -15,6 +15,7 @@ import xarray as xr
 
 from ..dims import D
 from ..spec import Sweep
+from .null_law import CANDIDATES, count_null
 from .token_counts import realised_count_spikes
 
 __all__ = ["BUDGET", "DRAWS", "finite_size_arrays"]
@@ -52,17 +53,20 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> 
         return {}
     shape = (d_values.size, delta.size, gamma.size, snr.size)
     res = {k: np.empty(shape) for k in ("lambda1", "lambda1_se", "overlap", "overlap_se")}
+    null = {k: np.full((*shape[:3], DRAWS, 1 + CANDIDATES), np.nan) for k in ("location", "scale")}
     for i, dd in enumerate(d_values):
         for j, dl in enumerate(delta):
             for k, gm in enumerate(gamma):
                 try:
                     fs = realised_count_spikes(snr, dl, gm, int(dd), draws=DRAWS)
+                    cn = count_null(dl, gm, int(dd), draws=DRAWS)
                 except ValueError:                # a tiny V, N: some draw's counts leave no main gap
                     for name in res:
                         res[name][i, j, k] = np.nan
                     continue
                 for name in res:
                     res[name][i, j, k] = getattr(fs, name)
+                null["location"][i, j, k], null["scale"][i, j, k] = cn.location, cn.scale
     dims = (D, "delta", "gamma", "snr")
     coords = {D: d_values, "delta": delta, "gamma": gamma, "snr": snr}
     out = {}
@@ -78,4 +82,12 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> 
                 f"Monte Carlo standard error of finite_size_{name}"
             units = ABS if name == "lambda1" else "1"
             out[f"finite_size_{name}{suffix}"] = arr.assign_attrs(long_name=long, units=units)
+    for name, what in (("location", "location"), ("scale", "scale (Tracy-Widom for the edge, Gaussian sd for a spike)")):
+        arr = xr.DataArray(null[name], dims=(*dims[:3], "count_draw", "null_candidate"),
+                           coords={k: coords[k] for k in dims[:3]})
+        if not sweep.d_axis:
+            arr = arr.isel({D: 0}, drop=True)
+        out[f"finite_size_null_{name}"] = arr.assign_attrs(
+            long_name=f"{what} of the null top-eigenvalue candidates of S/kappa over realised token counts "
+                      f"({DRAWS} seeded draws; candidate 0 the bulk edge, then spikes; NaN: absent)", units="1")
     return out

@@ -94,8 +94,9 @@ def test_only_done_replicates_count(store):
         assert np.isnan(harm[name].values).all(), name
 
 
-def test_detection_rate_phase_and_transition(store):
-    cmp = compare(store).squeeze()
+@pytest.mark.parametrize("rule", [{}, {"margin_factor": MARGIN_FACTOR}], ids=["false-alarm", "margin"])
+def test_detection_rate_phase_and_transition(store, rule):
+    cmp = compare(store, **rule).squeeze()
     mean = cmp.sel(weights="mean")
     assert np.allclose(mean["detection_rate"].squeeze(), [0, 0.25, 0.75, 1, 1])
     assert np.allclose(mean["empirical_phase"].squeeze(), [0, 0, 2, 2, 2])
@@ -104,7 +105,14 @@ def test_detection_rate_phase_and_transition(store):
     assert float(mean["transition_snr_error"]) == pytest.approx(0.25)
     # optimal has replicate 3 missing: rates 0, 0, 2/3, 1, 1 -> crossing at 1 + 0.5 / (2/3) = 1.75
     assert float(cmp.sel(weights="optimal")["transition_snr_empirical"]) == pytest.approx(1.75)
-    assert "d^(-2/3)" in cmp.attrs["detection"] and cmp.attrs["margin_factor"] == MARGIN_FACTOR
+    if rule:
+        assert "d^(-2/3)" in cmp.attrs["detection"] and cmp.attrs["margin_factor"] == MARGIN_FACTOR
+    else:
+        assert "0.95 quantile" in cmp.attrs["detection"] and cmp.attrs["false_alarm"] == 0.05
+        # the cubic's threshold: the store's edge plus sigma_d q_0.95 (Johnstone 2001: q_0.95 of TW_1 = 0.9793)
+        from rmtsweep.theory.finite_d import tw_scale
+        expected = EDGE * (1 + float(tw_scale(0.5, 0.5, D)) * 0.9793 / 4.40915)
+        assert float(cmp["detection_threshold"].sel(weights="mean")) == pytest.approx(expected, rel=2e-4)
 
 
 def test_censored_transitions_are_nan():
@@ -166,6 +174,16 @@ def test_cli_compare(store, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["compare", str(store.parent / "nowhere.zarr")])
     assert exc.value.code == 2
+    # the level is stated, and the false alarms measured at snr 0 are counted against it (0 of 4 + 3 done)
+    main(["compare", str(store), "--no-write", "--false-alarm", "0.1"])
+    out = capsys.readouterr().out
+    assert "the 0.9 quantile of the predicted null" in out
+    assert "false alarms at snr = 0: 0/7 = 0.000 (level 0.1 ± 0.113); within 3 binomial s.e. of the level in 2/2" in out
+    main(["compare", str(store), "--no-write", "--margin-factor", "1"])
+    assert "false alarms at snr = 0 (margin rule, no stated level): 0/7" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(store), "--false-alarm", "0.1", "--margin-factor", "1"])
+    assert exc.value.code == 2 and "give --false-alarm or --margin-factor, not both" in capsys.readouterr().err
 
 
 def test_a_stale_comparison_is_refused_not_reused(reference, tmp_path):

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 import zarr
 from distributed import Client, LocalCluster
 
 from rmtsweep import load_sweep, open_store, run_sweep
-from rmtsweep.analysis.compare import MARGIN_FACTOR, compare, detection_margin, theory_detection_rate
+from rmtsweep.analysis.compare import MARGIN_FACTOR, compare, detection_margin, detection_rule, theory_detection_rate
 from rmtsweep.cli import main
 from rmtsweep.errors import StoreError, TaskFailedError
 from rmtsweep.run import execute
@@ -142,23 +143,42 @@ def test_resume_after_an_interruption(client, write_sweep, tmp_path, monkeypatch
     assert len(written[0]) + len(written[1]) == 4
 
 
-def test_compare_takes_the_margin_at_each_d(axis_store):
+def test_compare_takes_the_threshold_at_each_d(axis_store):
+    """Both detection rules are taken at each d: the margin ~ d^(-2/3), the level's Tracy-Widom excess too."""
+    from rmtsweep.theory.bulk import edge as bulk_edge
+    from rmtsweep.theory.finite_d import tw_scale
+    from rmtsweep.theory.tracy_widom import tw_quantile
+
     ds = open_store(axis_store)
-    cmp = compare(axis_store)
-    assert cmp["detection_margin"].dims[0] == "d" and "d" not in cmp.attrs
     edge = ds["theory_edge"].load()
-    for d in (8, 16):
-        margin = cmp["detection_margin"].sel(d=d)
-        assert np.allclose(margin, detection_margin(edge, d).transpose(*margin.dims), rtol=1e-14)
-        lam1 = ds["eigenvalues"].sel(d=d, k=1).load()
-        rate = (lam1 > edge + detection_margin(edge, d)).mean("replicate")
-        assert np.array_equal(cmp["detection_rate"].sel(d=d), rate.transpose(*cmp["detection_rate"].sel(d=d).dims))
-        at_d = theory_detection_rate(ds, d, MARGIN_FACTOR)                  # the finite-d theory at this one d
-        got = cmp["theory_detection_rate"].sel(d=d)
-        assert np.array_equal(got, at_d.transpose(*got.dims))
-    ratio = cmp["detection_margin"].sel(d=8) / cmp["detection_margin"].sel(d=16)
-    assert np.allclose(ratio, 2 ** (2 / 3))                                # margin ~ d^(-2/3)
-    assert not np.allclose(cmp["theory_detection_rate"].sel(d=8), cmp["theory_detection_rate"].sel(d=16))
+    lam = xr.DataArray(bulk_edge(ds["delta"].values[:, None], ds["gamma"].values[None, :]), dims=("delta", "gamma"),
+                       coords={"delta": ds["delta"], "gamma": ds["gamma"]})
+    q = float(tw_quantile(0.95))
+    for rule in ({"margin_factor": MARGIN_FACTOR}, {}):
+        cmp = compare(axis_store, **rule)
+        limit = cmp["detection_threshold"]
+        assert limit.dims[0] == "d" and "d" not in cmp.attrs
+        for d in (8, 16):
+            if rule:
+                expected = edge + detection_margin(edge, d)
+            else:
+                sigma = xr.DataArray(tw_scale(ds["delta"].values[:, None], ds["gamma"].values[None, :], d),
+                                     dims=("delta", "gamma"), coords=lam.coords)
+                expected = edge * (1 + sigma * q / lam)
+            at = limit.sel(d=d)
+            assert np.allclose(at, expected.transpose(*at.dims), rtol=1e-9)
+            lam1 = ds["eigenvalues"].sel(d=d, k=1).load()
+            rate = (lam1 > expected).mean("replicate")
+            assert np.array_equal(cmp["detection_rate"].sel(d=d), rate.transpose(*cmp["detection_rate"].sel(d=d).dims))
+            rule_obj = detection_rule(**rule)
+            at_d = theory_detection_rate(ds, d, rule_obj)                        # the finite-d theory at this one d
+            got = cmp["theory_detection_rate"].sel(d=d)
+            assert np.array_equal(got, at_d.transpose(*got.dims))
+        excess = limit - edge
+        assert np.allclose(excess.sel(d=8) / excess.sel(d=16), 2 ** (2 / 3))   # both ~ d^(-2/3)
+        assert not np.allclose(cmp["theory_detection_rate"].sel(d=8), cmp["theory_detection_rate"].sel(d=16))
+    null = theory_detection_rate(ds, 16, detection_rule()).sel(snr=0.0)
+    assert np.allclose(null.where(ds["theory_rho"].sel(snr=0.0) == 0), 0.05, equal_nan=True)   # the level at rho = 0
 
 
 def test_cli_on_a_d_axis_store(write_sweep, tmp_path, capsys):

@@ -43,7 +43,7 @@ def logistic(center: float, width: float = 0.35) -> np.ndarray:
 
 def test_the_transition_is_the_first_upward_crossing_of_one_half_of_the_done_replicates_rate():
     ds = synthetic(np.stack([logistic(1.2), logistic(2.0)]), replicates=40, seed=1, done_frac=0.7)
-    table = phase_diagram(ds, n_boot=50)
+    table = phase_diagram(ds, n_boot=50, margin_factor=1.0)
     for i, row in table.iterrows():
         hits = (ds["eigenvalues"].isel(delta=i, k=0) > 5).values[ds["done"].isel(delta=i).values]
         rate = hits.mean(axis=0)                                     # by hand, done replicates only
@@ -67,7 +67,7 @@ def test_the_bootstrap_interval_covers_the_true_crossing_at_its_level():
     centers = np.random.default_rng(5).uniform(0.8, 2.2, 300)
     p = np.stack([logistic(c) for c in centers])
     truth = np.array([np.interp(0.5, row, SNR) for row in p])    # the rate is increasing: invert it
-    table = phase_diagram(synthetic(p, replicates=64, seed=6), n_boot=400, level=0.9, seed=7)
+    table = phase_diagram(synthetic(p, replicates=64, seed=6), n_boot=400, level=0.9, seed=7, margin_factor=1.0)
     covered = ((table.ci_low <= truth) & (truth <= table.ci_high)).mean()
     se = np.sqrt(0.9 * 0.1 / len(truth))
     assert abs(covered - 0.9) < 3 * se + 0.03, f"coverage {covered:.3f}"
@@ -76,7 +76,7 @@ def test_the_bootstrap_interval_covers_the_true_crossing_at_its_level():
 
 def test_a_line_that_never_reaches_one_half_has_no_transition_and_an_open_interval():
     ds = synthetic(np.stack([np.full(SNR.size, 0.1), logistic(-5.0)]), replicates=30, seed=2)
-    table = phase_diagram(ds, n_boot=100)
+    table = phase_diagram(ds, n_boot=100, margin_factor=1.0)
     never, always = table.iloc[0], table.iloc[1]
     assert np.isnan(never.transition_snr) and never.censored_fraction == 1.0
     assert np.isnan(never.ci_low) and np.isnan(never.ci_high)
@@ -85,6 +85,6 @@ def test_a_line_that_never_reaches_one_half_has_no_transition_and_an_open_interv
 
 def test_the_table_is_reproducible_from_its_seed_and_bad_settings_are_refused():
     ds = synthetic(np.stack([logistic(1.5)]), replicates=20, seed=3)
-    assert phase_diagram(ds, n_boot=100, seed=4).equals(phase_diagram(ds, n_boot=100, seed=4))
+    assert phase_diagram(ds, n_boot=100, seed=4, margin_factor=1.0).equals(phase_diagram(ds, n_boot=100, seed=4, margin_factor=1.0))
     with pytest.raises(ValueError, match=r"n_boot must be >= 1 and level in \(0, 1\); got 100 and 1.5"):
         phase_diagram(ds, n_boot=100, level=1.5)

@@ -1,0 +1,176 @@
+"""When a replicate "detects" an outlier: a test at a stated false-alarm level, or the margin rule by name.
+
+**At a false-alarm level** ``alpha`` (the default, ``alpha = 0.05``): a replicate detects when its
+tested eigenvalue exceeds the ``1 - alpha`` quantile of the predicted null distribution of
+``lambda_1`` at the store's size (:mod:`rmtsweep.theory.null_law`, docs/theory.md §6.4): the cubic
+bulk's ``kappa (lambda_+ + sigma_d q_{1-alpha})`` (Tracy-Widom), and where ``theory_law = 1`` the
+realised-count null the store keeps (``finite_size_null_location`` / ``_scale``, made with its
+theory). A store without those arrays at such cells (over the finite-size budget, or older) gets the
+cubic's threshold there, and :func:`threshold`'s ``uncalibrated_cells`` attr counts them.
+
+**The margin rule** (``margin_factor = f``): the tested eigenvalue exceeds ``kappa lambda_+ (1 + f
+d^(-2/3))``; its false-alarm rate is whatever the cell's null gives (docs/theory.md §3.7).
+
+The tested eigenvalue is ``lambda_1``, or on an uncentred table the eigenvalue of the top-k
+eigenvector best aligned with ``u``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import xarray as xr
+
+from ..dims import D
+from ..errors import UserError
+from ..theory import finite_d
+from ..theory.bulk import edge as bulk_edge
+from ..theory.null_law import mixture_quantile, tw_threshold
+from ..theory.on_grid import pooled_kurtosis
+from ..store import stored_sweep
+from .mask import only_done
+
+__all__ = ["FALSE_ALARM", "MARGIN_FACTOR", "Detection", "d_of", "detected", "detection_margin", "detection_rule",
+           "hits", "tested_eigenvalue", "theory_detection_rate", "threshold"]
+
+FALSE_ALARM = 0.05
+MARGIN_FACTOR = 1.0
+EXACT = 1          # theory_law of the one-token cells (rmtsweep.theory.cell_law.EXACT)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """A detection rule: ``false_alarm`` (a level in (0, 1)) or ``margin_factor`` (>= 0), exactly one set."""
+
+    false_alarm: float | None = FALSE_ALARM
+    margin_factor: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.false_alarm is None) == (self.margin_factor is None):
+            raise UserError("detection: give a false-alarm level or a margin factor, not both")
+        if self.false_alarm is not None and not 0.0 < self.false_alarm < 1.0:
+            raise UserError(f"false-alarm level must be in (0, 1); got {self.false_alarm}")
+        if self.margin_factor is not None and not self.margin_factor >= 0.0:
+            raise UserError(f"margin factor must be >= 0; got {self.margin_factor}")
+
+    def describe(self) -> str:
+        """One line for attrs and summaries."""
+        if self.false_alarm is not None:
+            return (f"detected iff eigenvalue > the {1 - self.false_alarm:g} quantile of the predicted null "
+                    f"lambda_1 at the store's size (false-alarm level {self.false_alarm:g}: Tracy-Widom at the "
+                    f"cubic's edge; the realised-count null where theory_law = 1)")
+        return (f"detected iff eigenvalue > kappa lambda_+ + {self.margin_factor:g} kappa lambda_+ d^(-2/3) "
+                f"(the margin rule; its false-alarm rate is not fixed)")
+
+    def attrs(self) -> dict:
+        """The rule as attrs (NaN-free: the unset field is absent)."""
+        return {"detection": self.describe(),
+                **({"false_alarm": self.false_alarm} if self.false_alarm is not None else {}),
+                **({"margin_factor": self.margin_factor} if self.margin_factor is not None else {})}
+
+
+def detection_rule(false_alarm: float | None = None, margin_factor: float | None = None) -> Detection:
+    """The rule from the user's options: the margin rule if ``margin_factor`` is given, else the level (default 0.05)."""
+    if margin_factor is not None:
+        if false_alarm is not None:
+            raise UserError("give --false-alarm or --margin-factor, not both")
+        return Detection(false_alarm=None, margin_factor=float(margin_factor))
+    return Detection(false_alarm=FALSE_ALARM if false_alarm is None else float(false_alarm))
+
+
+def d_of(ds: xr.Dataset) -> xr.DataArray | int:
+    """The store's ``d``: its ``d`` coordinate (a DataArray, broadcast over ``d``) when ``d`` is a grid axis
+    (or a value of it was selected), else the top-level ``attrs["d"]``."""
+    return ds[D] if D in ds.coords else int(ds.attrs["d"])
+
+
+def detection_margin(edge: xr.DataArray, d: xr.DataArray | int, margin_factor: float = MARGIN_FACTOR) -> xr.DataArray:
+    """The margin rule's ``margin_factor * kappa lambda_+ * d^(-2/3)`` above the predicted edge."""
+    return margin_factor * edge * d ** (-2.0 / 3.0)
+
+
+def _count_quantiles(ds: xr.Dataset, alpha: float) -> xr.DataArray:
+    """The ``1 - alpha`` quantile of the store's realised-count null, per ``([d,] delta, gamma)`` (units of kappa)."""
+    loc, scale = ds["finite_size_null_location"].load(), ds["finite_size_null_scale"].load()
+    return xr.apply_ufunc(lambda lo, sc: mixture_quantile(1.0 - alpha, lo, sc), loc, scale,
+                          input_core_dims=[["count_draw", "null_candidate"]] * 2, vectorize=True)
+
+
+def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection) -> xr.DataArray:
+    """The detection threshold per cell, in the absolute units of the eigenvalues of ``S`` (module docstring)."""
+    edge = ds["theory_edge"]
+    if rule.margin_factor is not None:
+        out = edge + detection_margin(edge, d, rule.margin_factor)
+        return out.assign_attrs(long_name="detection threshold kappa lambda_+ (1 + f d^(-2/3))",
+                                units="same units as the eigenvalues of S")
+    # the cubic's kappa (lambda_+ + sigma_d q) as the store's own edge kappa lambda_+ times (1 + sigma_d q / lambda_+)
+    delta, gamma = ds["delta"], ds["gamma"]
+    lam = xr.apply_ufunc(bulk_edge, delta, gamma)
+    cubic = edge * xr.apply_ufunc(tw_threshold, rule.false_alarm, delta, gamma, d) / lam
+    out, uncalibrated = cubic, 0
+    if "theory_law" in ds and bool((ds["theory_law"] == EXACT).any()):
+        exact = ds["theory_law"] == EXACT
+        if "finite_size_null_location" in ds:
+            kappa = ds["theory_kappa"] if "theory_kappa" in ds else edge / lam
+            out = xr.where(exact, kappa * _count_quantiles(ds, rule.false_alarm), cubic)
+        missing = exact & out.isnull() if "finite_size_null_location" in ds else exact
+        uncalibrated = int(missing.broadcast_like(cubic).sum())
+        out = out.fillna(cubic)
+    return out.assign_attrs(long_name=f"detection threshold: the {1 - rule.false_alarm:g} quantile of the "
+                                      "predicted null lambda_1", units="same units as the eigenvalues of S",
+                            uncalibrated_cells=uncalibrated)
+
+
+def hits(tested: xr.DataArray, limit: xr.DataArray, done: xr.DataArray) -> xr.DataArray:
+    """1 where ``tested`` exceeds ``limit``, 0 where not, NaN for replicates not done."""
+    return only_done(tested > limit, done)
+
+
+def tested_eigenvalue(ds: xr.Dataset, signal_pair) -> xr.DataArray:
+    """``lambda_1``, or on an uncentred table the eigenvalue of the top-k eigenvector best aligned with ``u`` (lazy)."""
+    eig = ds["eigenvalues"]
+    if ds.attrs.get("table_centering", "class") == "none":
+        return signal_pair(eig, ds["overlap"])[0]
+    return eig.sel(k=1, drop=True)
+
+
+def detected(source: str | Path | xr.Dataset, rule: Detection | None = None) -> xr.DataArray:
+    """Per replicate and SNR: 1 where the tested eigenvalue clears the rule's threshold, 0 where not, NaN if not done.
+
+    ``rule`` defaults to the false-alarm level 0.05. Lazy.
+    """
+    from .compare import open_source, signal_pair        # compare builds on this module
+
+    ds = open_source(source)
+    rule = rule or Detection()
+    return hits(tested_eigenvalue(ds, signal_pair), threshold(ds, d_of(ds), rule), ds["done"])
+
+
+def theory_detection_rate(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection | None = None,
+                          lazy: bool = False) -> xr.DataArray:
+    """The finite-d prediction of ``detection_rate`` under ``rule`` (class-centred tables; docs/theory.md §6.2).
+
+    :func:`rmtsweep.theory.finite_d.detection_probability` at the store's ``theory_rho``, ``delta``,
+    ``gamma`` and ``d`` with the store's ``theory_pooled_kurtosis``, at the rule's threshold (so at a
+    false-alarm level it is that level at ``rho = 0``). The cubic law's: NaN where ``theory_law = 1``,
+    whose finite-d outlier law is not derived yet (docs/theory.md §7).
+    """
+    rule = rule or Detection()
+    # a store made before theory_pooled_kurtosis re-derives it from its sweep; one built by hand gets 0 (Gaussian)
+    kurtosis = (ds["theory_pooled_kurtosis"] if "theory_pooled_kurtosis" in ds else pooled_kurtosis(
+        stored_sweep("<store>", dict(ds.attrs))) if "sweep_canonical" in ds.attrs else 0.0)
+    rho = ds["theory_rho"] if lazy else ds["theory_rho"].load()
+    delta, gamma = ds["delta"], ds["gamma"]
+    if rule.margin_factor is not None:
+        p = xr.apply_ufunc(finite_d.detection_probability, rho, delta, gamma, d, rule.margin_factor, kurtosis,
+                           dask="parallelized", output_dtypes=[float])
+    else:
+        t = xr.apply_ufunc(tw_threshold, rule.false_alarm, delta, gamma, d)
+        p = xr.apply_ufunc(lambda r, dl, g, dd, k, th: finite_d.detection_probability(r, dl, g, dd, excess_kurtosis=k,
+                                                                                      threshold=th),
+                           rho, delta, gamma, d, kurtosis, t, dask="parallelized", output_dtypes=[float])
+    if "theory_law" in ds:
+        p = p.where(ds["theory_law"] != EXACT)
+    return p.assign_attrs(long_name="finite-d prediction of the detection rate (Tracy-Widom edge, Gaussian "
+                                    "outlier; derived, not fitted; NaN where theory_law = 1)", units="1")
