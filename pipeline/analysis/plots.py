@@ -35,9 +35,10 @@ from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from .compare import GROUP, compare, open_source
+from .map_axes import LOWER_BOUND, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
-from .map_static import TRANSITIONS, save_static
-from .map_style import MapFigure, Panel, colour_scale, statistic
+from .map_static import TRANSITIONS, drawn_transitions, save_static
+from .map_style import MapFigure, Panel, colour_label, colour_scale, statistic
 from .mask import NotDone, not_done, not_done_note, only_done
 
 __all__ = ["heat_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition", "title_points",
@@ -122,8 +123,10 @@ def snr_transition(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None
 
 
 def _axis_grid(values: np.ndarray, n: int) -> np.ndarray:
-    """``n`` points across the axis' range, and its grid values (a curve passes through the store's points)."""
-    return np.union1d(np.linspace(values.min(), values.max(), n), values)
+    """``n`` points across the axis' range (evenly on its scale), and its grid values (a curve passes
+    through the store's points)."""
+    space = np.geomspace if axis_scale(values) == "log" else np.linspace
+    return np.union1d(space(values.min(), values.max(), n), values)
 
 
 def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, list[np.ndarray]]:
@@ -202,7 +205,9 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     name = str(da.name)
     rest = [d for d in da.dims if d not in (x, y)]
     ticks = {a: list(enumerate(str(v) for v in da[a].values)) for a in (x, y) if a in CATEGORICAL}
-    drawn = da.assign_coords({a: np.arange(da.sizes[a]) for a in ticks})
+    drawn = da.assign_coords({a: np.arange(da.sizes[a]) for a in ticks}).sortby([a for a in (x, y) if a not in ticks])
+    scales = {a: "linear" if a in ticks else axis_scale(da[a].values) for a in (x, y)}
+    edges = {a: cell_edges(drawn[a].values, scales[a], None if a in ticks else LOWER_BOUND.get(a)) for a in (x, y)}
     fixed = {a: da[a].item() for a in ALL_AXES if a in da.coords and da[a].ndim == 0}
     fixed.update({d: da[d].values[0] for d in rest if da.sizes[d] == 1})
     fixed = {a: fixed[a] for a in ALL_AXES if a in fixed}
@@ -217,7 +222,7 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
         panels.append(Panel(tuple(str(k) for k in key) or ("all",), ", ".join(f"{d}={_fmt(at[d])}" for d in varying),
                             drawn.sel(at).transpose(y, x), transition_curves(ds, x, y, full) if transitions else {}))
     return MapFigure(name, x, y, title, tuple(panels), colour_scale(da, clim), {a: _label(ds, a) for a in (x, y)},
-                     ticks, tuple(rest), transitions)
+                     ticks, tuple(rest), transitions, scales, edges, colour_label(da))
 
 
 def _joined(paths: list[np.ndarray]) -> np.ndarray:
@@ -241,14 +246,50 @@ def title_points(text: str, width: float, sizes: tuple[int, ...] = (10, 9, 8, 7)
     return sizes[-1]
 
 
-def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int]):
+def _wrapped(text: str, length: float) -> str:
+    """``text`` in lines that fit ``length`` px at 10 pt (about 7 px a character)."""
+    import textwrap
+    return textwrap.fill(text, max(20, int(length / 7)))
+
+
+def _edge_hook(fig: MapFigure) -> Callable:
+    """A holoviews hook that puts ``fig.edges`` into the rendered cells (holoviews draws linear midpoints).
+
+    The element keeps the grid's values (hover shows them); only the quads' sides move, cell by cell.
+    """
+    def hook(plot, element) -> None:
+        source = plot.handles.get("source")
+        if source is None or "left" not in source.data:
+            return
+        data = dict(source.data)
+        for sides, axis in ((("left", "right"), fig.x), (("bottom", "top"), fig.y)):
+            centres = np.sort(np.unique(element.dimension_values(axis, expanded=False).astype(float)))
+            default = _linear_edges(centres)
+            for side in sides:
+                drawn = np.asarray(data[side], dtype=float)
+                data[side] = fig.edges[axis][np.abs(drawn[:, None] - default[None, :]).argmin(axis=1)]
+        source.data = data
+    return hook
+
+
+def _linear_edges(centres: np.ndarray) -> np.ndarray:
+    """Holoviews' own cell edges of a regular quadmesh: linear midpoints, half a step beyond the ends."""
+    half = np.diff(centres) / 2 if centres.size > 1 else np.array([0.5])
+    return np.concatenate([[centres[0] - half[0]], centres[:-1] + half[: centres.size - 1], [centres[-1] + half[-1]]])
+
+
+def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: list[str]):
     s = fig.scale
     pt = title_points(panel.title, frame[0])
     opts = dict(cmap=s.cmap, clim=(s.lo, s.hi), colorbar=True, frame_width=frame[0], frame_height=frame[1],
-                title=panel.title, clabel=fig.var, xlabel=fig.labels[fig.x], ylabel=fig.labels[fig.y],
+                title=panel.title, clabel=_wrapped(fig.clabel, frame[1]), xlabel=fig.labels[fig.x], ylabel=fig.labels[fig.y],
                 logz=s.kind == "log", fontsize={"title": f"{pt}pt", "labels": "10pt"})
     opts.update({f"{a}ticks": fig.ticks[axis] for a, axis in (("x", fig.x), ("y", fig.y)) if axis in fig.ticks})
-    qm = panel.data.hvplot.quadmesh(x=fig.x, y=fig.y, **opts)
+    for a, axis in (("x", fig.x), ("y", fig.y)):
+        if fig.scales[axis] == "log":
+            opts.update({f"log{a}": True, f"{a}ticks": [(v, f"{v:g}") for v in panel.data[axis].values]})
+    opts.update(xlim=tuple(fig.edges[fig.x][[0, -1]]), ylim=tuple(fig.edges[fig.y][[0, -1]]))
+    qm = panel.data.hvplot.quadmesh(x=fig.x, y=fig.y, **opts).opts(hooks=[_edge_hook(fig)])
     if s.kind == "log":                                  # 1-2-5 steps, not only the decades
         from bokeh.models import FixedTicker
         steps = [m * 10.0 ** e for e in range(math.floor(math.log10(s.lo)), math.ceil(math.log10(s.hi)) + 1)
@@ -264,7 +305,7 @@ def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int]):
                                     "major_label_overrides": {v: n for v, n in s.categories}})
     layers = [qm]
     if fig.transitions:
-        for kind, style in TRANSITIONS:
+        for kind, style in ((k, s) for k, s in TRANSITIONS if k in kinds):     # a legend entry only for a line drawn
             xy = _joined(panel.curves.get(kind, []))
             layers.append(hv.Curve(xy, fig.x, fig.y).opts(color="white", line_width=3.5, alpha=0.5,
                                                                           line_join="round"))
@@ -275,8 +316,11 @@ def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int]):
         "margin": 2, "label_height": 12})
 
 
-def _holomap(hv, fig: MapFigure, frame: tuple[int, int] = FRAME[1]):
-    panels = {p.key: _hv_panel(hv, fig, p, frame) for p in fig.panels}
+def _holomap(hv, fig: MapFigure, frame: tuple[int, int] = FRAME[1], per_panel: bool = False):
+    """One overlay per panel; their legends name the transitions drawn in the panel (``per_panel``: facets
+    shown side by side) or in any panel (frames of one widget share their layers)."""
+    kinds = drawn_transitions(fig.panels)
+    panels = {p.key: _hv_panel(hv, fig, p, frame, drawn_transitions([p]) if per_panel else kinds) for p in fig.panels}
     return hv.HoloMap(panels, kdims=list(fig.facets) or ["panel"], sort=False)      # facets in the sweep's order
 
 
@@ -306,7 +350,7 @@ def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
         return
     rows = math.ceil(n / HTML_COLUMNS)
     cols = math.ceil(n / rows)
-    frames = list(_holomap(hv, fig, FRAME[cols]).values())
+    frames = list(_holomap(hv, fig, FRAME[cols], per_panel=True).values())
     for i, frame in enumerate(frames):                 # one colour bar per row (the scale is shared), at the
         if i % cols != cols - 1:                       # right: in the last column, which the first row fills
             frames[i] = frame.opts(hv.opts.QuadMesh(colorbar=False), clone=True)
@@ -392,8 +436,8 @@ def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str |
     static = [p for p in paths if p.suffix != ".html"]
     pages = len(static) // max(1, len([f for f in fmts if f != "html"]))
     if pages > 1:
-        say(f"{len(fig.panels)} panels: each static format on {pages} pages of up to "
-            f"{math.ceil(len(fig.panels) / pages)} panels ({static[0].name} ... {static[pages - 1].name})")
+        say(f"{len(fig.panels)} panels: each static format on {pages} pages of up to {max_panels} panels, "
+            f"whole groups of facets a page ({static[0].name} ... {static[pages - 1].name})")
     if not fig.transitions and "snr" in (x, y):
         cat = ", ".join(a for a in (x, y) if a in CATEGORICAL)
         say(f"transitions not drawn: {cat} is categorical (see theory_snr_sample / theory_snr_population)")
