@@ -522,6 +522,77 @@ def test_colour_bar_says_what_the_colours_are(tiny_store, tmp_path):
     assert titles == {want}
 
 
+def _saved_figures(monkeypatch) -> dict:
+    """The matplotlib figures ``rmtsweep.analysis.figures`` saves, by file name, drawn (text extents known)."""
+    import rmtsweep.analysis.figures as figures_module
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    saved, save = {}, figures_module._save
+
+    def keep(fig, path, tight=True):
+        saved[path.name] = fig
+        out = save(fig, path, tight)
+        FigureCanvasAgg(fig).draw()
+        return out
+    monkeypatch.setattr(figures_module, "_save", keep)
+    return saved
+
+
+def test_phase_figure_cells_legend_and_cell(uneven_store, tmp_path, monkeypatch, capsys):
+    """Figure (c): geometric gamma cells on the log2 axis, SNR cells from 0; its legend below the panels with
+    black line samples; the title and a note say which T and weights it shows (``--select T=4``)."""
+    from matplotlib.colors import to_rgba
+
+    from rmtsweep.cli import main
+    saved = _saved_figures(monkeypatch)
+    main(["figures", str(uneven_store), "--out", str(tmp_path), "--select", "T=4"])
+    out = capsys.readouterr().out
+    fig = saved["fig-c-phase.png"]
+    panels = _panels(fig)
+    assert len(panels) == 2
+    xe, ye = _mesh_edges(panels[0])
+    np.testing.assert_allclose(xe, [0.0, 0.75, 2.25, 4.5, 7.5])
+    np.testing.assert_allclose(np.log2(ye), [-2.5, -1.5, -0.5, 0.5])
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["theory population transition", "theory sample transition"]
+    assert all(to_rgba(h.get_color()) == to_rgba("black") for h in legend.legend_handles)
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    assert not any(_overlaps(box, ax.get_window_extent(renderer)) for ax in panels)
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0
+    assert "T=4" in fig._suptitle.get_text() and "weights=mean" in fig._suptitle.get_text()
+    assert "fig-c-phase.png shows T=4, weights=mean" in out
+
+
+def test_one_cell_figures_say_which_cell(uneven_store, tmp_path, monkeypatch):
+    """Without --select, figure (b) shows the largest T (4 of 2, 4) and says so; --select T=2 moves it."""
+    from rmtsweep.analysis.figures import figures
+    saved = _saved_figures(monkeypatch)
+    _, notes = figures([uneven_store], tmp_path)
+    assert "T=4" in saved["fig-b-alignment.png"].axes[0].get_title()
+    assert any("fig-b-alignment.png shows delta=0.5, gamma=0.25, T=4" in n for n in notes)
+    _, notes = figures([uneven_store], tmp_path, select={"T": "2"})
+    assert "T=2" in saved["fig-b-alignment.png"].axes[0].get_title()
+    with pytest.raises(SelectionError, match=r"--select T=3: not on the axis"):
+        figures([uneven_store], tmp_path, select={"T": "3"})
+
+
+def test_attention_figure_legend_inside_the_figure(tiny_store, tmp_path, monkeypatch):
+    """Figure (f)'s legend (one entry per scheme) lies wholly inside the saved figure and off both panels."""
+    from rmtsweep.analysis.compare import compare, open_source
+    from rmtsweep.analysis.figures import attention_figure
+    saved = _saved_figures(monkeypatch)
+    ds = open_source(tiny_store)
+    attention_figure(ds, compare(ds), tmp_path)
+    fig = saved["fig-f-attention.png"]
+    renderer = fig.canvas.get_renderer()
+    legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert [t.get_text().split(" (")[0] for t in legends[0].get_texts()] == ["mean", "optimal"]
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1
+        assert not any(_overlaps(box, ax.get_window_extent(renderer)) for ax in fig.axes)
+
+
 def _text_boxes(page) -> list:
     """The window extents of a page's title and of every panel's title (drawn, non-empty)."""
     renderer = page.canvas.get_renderer()
