@@ -577,20 +577,26 @@ def test_one_cell_figures_say_which_cell(uneven_store, tmp_path, monkeypatch):
 
 
 def test_attention_figure_legend_inside_the_figure(tiny_store, tmp_path, monkeypatch):
-    """Figure (f)'s legend (one entry per scheme) lies wholly inside the saved figure and off both panels."""
+    """Figure (f)'s legend (one entry per scheme, long names as attention's) lies wholly inside the saved
+    figure and off both panels."""
     from rmtsweep.analysis.compare import compare, open_source
     from rmtsweep.analysis.figures import attention_figure
     saved = _saved_figures(monkeypatch)
     ds = open_source(tiny_store)
-    attention_figure(ds, compare(ds), tmp_path)
+    cmp = compare(ds)
+    names = {"weights": ["attention(tau=2, scale=sqrt_d)", "causal(tau=2)"]}
+    attention_figure(ds.assign_coords(names), cmp.assign_coords(names), tmp_path)
     fig = saved["fig-f-attention.png"]
     renderer = fig.canvas.get_renderer()
     legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
-    assert [t.get_text().split(" (")[0] for t in legends[0].get_texts()] == ["mean", "optimal"]
+    assert [t.get_text().split(" (limit")[0] for t in legends[0].get_texts()] == names["weights"]
     for legend in legends:
         box = legend.get_window_extent(renderer)
         assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1
         assert not any(_overlaps(box, ax.get_window_extent(renderer)) for ax in fig.axes)
+    import matplotlib.image as mpimg
+    img = mpimg.imread(tmp_path / "fig-f-attention.png")[..., :3]
+    assert np.all(img[:, -1] == 1.0) and np.all(img[-1, :] == 1.0)     # the saved PNG: nothing runs off its edges
 
 
 def _text_boxes(page) -> list:
