@@ -31,7 +31,8 @@ import numpy as np
 import xarray as xr
 
 from .. import theory
-from ..dims import D
+from ..dims import ALL_AXES, D
+from ..errors import SelectionError
 from ..theory import cell_law
 from .compare import compare, d_of, open_source
 from .limits import fit_line
@@ -40,6 +41,36 @@ from .stats import mean_sem
 
 __all__ = ["accuracy_figure", "alignment_figure", "attention_figure", "figures", "finite_d_figure", "phase_figure",
            "spectrum_figure"]
+
+
+def figure_cell(ds: xr.Dataset) -> dict:
+    """The cell a one-cell figure shows: the largest ``T`` (nearest the theory's large-T limit), the first
+    delta, gamma and weights; ``--select`` narrows ``ds`` first, so the figure shows the selected values."""
+    return {"delta": ds["delta"].values[0], "gamma": ds["gamma"].values[0], "T": ds["T"].values.max(),
+            "weights": ds["weights"].values[0]}
+
+
+def _where(cell: dict) -> str:
+    """``T=16, weights=mean`` (``delta`` and ``gamma`` as δ and γ)."""
+    names = {"delta": "δ", "gamma": "γ"}
+    return ", ".join(f"{names.get(a, a)}={v:g}" if isinstance(v, (float, np.floating)) else f"{names.get(a, a)}={v}"
+                     for a, v in cell.items())
+
+
+def select_cells(ds: xr.Dataset, select: dict | None, source) -> xr.Dataset:
+    """``ds`` narrowed to the ``--select DIM=VALUE`` values (each axis keeps its dimension, of length 1)."""
+    for dim, value in (select or {}).items():
+        if dim not in ds.dims or dim not in ALL_AXES:
+            raise SelectionError(f"--select {dim}: not a grid axis of {source} (valid: "
+                                 f"{', '.join(a for a in ALL_AXES if a in ds.dims)})")
+        kind = ds[dim].dtype.kind
+        cast = float if kind == "f" else int if kind in "iu" else str
+        try:
+            ds = ds.sel({dim: [cast(value)]})
+        except (KeyError, ValueError):
+            raise SelectionError(f"--select {dim}={value}: not on the axis of {source} (valid: "
+                                 f"{', '.join(map(str, ds[dim].values))})") from None
+    return ds
 
 
 def _subplots(nrows: int = 1, ncols: int = 1, **kwargs):
@@ -51,13 +82,15 @@ def _subplots(nrows: int = 1, ncols: int = 1, **kwargs):
     return fig, axes
 
 
-def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None) -> Path:
-    """(a) Histogram of ``S/kappa`` (averaged over done replicates) with the bulk density and outlier."""
+def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None, cell: dict | None = None) -> Path:
+    """(a) Histogram of ``S/kappa`` (averaged over done replicates) with the bulk density and outlier,
+    one panel per (delta, gamma), at the ``T`` and ``weights`` of ``cell`` (default: :func:`figure_cell`)."""
     snr = float(ds["snr"].values[-1] if snr is None else snr)
     cells = [(dl, g) for dl in ds["delta"].values for g in ds["gamma"].values]
     fig, axes = _subplots(1, len(cells), figsize=(4.2 * len(cells), 3.4), squeeze=False)
     width = float(ds["bin"].attrs.get("bin_width", np.diff(ds["bin"].values[:2])[0]))
-    sel = {"T": ds["T"].values[0], "weights": ds["weights"].values[0], "snr": snr}
+    cell = cell or figure_cell(ds)
+    sel = {"T": cell["T"], "weights": cell["weights"], "snr": snr}
     for ax, (dl, g) in zip(axes[0], cells):
         c = ds.sel(delta=dl, gamma=g, **sel)
         hist = only_done(c["spectrum"], c["done"]).mean("replicate").values
@@ -86,9 +119,10 @@ def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None) -> Path
     return _save(fig, out / "fig-a-spectrum.png")
 
 
-def alignment_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
-    """(b) Top alignment against SNR, one line per weight scheme, first (delta, gamma, T) cell."""
-    cell = {a: ds[a].values[0] for a in ("delta", "gamma")} | {"T": ds["T"].values[-1]}
+def alignment_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path, cell: dict | None = None) -> Path:
+    """(b) Top alignment against SNR, one line per weight scheme, at the (delta, gamma, T) of ``cell``
+    (default: :func:`figure_cell`)."""
+    cell = {a: (cell or figure_cell(ds))[a] for a in ("delta", "gamma", "T")}
     fig, ax = _subplots(figsize=(5.2, 3.8))
     fine = np.linspace(0, float(ds["snr"].max()), 400)
     for i, w in enumerate(ds["weights"].values):
@@ -110,35 +144,58 @@ def alignment_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
     return _save(fig, out / "fig-b-alignment.png")
 
 
-def phase_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> Path:
-    """(c) Detection rate over (snr, gamma), one panel per delta, with the theory's transitions."""
+def phase_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path, at: dict | None = None) -> Path:
+    """(c) Detection rate over (snr, gamma), one panel per delta, with the theory's transitions.
+
+    Cells are centred on the grid's values: gamma on a log2 axis with geometric edges, SNR cells
+    never below 0 (:func:`rmtsweep.analysis.map_axes.cell_edges`). The transitions are black lines
+    on a pale halo; their legend sits below the panels, off the data.
+    """
+    from matplotlib.lines import Line2D
+
+    from .map_axes import axis_scale, cell_edges
     from .plots import transition_curves
     deltas = ds["delta"].values
-    fig, axes = _subplots(1, len(deltas), figsize=(2.6 * len(deltas) + 1.0, 3.0), squeeze=False, sharey=True,
+    fig, axes = _subplots(1, len(deltas), figsize=(2.6 * len(deltas) + 1.0, 3.4), squeeze=False, sharey=True,
                           layout="constrained")
-    at = {"T": ds["T"].values[0], "weights": ds["weights"].values[0]}
+    at = at or {"T": ds["T"].values[-1], "weights": ds["weights"].values[0]}
+    styles = {"population": "--", "sample": "-"}
+    drawn = set()
     for ax, dl in zip(axes[0], deltas):
-        rate = cmp["detection_rate"].sel(delta=dl, **at)
-        mesh = ax.pcolormesh(rate["snr"], rate["gamma"], rate.transpose("gamma", "snr"), cmap="viridis",
-                             vmin=0, vmax=1, shading="nearest")
+        rate = cmp["detection_rate"].sel(delta=dl, **at).sortby(["snr", "gamma"])
+        gamma_scale = axis_scale(rate["gamma"].values)
+        mesh = ax.pcolormesh(cell_edges(rate["snr"].values, "linear", 0.0),
+                             cell_edges(rate["gamma"].values, gamma_scale, 0.0),
+                             rate.transpose("gamma", "snr").values, cmap="viridis", vmin=0, vmax=1, shading="flat")
         curves = transition_curves(ds, "snr", "gamma", {"delta": dl, "snr": 0.0, **at})
-        for kind, style in (("population", "--"), ("sample", "-")):
+        for kind, style in styles.items():
             for p in curves[kind]:
-                ax.plot(p[:, 0], p[:, 1], "w" if kind == "sample" else "0.85", ls=style, lw=1.6,
-                        label=f"theory {kind} transition")
-        ax.set_yscale("log", base=2)
-        ax.set_xlim(float(rate["snr"].min()) - 0.125, float(rate["snr"].max()) + 0.125)
-        ax.set_title(f"δ = {dl:g}")
+                if len(p):
+                    drawn.add(kind)
+                    ax.plot(p[:, 0], p[:, 1], color="white", alpha=0.6, lw=3.0, solid_capstyle="round")
+                    ax.plot(p[:, 0], p[:, 1], color="black", ls=style, lw=1.4)
+        if gamma_scale == "log":
+            ax.set_yscale("log", base=2)
+            ax.set_yticks(rate["gamma"].values, [f"{g:g}" for g in rate["gamma"].values])
+            ax.set_yticks([], minor=True)
+        ax.set_xlim(mesh.get_coordinates()[0, [0, -1], 0])
+        ax.set_ylim(mesh.get_coordinates()[[0, -1], 0, 1])
+        ax.set_title(f"δ = {dl:g}", fontsize=9)
         ax.set_xlabel("snr")
     axes[0][0].set_ylabel("γ = d/N")
-    axes[0][0].legend(fontsize=7, loc="lower right")
     fig.colorbar(mesh, ax=axes[0].tolist(), label="detection rate")
+    handles = [Line2D([], [], color="black", ls=styles[k], lw=1.4, label=f"theory {k} transition")
+               for k in styles if k in drawn]
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    fig.suptitle(f"detection rate at {_where(at)}", fontsize=10)
     return _save(fig, out / "fig-c-phase.png", tight=False)
 
 
-def accuracy_figure(ds: xr.Dataset, out: Path) -> tuple[Path, str]:
-    """(d) Ridge test accuracy vs SNR per weight scheme; returns the figure and the ranking check."""
-    cell = {a: ds[a].values[0] for a in ("delta", "gamma", "T")}
+def accuracy_figure(ds: xr.Dataset, out: Path, cell: dict | None = None) -> tuple[Path, str]:
+    """(d) Ridge test accuracy vs SNR per weight scheme at the (delta, gamma, T) of ``cell`` (default:
+    :func:`figure_cell`); returns the figure and the ranking check."""
+    cell = {a: (cell or figure_cell(ds))[a] for a in ("delta", "gamma", "T")}
     acc, sem = mean_sem(ds["accuracy"].sel(**cell), ds["done"].sel(**cell))
     ratio = (ds["theory_alpha"] / ds["theory_kappa"]).sel(T=cell["T"])
     fig, ax = _subplots(figsize=(5.2, 3.8))
@@ -159,17 +216,18 @@ def accuracy_figure(ds: xr.Dataset, out: Path) -> tuple[Path, str]:
     return _save(fig, out / "fig-d-accuracy.png"), text
 
 
-def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> tuple[Path, str]:
+def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path, cell: dict | None = None) -> tuple[Path, str]:
     """(f) Finite-d attention beside the fixed schemes: detection rate and realised alpha/kappa against SNR.
 
     Left: the detection rate per scheme, with its theory's sample threshold (dotted; an attention
     scheme uses its large-d limit's). Right: ``alpha/kappa`` realised on the store's draws (per SNR
     value for attention, whose weights see the signal) relative to each scheme's limit value; all
     schemes share the draws, so attention against ``causal(tau)`` is a paired difference.
+    At the (delta, gamma, T) of ``cell`` (default: :func:`figure_cell`); the legend below the panels.
     Returns the figure and the ranking by transition SNR and by mean alignment over ``snr > 0``.
     """
-    cell = {a: ds[a].values[0] for a in ("delta", "gamma", "T")}
-    fig, (left, right) = _subplots(1, 2, figsize=(11, 4.0))
+    cell = {a: (cell or figure_cell(ds))[a] for a in ("delta", "gamma", "T")}
+    fig, (left, right) = _subplots(1, 2, figsize=(11, 4.6), layout="constrained")
     weights = [str(w) for w in ds["weights"].values]
     snr = ds["snr"].values
     for i, w in enumerate(weights):
@@ -191,7 +249,7 @@ def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> tuple[Path, 
               title="α/κ on the shared draws, against each limit")
     left.title.set_fontsize(9)
     right.title.set_fontsize(9)
-    right.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.legend(*right.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     t = cmp["transition_snr_empirical"].sel(**cell)
     ov = cmp["overlap_mean"].sel(**cell).where(cmp["snr"] > 0).mean("snr")
     def order(values: xr.DataArray, sign: float) -> list[str]:      # lines with no crossing (NaN) last
@@ -199,10 +257,10 @@ def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path) -> tuple[Path, 
     by_t, by_ov = order(t, 1.0), order(ov, -1.0)
     text = (f"ranking by transition SNR: {' < '.join(f'{w} ({float(t.sel(weights=w)):.3f})' for w in by_t)}\n"
             f"ranking by mean alignment (snr > 0): {' > '.join(f'{w} ({float(ov.sel(weights=w)):.3f})' for w in by_ov)}")
-    return _save(fig, out / "fig-f-attention.png"), text
+    return _save(fig, out / "fig-f-attention.png", tight=False), text
 
 
-def finite_d_figure(cmp: xr.Dataset, out: Path) -> tuple[Path, str]:
+def finite_d_figure(cmp: xr.Dataset, out: Path, cell: dict | None = None) -> tuple[Path, str]:
     """(g) Detection rate over SNR at every d against ``theory_detection_rate``, and the transition's limit.
 
     One panel per weights scheme (first delta, gamma, T): measured rate with binomial error bars and
@@ -212,7 +270,7 @@ def finite_d_figure(cmp: xr.Dataset, out: Path) -> tuple[Path, str]:
     ``d -> infinity`` limit (± s.e.) at 0, and ``theory_snr_sample`` (star). Returns the figure and a
     line per scheme with the limit and its z.
     """
-    cell = {a: cmp[a].values[0] for a in ("delta", "gamma", "T")}
+    cell = {a: (cell or figure_cell(cmp))[a] for a in ("delta", "gamma", "T")}
     c = cmp.sel(**cell)
     weights = [str(w) for w in c["weights"].values]
     ds_ = c["d"].values
@@ -253,6 +311,7 @@ def finite_d_figure(cmp: xr.Dataset, out: Path) -> tuple[Path, str]:
            xlim=(-0.01, x.max() * 1.08), title="transition SNR over d and its d → ∞ limit; star: limit theory")
     ax.title.set_fontsize(8)
     ax.legend(fontsize=6, loc="best")
+    fig.suptitle(f"at {_where(cell)}", fontsize=9)
     return _save(fig, out / "fig-g-finite-d.png"), "; ".join(lines)
 
 
@@ -264,16 +323,22 @@ def _save(fig, path: Path, tight: bool = True) -> Path:
     return path
 
 
-def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[str]]:
-    """Every figure the given stores support, written under ``out``; returns (files, messages)."""
+def figures(paths: list[str | Path], out: str | Path, select: dict | None = None
+            ) -> tuple[list[Path], list[str]]:
+    """Every figure the given stores support, written under ``out``; returns (files, messages).
+
+    ``select`` (``{axis: value}``, the CLI's ``--select``) narrows each store first. A figure of one
+    cell shows :func:`figure_cell` of what remains (the largest T); its title and a message say which.
+    """
     from .plots import plot_map
     out = Path(out)
     files, notes = [], []
     for path in paths:
-        ds = open_source(path)
+        ds = select_cells(open_source(path), select, path)
         cmp = compare(ds)
         at_d = {}
         sub = out / Path(str(path)).stem
+        chosen = {a: str(v) for a, v in (select or {}).items()}
         if "transition_snr_limit" in cmp:              # (g) needs every d; the others are drawn at one d
             f, text = finite_d_figure(cmp, sub)
             files.append(f)
@@ -282,26 +347,44 @@ def figures(paths: list[str | Path], out: str | Path) -> tuple[list[Path], list[
             at_d = {D: int(ds[D].max())}
             ds, cmp = ds.sel(at_d), cmp.sel(at_d)
             notes.append(f"{path}: d is a grid axis; the figures are drawn at d = {at_d[D]}")
+        cell = figure_cell(ds)
+        several = [a for a in ("delta", "gamma", "T", "weights") if ds.sizes[a] > 1]
+        shown = []
         if "spectrum" in ds:
-            files.append(spectrum_figure(ds, sub))
+            files.append(spectrum_figure(ds, sub, cell=cell))
+            shown.append((files[-1], {a: cell[a] for a in ("T", "weights")}))
         if "accuracy" in ds:
-            f, text = accuracy_figure(ds, sub)
+            f, text = accuracy_figure(ds, sub, cell)
             files.append(f)
             notes.append(f"{path}: {text}")
+            shown.append((f, {a: cell[a] for a in ("delta", "gamma", "T")}))
         if ds.sizes["weights"] > 1 and ds.sizes["snr"] >= 4:
-            files.append(alignment_figure(ds, cmp, sub))
+            files.append(alignment_figure(ds, cmp, sub, cell))
+            shown.append((files[-1], {a: cell[a] for a in ("delta", "gamma", "T")}))
         if any(str(w).startswith("attention") for w in ds["weights"].values) and ds.sizes["snr"] >= 4:
-            f, text = attention_figure(ds, cmp, sub)
+            f, text = attention_figure(ds, cmp, sub, cell)
             files.append(f)
             notes.append(f"{path}: {text}")
+            shown.append((f, {a: cell[a] for a in ("delta", "gamma", "T")}))
         if ds.sizes["delta"] > 1 and ds.sizes["gamma"] > 1 and ds.sizes["T"] == 1:
-            files.append(phase_figure(ds, cmp, sub))
+            files.append(phase_figure(ds, cmp, sub, {a: cell[a] for a in ("T", "weights")}))
+            shown.append((files[-1], {a: cell[a] for a in ("T", "weights")}))
+        for f, at in shown:
+            if set(at) & (set(several) | set(chosen)):  # a cell chosen among several, or selected: say which
+                notes.append(f"{path}: {f.name} shows {', '.join(f'{a}={_fmt(v)}' for a, v in at.items())} "
+                             f"(another cell: --select AXIS=VALUE)")
         if ds.sizes["T"] > 1 and ds.sizes["weights"] > 1:
             var, at = ("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp else ("lambda1_rel_error", float(ds["snr"].values[-1]))
             weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
             same = {"clim": (0.0, 0.04)} if var == "paper_bulk_ks" else {}     # the two laws on one scale
-            files += plot_map(path, "T", "weights", var, sub, select={"snr": at, **at_d}, **same)
+            fixed = {**chosen, "snr": at, **at_d}
+            files += plot_map(path, "T", "weights", var, sub, select=fixed, **same)
             if var == "paper_bulk_ks":                 # and against the store's finite-T law, on the same axes
-                files += plot_map(path, "T", "weights", "bulk_ks", sub, select={"snr": at, **at_d}, clim=(0.0, 0.04))
-            files += plot_map(path, "delta", "gamma", var, sub, select={"snr": at, "weights": weights, **at_d})
+                files += plot_map(path, "T", "weights", "bulk_ks", sub, select=fixed, clim=(0.0, 0.04))
+            if ds.sizes["delta"] > 1 and ds.sizes["gamma"] > 1:        # a plane of more than one cell
+                files += plot_map(path, "delta", "gamma", var, sub, select={**fixed, "weights": weights})
     return files, notes
+
+
+def _fmt(value) -> str:
+    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)

@@ -2,7 +2,9 @@
 
 :func:`colour_scale` picks the limits from what the variable *is*, not one rule for all: exactly
 [0, 1] for rates and alignments (``overlap``, ``detection_rate``, ``accuracy``), symmetric about 0
-for errors and z-scores, a discrete legend for categorical variables (``theory_phase``: the store's
+for errors and z-scores (at 2.5 times the median of ``|value|``, about the 90th percentile of a
+normal sample, so that one column of extremes, such as a z-score's snr = 0, saturates with arrows
+rather than fading every other cell; a z-score scale is at least +-3), a discrete legend for categorical variables (``theory_phase``: the store's
 ``flag_values`` / ``flag_meanings`` attrs), and robust limits of the variable itself otherwise (a log
 scale when it spans more than :data:`LOG_SPAN` robustly, as absolute eigenvalues do across weight
 schemes). ``clim`` overrides the limits. :func:`statistic` says what a mapped value is (which ``k``,
@@ -20,7 +22,7 @@ import xarray as xr
 
 from ..errors import SelectionError
 
-__all__ = ["ColourScale", "LOG_SPAN", "MapFigure", "Panel", "categories", "colour_scale", "statistic"]
+__all__ = ["ColourScale", "LOG_SPAN", "MapFigure", "Panel", "categories", "colour_label", "colour_scale", "statistic"]
 
 ScaleKind = Literal["unit", "linear", "log", "diverging", "categorical"]
 DIVERGING = ("_error", "_z")
@@ -28,6 +30,9 @@ UNIT_INTERVAL = re.compile(r"(^|_)(overlap|accuracy|rate)(_mean|_theory)?$")
 LOG_SPAN = 20.0                     # robust max / min beyond which a positive quantity gets a log scale
 ROBUST = (1.0, 99.0)                # percentiles; extremes within SNAP of the range are kept instead
 SNAP = 0.1
+DIVERGING_MEDIANS = 2.5             # half-width in medians of |value|: ~ the 90th percentile of a normal sample,
+                                    # but up to half the cells (a column of a z-score's snr = 0) cannot set it
+Z_FLOOR = 3.0                       # a z-score scale is never narrower than +-3 (noise would look like signal)
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,9 @@ class MapFigure:
     """Everything a map draws, for any backend: panels, the shared colour scale, axes and title.
 
     ``ticks`` gives a categorical axis its ``(position, label)`` pairs; ``transitions`` is False when
-    a categorical axis makes the transition curves meaningless (they are not drawn then).
+    a categorical axis makes the transition curves meaningless (they are not drawn then). ``scales``
+    and ``edges`` give each of ``x`` and ``y`` its scale (``linear`` or ``log``) and the edges of its
+    cells (:mod:`rmtsweep.analysis.map_axes`), what every backend draws.
     """
 
     var: str
@@ -98,6 +105,9 @@ class MapFigure:
     ticks: dict[str, list[tuple[int, str]]]
     facets: tuple[str, ...]
     transitions: bool
+    scales: dict[str, str]
+    edges: dict[str, np.ndarray]
+    clabel: str = ""
 
 
 def categories(da: xr.DataArray) -> tuple[tuple[int, str], ...]:
@@ -116,12 +126,43 @@ def categories(da: xr.DataArray) -> tuple[tuple[int, str], ...]:
     return ()
 
 
+def colour_label(da: xr.DataArray, width: int | None = None) -> str:
+    """What the colours show, for the colour bar: the variable's ``long_name`` and ``units`` attrs.
+
+    Without a ``long_name``, the name with spaces for underscores; units of ``1`` are left out.
+    ``width``: wrap into lines of at most that many characters.
+
+    Examples
+    --------
+    >>> colour_label(xr.DataArray([1.0], name="lambda1_z", attrs={"long_name": "z-score of lambda_1", "units": "1"}))
+    'z-score of lambda_1'
+    >>> colour_label(xr.DataArray([1.0], name="transition_snr_error", attrs={"units": "snr"}))
+    'transition snr error (snr)'
+    """
+    import textwrap
+
+    name = str(da.attrs.get("long_name") or str(da.name).replace("_", " "))
+    units = str(da.attrs.get("units", "1"))
+    text = name if units in ("1", "") else f"{name} ({units})"
+    return textwrap.fill(text, width) if width else text
+
+
 def _robust(values: np.ndarray) -> tuple[float, float]:
     """Percentile limits, widened to the extremes when those are close (no arrows for a small overshoot)."""
     lo, hi = np.percentile(values, ROBUST)
     vmin, vmax = float(values.min()), float(values.max())
     tol = SNAP * (hi - lo)
     return (vmin if lo - vmin <= tol else float(lo)), (vmax if vmax - hi <= tol else float(hi))
+
+
+def _symmetric(magnitudes: np.ndarray, floor: float) -> float:
+    """Half-width of a symmetric scale: :data:`DIVERGING_MEDIANS` times the median ``|value|`` (the largest
+    one when it is within :data:`SNAP` of it), at least ``floor``; 1 when there is nothing to scale."""
+    if not magnitudes.size:
+        return max(1.0, floor)
+    m, top = DIVERGING_MEDIANS * float(np.median(magnitudes)), float(magnitudes.max())
+    m = top if top <= (1 + SNAP) * m else m
+    return max(m, floor) or 1.0
 
 
 def _extend(values: np.ndarray, lo: float, hi: float) -> str:
@@ -162,8 +203,8 @@ def colour_scale(da: xr.DataArray, clim: tuple[float, float] | None = None) -> C
             raise SelectionError(f"--clim {lo:g},{hi:g}: expected finite LO,HI with LO < HI, e.g. --clim 0,1")
     if name.endswith(DIVERGING):
         if clim is None:
-            m = _robust(np.abs(values))[1] if values.size else 1.0
-            lo, hi = -(m or 1.0), (m or 1.0)
+            m = _symmetric(np.abs(values), Z_FLOOR if name.endswith("_z") else 0.0)
+            lo, hi = -m, m
         return ColourScale("diverging", lo, hi, "RdBu_r", _extend(values, lo, hi))
     if UNIT_INTERVAL.search(name):
         kind = "unit" if clim is None else "linear"

@@ -1,7 +1,7 @@
 """Heat maps of any store or comparison variable over two grid axes, with the theory's transitions.
 
 The map is drawn through hvplot (``quadmesh``) into an interactive HTML page with every resource
-inline (it renders offline, no CDN), and through matplotlib into static PNG / SVG / PDF files (no
+inline (it renders offline, no CDN; :mod:`rmtsweep.analysis.map_html`), and through matplotlib into static PNG / SVG / PDF files (no
 browser needed; :mod:`rmtsweep.analysis.map_static`), every panel of them, on pages of at most
 ``max_panels``. Per-replicate variables are averaged over the replicates whose ``done`` flag is
 set (:func:`rmtsweep.analysis.mask.only_done`; ``notes`` is told how many are not); ``k`` defaults
@@ -22,9 +22,7 @@ Plotting libraries are imported inside the functions, so ``rmtsweep run`` never 
 from __future__ import annotations
 
 import contextlib
-import html
 import itertools
-import math
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -35,9 +33,11 @@ from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from .compare import GROUP, compare, open_source
+from .map_axes import LOWER_BOUND, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
-from .map_static import TRANSITIONS, save_static
-from .map_style import MapFigure, Panel, colour_scale, statistic
+from .map_html import _holomap, _save_html, title_points
+from .map_static import save_static
+from .map_style import MapFigure, Panel, colour_label, colour_scale, statistic
 from .mask import NotDone, not_done, not_done_note, only_done
 
 __all__ = ["heat_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition", "title_points",
@@ -47,9 +47,6 @@ MAX_PANELS = 24
 POINTS = (200, 120)        # points across an axis of a transition line, and of a (delta, gamma) contour grid
 EXACT_POINTS = (24, 12)    # the same where theory_law = 1 (the exact law's threshold: ~30 ms a point, cached)
 CATEGORICAL = ("T", "weights")  # drawn at equally spaced positions, labelled with their values
-HTML_COLUMNS = 3
-FRAME = {1: (520, 360), 2: (420, 300), 3: (300, 230)}    # (width, height) of a panel's data area, px
-# the faceted HTML fits a 1400 px window: 3 x (300 + ~80 y axis) + ~120 colour bar on the last column
 
 
 def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None) -> tuple[xr.DataArray, xr.Dataset]:
@@ -122,8 +119,10 @@ def snr_transition(ds: xr.Dataset, kind: str, delta, gamma, T, weights, snr=None
 
 
 def _axis_grid(values: np.ndarray, n: int) -> np.ndarray:
-    """``n`` points across the axis' range, and its grid values (a curve passes through the store's points)."""
-    return np.union1d(np.linspace(values.min(), values.max(), n), values)
+    """``n`` points across the axis' range (evenly on its scale), and its grid values (a curve passes
+    through the store's points)."""
+    space = np.geomspace if axis_scale(values) == "log" else np.linspace
+    return np.union1d(space(values.min(), values.max(), n), values)
 
 
 def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, list[np.ndarray]]:
@@ -202,7 +201,9 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     name = str(da.name)
     rest = [d for d in da.dims if d not in (x, y)]
     ticks = {a: list(enumerate(str(v) for v in da[a].values)) for a in (x, y) if a in CATEGORICAL}
-    drawn = da.assign_coords({a: np.arange(da.sizes[a]) for a in ticks})
+    drawn = da.assign_coords({a: np.arange(da.sizes[a]) for a in ticks}).sortby([a for a in (x, y) if a not in ticks])
+    scales = {a: "linear" if a in ticks else axis_scale(da[a].values) for a in (x, y)}
+    edges = {a: cell_edges(drawn[a].values, scales[a], None if a in ticks else LOWER_BOUND.get(a)) for a in (x, y)}
     fixed = {a: da[a].item() for a in ALL_AXES if a in da.coords and da[a].ndim == 0}
     fixed.update({d: da[d].values[0] for d in rest if da.sizes[d] == 1})
     fixed = {a: fixed[a] for a in ALL_AXES if a in fixed}
@@ -217,67 +218,7 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
         panels.append(Panel(tuple(str(k) for k in key) or ("all",), ", ".join(f"{d}={_fmt(at[d])}" for d in varying),
                             drawn.sel(at).transpose(y, x), transition_curves(ds, x, y, full) if transitions else {}))
     return MapFigure(name, x, y, title, tuple(panels), colour_scale(da, clim), {a: _label(ds, a) for a in (x, y)},
-                     ticks, tuple(rest), transitions)
-
-
-def _joined(paths: list[np.ndarray]) -> np.ndarray:
-    """Paths as one (n, 2) array, NaN rows between them (one legend entry, the line breaks at NaN)."""
-    parts = [np.vstack([p, np.full((1, 2), np.nan)]) for p in paths]
-    return np.vstack(parts)[:-1] if parts else np.full((1, 2), np.nan)   # not empty: bokeh hides empty lines' legend
-
-
-def title_points(text: str, width: float, sizes: tuple[int, ...] = (10, 9, 8, 7)) -> int:
-    """The largest title font size (pt) at which ``text`` fits ``width`` px in bold DejaVu Sans.
-
-    DejaVu Sans is what the browser falls back to here for bokeh's Helvetica, and is wider than it.
-    """
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
-    for pt in sizes:
-        font = FontProperties(family="DejaVu Sans", weight="bold", size=pt * 96 / 72)     # CSS px
-        if TextToPath().get_text_width_height_descent(text, font, ismath=False)[0] <= width:
-            return pt
-    return sizes[-1]
-
-
-def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int]):
-    s = fig.scale
-    pt = title_points(panel.title, frame[0])
-    opts = dict(cmap=s.cmap, clim=(s.lo, s.hi), colorbar=True, frame_width=frame[0], frame_height=frame[1],
-                title=panel.title, clabel=fig.var, xlabel=fig.labels[fig.x], ylabel=fig.labels[fig.y],
-                logz=s.kind == "log", fontsize={"title": f"{pt}pt", "labels": "10pt"})
-    opts.update({f"{a}ticks": fig.ticks[axis] for a, axis in (("x", fig.x), ("y", fig.y)) if axis in fig.ticks})
-    qm = panel.data.hvplot.quadmesh(x=fig.x, y=fig.y, **opts)
-    if s.kind == "log":                                  # 1-2-5 steps, not only the decades
-        from bokeh.models import FixedTicker
-        steps = [m * 10.0 ** e for e in range(math.floor(math.log10(s.lo)), math.ceil(math.log10(s.hi)) + 1)
-                 for m in (1, 2, 5) if s.lo <= m * 10.0 ** e <= s.hi]
-        qm = qm.opts(colorbar_opts={"ticker": FixedTicker(ticks=steps),
-                                    "major_label_overrides": {t: f"{t:g}" for t in steps}})
-    if s.kind == "categorical":
-        from bokeh.models import FixedTicker
-        values = [v for v, _ in s.categories]
-        bounds = [values[0] - 0.5] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 0.5]
-        qm = qm.opts(cmap=s.colours(), color_levels=bounds, clim=(bounds[0], bounds[-1]),
-                     colorbar_opts={"ticker": FixedTicker(ticks=values),
-                                    "major_label_overrides": {v: n for v, n in s.categories}})
-    layers = [qm]
-    if fig.transitions:
-        for kind, style in TRANSITIONS:
-            xy = _joined(panel.curves.get(kind, []))
-            layers.append(hv.Curve(xy, fig.x, fig.y).opts(color="white", line_width=3.5, alpha=0.5,
-                                                                          line_join="round"))
-            layers.append(hv.Curve(xy, fig.x, fig.y, label=f"{kind} transition").opts(
-                color="black", line_dash=style, line_width=2, line_join="round"))
-    return hv.Overlay(layers).opts(legend_position="top", legend_cols=1, legend_opts={
-        "label_text_font_size": "8pt", "glyph_width": 30, "glyph_height": 12, "spacing": 0, "padding": 4,
-        "margin": 2, "label_height": 12})
-
-
-def _holomap(hv, fig: MapFigure, frame: tuple[int, int] = FRAME[1]):
-    panels = {p.key: _hv_panel(hv, fig, p, frame) for p in fig.panels}
-    return hv.HoloMap(panels, kdims=list(fig.facets) or ["panel"], sort=False)      # facets in the sweep's order
+                     ticks, tuple(rest), transitions, scales, edges, colour_label(da))
 
 
 def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str, clim: tuple[float, float] | None = None):
@@ -288,30 +229,6 @@ def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str, clim: tuple[float
     with _backends():                                 # hvplot's import picks a backend too: import it inside
         import hvplot.xarray  # noqa: F401  (registers .hvplot)
         return _holomap(hv, fig)
-
-
-def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
-    import holoviews as hv
-    import hvplot.xarray  # noqa: F401
-    from bokeh.embed import file_html
-    from bokeh.resources import INLINE
-
-    n = len(fig.panels)
-    if widgets and n > 1:
-        import panel as pn
-        with pn.config.set(inline=True):
-            heading = pn.pane.HTML(f"<h3>{html.escape(fig.title)}</h3>")      # Markdown would link a CDN css
-            page = pn.Column(heading, pn.panel(_holomap(hv, fig)))
-            page.save(str(path), embed=True, resources=INLINE, title=path.stem)
-        return
-    rows = math.ceil(n / HTML_COLUMNS)
-    cols = math.ceil(n / rows)
-    frames = list(_holomap(hv, fig, FRAME[cols]).values())
-    for i, frame in enumerate(frames):                 # one colour bar per row (the scale is shared), at the
-        if i % cols != cols - 1:                       # right: in the last column, which the first row fills
-            frames[i] = frame.opts(hv.opts.QuadMesh(colorbar=False), clone=True)
-    layout = hv.Layout(frames).cols(cols).opts(title=fig.title, fontsize={"title": "12pt"})
-    path.write_text(file_html(hv.render(layout, backend="bokeh"), INLINE, path.stem))
 
 
 def save_map(fig: MapFigure, out: Path, stem: str, widgets: bool | None = None, max_panels: int = MAX_PANELS,
@@ -392,8 +309,8 @@ def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str |
     static = [p for p in paths if p.suffix != ".html"]
     pages = len(static) // max(1, len([f for f in fmts if f != "html"]))
     if pages > 1:
-        say(f"{len(fig.panels)} panels: each static format on {pages} pages of up to "
-            f"{math.ceil(len(fig.panels) / pages)} panels ({static[0].name} ... {static[pages - 1].name})")
+        say(f"{len(fig.panels)} panels: each static format on {pages} pages of up to {max_panels} panels, "
+            f"whole groups of facets a page ({static[0].name} ... {static[pages - 1].name})")
     if not fig.transitions and "snr" in (x, y):
         cat = ", ".join(a for a in (x, y) if a in CATEGORICAL)
         say(f"transitions not drawn: {cat} is categorical (see theory_snr_sample / theory_snr_population)")

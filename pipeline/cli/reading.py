@@ -167,10 +167,13 @@ def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | 
 @click.argument("stores", metavar="STORE...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=Path("figures"), show_default=True,
               help="Directory for the figures (one subdirectory per store).")
-def figures(stores: tuple[Path, ...], out: Path) -> None:
+@click.option("--select", "select", multiple=True, metavar="DIM=VALUE",
+              help="Fix an axis first, e.g. --select T=4 (default: a figure of one cell shows the largest T and "
+                   "the first delta, gamma and weights, and says so).")
+def figures(stores: tuple[Path, ...], out: Path, select: tuple[str, ...]) -> None:
     """The paper's figures from the stores of sweeps/paper-*.yaml."""
     from ..analysis.figures import figures as make_figures
-    files, notes = make_figures(list(stores), out)
+    files, notes = make_figures(list(stores), out, _selection(select))
     for note in notes:
         click.echo(note)
     for f in files:

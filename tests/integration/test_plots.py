@@ -15,6 +15,7 @@ import pytest
 import xarray as xr
 
 from rmtsweep.errors import SelectionError
+from tests.helpers import BASE, build_store
 
 
 def _offline(text: str) -> bool:
@@ -82,6 +83,13 @@ def _expected(store: Path, var: str, select: dict | None = None, k: int = 1) -> 
     return da.load()
 
 
+def _long_name(store: Path, var: str) -> str:
+    """What a colour bar of ``var`` should read: its long_name, and its units unless they are 1."""
+    ds = xr.open_zarr(store)
+    attrs = (ds if var in ds else xr.open_zarr(store, group="comparison"))[var].attrs
+    return attrs["long_name"] + ("" if attrs["units"] == "1" else f" ({attrs['units']})")
+
+
 def _same_values(drawn: np.ndarray, expected: xr.DataArray) -> None:
     drawn = np.sort(drawn[np.isfinite(drawn)])
     want = np.sort(expected.values[np.isfinite(expected.values)].ravel())
@@ -124,7 +132,7 @@ def test_map_draws_the_requested_variable(tiny_store, tmp_path, x, y, var, selec
     assert _offline(text) and "cdn.bokeh.org" not in text   # inline resources only
     expected = _expected(tiny_store, var, select)
     _same_values(_html_column(text, var), expected)
-    assert {bar.get("title") for bar in _models(text, "ColorBar")} == {var}
+    assert {" ".join(bar.get("title").split()) for bar in _models(text, "ColorBar")} == {_long_name(tiny_store, var)}
     _png_ok(png)
     da, ds = map_data(tiny_store, var, select)
     hmap = heat_map(da.rename(var), ds, x, y)
@@ -185,17 +193,19 @@ def test_map_errors(tiny_store, tmp_path, kwargs, match):
 
 
 def test_every_panel_is_drawn_on_pages(tiny_store, tmp_path):
-    """8 panels at 3 per page: three pages named -p1..-p3 holding all 8, and a note that says so."""
+    """8 panels (weights x snr) at 3 per page: four pages named -p1..-p4, each half the snr values of one
+    scheme (a group larger than a page gets pages of its own), holding all 8, and a note that says so."""
     from rmtsweep.analysis.plots import plot_map
     notes: list[str] = []
     paths = plot_map(tiny_store, "delta", "gamma", "eigenvalues", tmp_path, formats="png", max_panels=3,
                      notes=notes.append)
-    assert [p.name for p in paths] == [f"tiny-eigenvalues-delta-gamma-p{i}.png" for i in (1, 2, 3)]
+    assert [p.name for p in paths] == [f"tiny-eigenvalues-delta-gamma-p{i}.png" for i in (1, 2, 3, 4)]
     for p in paths:
         _png_ok(p)
-    assert any("8 panels" in n and "3 pages" in n for n in notes)
+    assert any("8 panels" in n and "4 pages" in n for n in notes)
     pages = _pages(_figure(tiny_store, "eigenvalues", "delta", "gamma"), max_panels=3)
-    assert [len(_panels(page)) for page in pages] == [3, 3, 2]
+    assert [[ax.get_title() for ax in _panels(page)] for page in pages] == [
+        [f"weights={w}, snr={s}" for s in pair] for w in ("mean", "optimal") for pair in (("0", "2"), ("4", "6"))]
     assert [len(_panels(page)) for page in _pages(_figure(tiny_store, "eigenvalues", "delta", "gamma"))] == [8]
 
 
@@ -218,7 +228,7 @@ def test_colour_limits_per_quantity(tiny_store, var, kind, limits):
     else:
         assert values.min() <= s.lo < s.hi <= values.max()
     bar = [ax for ax in _pages(fig)[0].axes if ax.get_label() == "<colorbar>"][0]
-    assert bar.get_ylabel() == var
+    assert " ".join(bar.get_ylabel().split()) == _long_name(tiny_store, var)
     mesh = _panels(_pages(fig)[0])[0].collections[0]
     assert (mesh.norm.vmin, mesh.norm.vmax) == pytest.approx((s.lo, s.hi))
 
@@ -423,3 +433,215 @@ def test_maps_and_figures_leave_global_plotting_state_alone(tiny_store, tmp_path
     figures([tiny_store], tmp_path / "figs")
     assert hv.Store.current_backend == "matplotlib"
     assert matplotlib.get_backend() == backend
+
+
+UNEVEN = {**BASE, "name": "uneven", "d": 20, "replicates": 2, "replicates_per_task": 2,
+          "grid": {"delta": [0.5, 1.0], "gamma": [0.25, 0.5, 1.0], "snr": [0.0, 1.5, 3.0, 6.0], "T": [2, 4],
+                   "weights": ["mean", "optimal"]}}
+
+
+@pytest.fixture(scope="module")
+def uneven_store(tmp_path_factory) -> Path:
+    """Uneven SNR steps from 0 and a gamma grid of powers of 2 (what the shipped theory checks have)."""
+    from rmtsweep.analysis.compare import compare, write_comparison
+    path = build_store(tmp_path_factory.mktemp("uneven") / "uneven.zarr", UNEVEN)
+    write_comparison(path, compare(path))
+    return path
+
+
+def _mesh_edges(ax) -> tuple[np.ndarray, np.ndarray]:
+    """The x and y cell edges of the colour mesh drawn in ``ax``."""
+    corners = next(c for c in ax.collections if type(c).__name__ == "QuadMesh").get_coordinates()
+    return corners[0, :, 0], corners[:, 0, 1]
+
+
+def test_cells_end_at_zero_and_are_geometric_on_a_log_axis(uneven_store, tmp_path):
+    """SNR cells (0, 1.5, 3, 6) start at 0, not -0.75; gamma (1/4, 1/2, 1) on a log2 axis has geometric edges
+    half a log step beyond the ends: the PNG's mesh and the HTML's quads."""
+    fig = _figure(uneven_store, "detection_rate", "snr", "gamma", {"delta": "0.5", "weights": "mean", "T": "4"})
+    (ax,) = _panels(_pages(fig)[0])
+    xe, ye = _mesh_edges(ax)
+    np.testing.assert_allclose(xe, [0.0, 0.75, 2.25, 4.5, 7.5])
+    np.testing.assert_allclose(np.log2(ye), [-2.5, -1.5, -0.5, 0.5])
+    assert ax.get_yscale() == "log" and ax.get_xlim()[0] == 0.0
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0.25", "0.5", "1"]
+    from rmtsweep.analysis.plots import plot_map
+    html, _ = plot_map(uneven_store, "snr", "gamma", "detection_rate", tmp_path,
+                       select={"delta": "0.5", "weights": "mean", "T": "4"})
+    text = html.read_text()
+    lefts, rights = np.unique(_html_column(text, "left")), np.unique(_html_column(text, "right"))
+    np.testing.assert_allclose(np.union1d(lefts, rights), [0.0, 0.75, 2.25, 4.5, 7.5])
+    bottoms, tops = np.unique(_html_column(text, "bottom")), np.unique(_html_column(text, "top"))
+    np.testing.assert_allclose(np.log2(np.union1d(bottoms, tops)), [-2.5, -1.5, -0.5, 0.5])
+    assert len(_models(text, "LogScale")) == 1                            # the y axis, not the x axis
+
+
+def test_legend_names_only_the_lines_drawn(tiny_store, tmp_path):
+    """(delta, gamma) at snr = 0: no transition crosses the plane, so no legend names one (PNG and HTML);
+    at snr = 2 only the lines drawn are named."""
+    from rmtsweep.analysis.plots import plot_map
+    for snr in ("0.0", "2.0"):
+        page = _pages(_figure(tiny_store, "overlap", "delta", "gamma", {"snr": snr}))[0]
+        styles = {line.get_linestyle() for ax in _panels(page) for line in ax.lines if line.get_color() == "black"}
+        named = [t.get_text() for legend in page.legends for t in legend.get_texts()]
+        assert named == [f"{k} transition" for k, style in (("population", "--"), ("sample", "-")) if style in styles]
+        if snr == "0.0":
+            assert not styles and not named
+    html, _ = plot_map(tiny_store, "delta", "gamma", "overlap", tmp_path, select={"snr": "0.0"})
+    assert not [i for i in _models(html.read_text(), "LegendItem") if "transition" in str(i.get("label"))]
+
+
+def test_one_column_of_extreme_z_scores_does_not_fade_the_rest(tiny_store):
+    """A z-score map whose snr = 0 column is 40 sigma off: the others (within +-3) keep visible colours,
+    the column saturates and the colour bar has arrows."""
+    from rmtsweep.analysis.plots import map_data, map_figure
+    da, ds = map_data(tiny_store, "lambda1_z")
+    rest = np.linspace(-3.0, 3.0, da.size).reshape(da.shape)
+    da = xr.where(da["snr"] == 0.0, 40.0, da.copy(data=rest)).transpose(*da.dims)
+    page = _pages(map_figure(da.rename("lambda1_z"), ds, "snr", "gamma"))[0]
+    mesh = _panels(page)[0].collections[0]
+    assert mesh.norm.vmin == -mesh.norm.vmax and 3.0 <= mesh.norm.vmax < 8.0            # not 40
+    drawn = np.concatenate([ax.collections[0].get_array().compressed() for ax in _panels(page)])
+    shade = mesh.norm(drawn[drawn < 40.0])
+    assert np.mean(np.abs(shade - 0.5) > 0.1) > 0.5                     # most cells visibly blue or red
+    assert np.all(mesh.norm(drawn[drawn == 40.0]) > 1.0)                 # the column beyond the scale
+    bar = next(ax for ax in page.axes if ax.get_label() == "<colorbar>")
+    colorbar = _panels(page)[-1].collections[0].colorbar                     # the bar is drawn from the last panel
+    assert bar is colorbar.ax and colorbar.extend in ("max", "both")          # an arrow for the column
+
+
+def test_colour_bar_says_what_the_colours_are(tiny_store, tmp_path):
+    """The colour bar reads the variable's long_name (wrapped to the bar), not ``lambda1_z`` (PNG and HTML)."""
+    from rmtsweep.analysis.plots import plot_map
+    want = xr.open_zarr(tiny_store, group="comparison")["lambda1_z"].attrs["long_name"]
+    bar = next(ax for ax in _pages(_figure(tiny_store, "lambda1_z", "snr", "gamma"))[0].axes
+               if ax.get_label() == "<colorbar>")
+    assert " ".join(bar.get_ylabel().split()) == want and "lambda1_z" not in bar.get_ylabel()
+    html, _ = plot_map(tiny_store, "snr", "gamma", "lambda1_z", tmp_path)
+    titles = {" ".join(str(b.get("title")).split()) for b in _models(html.read_text(), "ColorBar")}
+    assert titles == {want}
+
+
+def _saved_figures(monkeypatch) -> dict:
+    """The matplotlib figures ``rmtsweep.analysis.figures`` saves, by file name, drawn (text extents known)."""
+    import rmtsweep.analysis.figures as figures_module
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    saved, save = {}, figures_module._save
+
+    def keep(fig, path, tight=True):
+        saved[path.name] = fig
+        out = save(fig, path, tight)
+        FigureCanvasAgg(fig).draw()
+        return out
+    monkeypatch.setattr(figures_module, "_save", keep)
+    return saved
+
+
+def test_phase_figure_cells_legend_and_cell(uneven_store, tmp_path, monkeypatch, capsys):
+    """Figure (c): geometric gamma cells on the log2 axis, SNR cells from 0; its legend below the panels with
+    black line samples; the title and a note say which T and weights it shows (``--select T=4``)."""
+    from matplotlib.colors import to_rgba
+
+    from rmtsweep.cli import main
+    saved = _saved_figures(monkeypatch)
+    main(["figures", str(uneven_store), "--out", str(tmp_path), "--select", "T=4"])
+    out = capsys.readouterr().out
+    fig = saved["fig-c-phase.png"]
+    panels = _panels(fig)
+    assert len(panels) == 2
+    xe, ye = _mesh_edges(panels[0])
+    np.testing.assert_allclose(xe, [0.0, 0.75, 2.25, 4.5, 7.5])
+    np.testing.assert_allclose(np.log2(ye), [-2.5, -1.5, -0.5, 0.5])
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["theory population transition", "theory sample transition"]
+    assert all(to_rgba(h.get_color()) == to_rgba("black") for h in legend.legend_handles)
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    assert not any(_overlaps(box, ax.get_window_extent(renderer)) for ax in panels)
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0
+    assert "T=4" in fig._suptitle.get_text() and "weights=mean" in fig._suptitle.get_text()
+    assert "fig-c-phase.png shows T=4, weights=mean" in out
+
+
+def test_one_cell_figures_say_which_cell(uneven_store, tmp_path, monkeypatch):
+    """Without --select, figure (b) shows the largest T (4 of 2, 4) and says so; --select T=2 moves it."""
+    from rmtsweep.analysis.figures import figures
+    saved = _saved_figures(monkeypatch)
+    _, notes = figures([uneven_store], tmp_path)
+    assert "T=4" in saved["fig-b-alignment.png"].axes[0].get_title()
+    assert any("fig-b-alignment.png shows delta=0.5, gamma=0.25, T=4" in n for n in notes)
+    _, notes = figures([uneven_store], tmp_path, select={"T": "2"})
+    assert "T=2" in saved["fig-b-alignment.png"].axes[0].get_title()
+    with pytest.raises(SelectionError, match=r"--select T=3: not on the axis"):
+        figures([uneven_store], tmp_path, select={"T": "3"})
+
+
+def test_attention_figure_legend_inside_the_figure(tiny_store, tmp_path, monkeypatch):
+    """Figure (f)'s legend (one entry per scheme, long names as attention's) lies wholly inside the saved
+    figure and off both panels."""
+    from rmtsweep.analysis.compare import compare, open_source
+    from rmtsweep.analysis.figures import attention_figure
+    saved = _saved_figures(monkeypatch)
+    ds = open_source(tiny_store)
+    cmp = compare(ds)
+    names = {"weights": ["attention(tau=2, scale=sqrt_d)", "causal(tau=2)"]}
+    attention_figure(ds.assign_coords(names), cmp.assign_coords(names), tmp_path)
+    fig = saved["fig-f-attention.png"]
+    renderer = fig.canvas.get_renderer()
+    legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert [t.get_text().split(" (limit")[0] for t in legends[0].get_texts()] == names["weights"]
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1
+        assert not any(_overlaps(box, ax.get_window_extent(renderer)) for ax in fig.axes)
+    import matplotlib.image as mpimg
+    img = mpimg.imread(tmp_path / "fig-f-attention.png")[..., :3]
+    assert np.all(img[:, -1] == 1.0) and np.all(img[-1, :] == 1.0)     # the saved PNG: nothing runs off its edges
+
+
+def _text_boxes(page) -> list:
+    """The window extents of a page's title and of every panel's title (drawn, non-empty)."""
+    renderer = page.canvas.get_renderer()
+    texts = [page._suptitle] + [ax.title for ax in _panels(page)]
+    return [t.get_window_extent(renderer) for t in texts if t is not None and t.get_text()]
+
+
+def _inside(box, page) -> bool:
+    return page.bbox.x0 <= box.x0 and box.x1 <= page.bbox.x1 and page.bbox.y0 <= box.y0 and box.y1 <= page.bbox.y1
+
+
+def test_27_panels_keep_facet_groups_and_titles_apart(tiny_store):
+    """delta x T x weights = 27 panels with long scheme names: rows hold the three weights of one (delta, T),
+    pages whole deltas (18 + 9, not 14 + 13), and no title is clipped or runs into another."""
+    from rmtsweep.analysis.plots import map_figure
+    _, ds = _figure(tiny_store, "overlap", "snr", "T").panels, xr.open_zarr(tiny_store)
+    weights = ["mean", "attention(tau=2, scale=sqrt_d)", "causal(tau=2)"]
+    da = xr.DataArray(np.random.default_rng(0).uniform(size=(3, 3, 3, 4, 1)), name="overlap",
+                      dims=("delta", "gamma", "weights", "snr", "T"),
+                      coords={"delta": [0.25, 0.5, 1.0], "gamma": [0.25, 0.5, 1.0], "weights": weights,
+                              "snr": [0.0, 2.0, 4.0, 6.0], "T": [4]})
+    pages = _pages(map_figure(da, ds, "snr", "T"))
+    assert [len(_panels(p)) for p in pages] == [18, 9]
+    for page in pages:
+        titles = [ax.get_title().replace("\n", " ") for ax in _panels(page)]
+        rows = {}
+        for ax, title in zip(_panels(page), titles):
+            rows.setdefault(round(ax.get_position().y0, 3), []).append(title)
+        assert all([t.split("weights=")[1] for t in row] == weights for row in rows.values())   # one group a row
+        deltas = {t.split(",")[0] for t in titles}
+        assert all(sum(t.startswith(d + ",") for t in titles) == 9 for d in deltas)            # whole deltas
+        assert "delta=" in page._suptitle.get_text()                                            # says which
+        boxes = _text_boxes(page)
+        assert all(_inside(b, page) for b in boxes)
+        assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_single_panel_title_fits_the_page(uneven_store):
+    """One panel (``--select T=2 --select delta=0.5 --select weights=mean``): its long title lies wholly
+    inside the PNG, on more than one line if need be."""
+    fig = _figure(uneven_store, "detection_rate", "snr", "gamma", {"T": "2", "delta": "0.5", "weights": "mean"})
+    (page,) = _pages(fig)
+    assert len(_panels(page)) == 1
+    (box,) = _text_boxes(page)
+    assert _inside(box, page)
+    assert " ".join(page._suptitle.get_text().split()) == fig.title
