@@ -205,7 +205,8 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
         out.update(_held("overlap", *mean_sem(ov.sel(k=1, drop=True), done), arr("theory_overlap"),
                          "top alignment |u_hat_1^T u|^2", "1"))
         tested = lam1
-    limit = threshold(ds if lazy else ds.assign({k: arr(k) for k in ("theory_edge", "theory_kappa") if k in ds}), d, rule)
+    limit = threshold(ds if lazy else ds.assign({k: arr(k) for k in ("theory_edge", "theory_kappa") if k in ds}), d, rule,
+                      lazy)
     uncalibrated = limit.attrs.pop("uncalibrated_cells", 0)
     rate = hits(tested, limit, done).mean("replicate")
     out["n_done"] = done.sum("replicate").assign_attrs(long_name="replicates done", units="1")

@@ -91,14 +91,20 @@ def detection_margin(edge: xr.DataArray, d: xr.DataArray | int, margin_factor: f
 
 
 def _count_quantiles(ds: xr.Dataset, alpha: float) -> xr.DataArray:
-    """The ``1 - alpha`` quantile of the store's realised-count null, per ``([d,] delta, gamma)`` (units of kappa)."""
-    loc, scale = ds["finite_size_null_location"].load(), ds["finite_size_null_scale"].load()
-    return xr.apply_ufunc(lambda lo, sc: mixture_quantile(1.0 - alpha, lo, sc), loc, scale,
-                          input_core_dims=[["count_draw", "null_candidate"]] * 2, vectorize=True)
+    """The ``1 - alpha`` quantile of the store's realised-count null, per ``([d,] delta, gamma)`` (units of kappa; lazy
+    where the store is)."""
+    return xr.apply_ufunc(lambda lo, sc: mixture_quantile(1.0 - alpha, lo, sc), ds["finite_size_null_location"],
+                          ds["finite_size_null_scale"], input_core_dims=[["count_draw", "null_candidate"]] * 2,
+                          vectorize=True, dask="parallelized", output_dtypes=[float],
+                          dask_gufunc_kwargs={"allow_rechunk": True})
 
 
-def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection) -> xr.DataArray:
-    """The detection threshold per cell, in the absolute units of the eigenvalues of ``S`` (module docstring)."""
+def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection, lazy: bool = False) -> xr.DataArray:
+    """The detection threshold per cell, in the absolute units of the eigenvalues of ``S`` (module docstring).
+
+    Lazy where the store's arrays are. Unless ``lazy``, its ``uncalibrated_cells`` attr counts the
+    ``theory_law = 1`` cells that got the cubic's threshold (no realised-count null in the store).
+    """
     edge = ds["theory_edge"]
     if rule.margin_factor is not None:
         out = edge + detection_margin(edge, d, rule.margin_factor)
@@ -109,17 +115,20 @@ def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection) -> xr.Data
     lam = xr.apply_ufunc(bulk_edge, delta, gamma)
     cubic = edge * xr.apply_ufunc(tw_threshold, rule.false_alarm, delta, gamma, d) / lam
     out, uncalibrated = cubic, 0
-    if "theory_law" in ds and bool((ds["theory_law"] == EXACT).any()):
+    if "theory_law" in ds:
         exact = ds["theory_law"] == EXACT
         if "finite_size_null_location" in ds:
             kappa = ds["theory_kappa"] if "theory_kappa" in ds else edge / lam
-            out = xr.where(exact, kappa * _count_quantiles(ds, rule.false_alarm), cubic)
-        missing = exact & out.isnull() if "finite_size_null_location" in ds else exact
-        uncalibrated = int(missing.broadcast_like(cubic).sum())
-        out = out.fillna(cubic)
+            quantile = _count_quantiles(ds, rule.false_alarm)
+            out = xr.where(exact, kappa * quantile, cubic).fillna(cubic)
+            missing = exact & xr.where(exact, quantile, 0.0).isnull()
+        else:
+            missing = exact
+        if not lazy:
+            uncalibrated = int(missing.broadcast_like(cubic).sum())
     return out.assign_attrs(long_name=f"detection threshold: the {1 - rule.false_alarm:g} quantile of the "
                                       "predicted null lambda_1", units="same units as the eigenvalues of S",
-                            uncalibrated_cells=uncalibrated)
+                            **({} if lazy else {"uncalibrated_cells": uncalibrated}))
 
 
 def hits(tested: xr.DataArray, limit: xr.DataArray, done: xr.DataArray) -> xr.DataArray:

@@ -46,3 +46,24 @@ def test_compare_runs_no_monte_carlo(store, monkeypatch):
     for name in ("finite_size_lambda1", "finite_size_overlap_se"):
         assert np.array_equal(cmp[name], stored[name].transpose(*cmp[name].dims), equal_nan=True), name
     assert cmp["finite_size_overlap"].sel(T=1).notnull().all() and cmp["finite_size_overlap"].sel(T=4).isnull().all()
+
+
+def test_one_token_cells_detect_above_the_realised_count_null(store):
+    """At T = 1 the threshold is the 0.95 quantile of the realised-count null at the store's size (kept with
+    its theory), not the cubic's: recomputed here from the theory module at the store's d, delta, gamma."""
+    from rmtsweep.theory.finite_size import DRAWS
+    from rmtsweep.theory.null_law import count_null, mixture_quantile, tw_threshold
+
+    ds = xr.open_zarr(store)
+    cmp = compare(store)
+    assert cmp.attrs["detection_uncalibrated_cells"] == 0
+    d, delta, gamma = ONE_TOKEN["d"], 0.5, 1.0
+    null = count_null(delta, gamma, d, draws=DRAWS)
+    expected = mixture_quantile(0.95, null.location, null.scale)          # kappa = 1 at T = 1
+    got = cmp["detection_threshold"].sel(T=1).squeeze()
+    assert np.allclose(got, expected, rtol=1e-9)
+    cubic = float(tw_threshold(0.05, delta, gamma, d))
+    assert abs(expected - cubic) > 0.1                                   # a different test from the cubic's
+    at_t4 = cmp["detection_threshold"].sel(T=4, weights="mean").squeeze()
+    kappa = float(ds["theory_kappa"].sel(T=4, weights="mean"))
+    assert float(at_t4) == pytest.approx(kappa * cubic, rel=1e-9)        # T = 4 keeps the cubic's
