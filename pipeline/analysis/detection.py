@@ -48,7 +48,7 @@ class Detection:
 
     def __post_init__(self) -> None:
         if (self.false_alarm is None) == (self.margin_factor is None):
-            raise UserError("detection: give a false-alarm level or a margin factor, not both")
+            raise UserError("detection: give exactly one of a false-alarm level and a margin factor")
         if self.false_alarm is not None and not 0.0 < self.false_alarm < 1.0:
             raise UserError(f"false-alarm level must be in (0, 1); got {self.false_alarm}")
         if self.margin_factor is not None and not self.margin_factor >= 0.0:
