@@ -7,12 +7,19 @@ when the machine lacks it; ``.ci/run`` installs and starts both, so CI runs ever
 from __future__ import annotations
 
 import copy
+import signal
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.helpers import BASE, CHROMIUM_HOW, SLURM_HOW, build_store, chromium, slurm_problem
+
+# A suite started in the background of a non-interactive shell (`bash .ci/run &`) inherits SIGINT ignored, and so
+# would every run it starts: their Ctrl-C tests would then test nothing. A terminal's foreground process has the
+# default disposition; give it to the runs the tests start (a Python handler resets to the default on exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
