@@ -26,7 +26,9 @@ ABS = "same units as the eigenvalues of S"
 
 
 def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> dict[str, xr.DataArray]:
-    """``finite_size_lambda1`` / ``_overlap`` and their Monte Carlo errors, NaN where ``law != 1``.
+    """``finite_size_lambda1`` / ``_overlap`` and their Monte Carlo errors, NaN where ``law != 1``; and the
+    null's candidates ``finite_size_null_location`` / ``_scale`` (:func:`rmtsweep.theory.null_law.count_null`,
+    dims ``([d,] delta, gamma, count_draw, null_candidate)``, units of kappa) for the detection threshold.
 
     Dims ``([d,] delta, gamma, snr, T, weights)``: ``d`` only where it is a grid axis of the sweep
     (else the arrays are at its one ``d``). Empty when no cell has ``law == 1``, or beyond
