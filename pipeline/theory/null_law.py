@@ -70,7 +70,7 @@ def tw_threshold(alpha: ArrayLike, delta: ArrayLike, gamma: ArrayLike, d: ArrayL
     True
     """
     alpha, delta, gamma, d = broadcast(alpha, delta, gamma, d)
-    q = np.vectorize(lambda a: float(tw_quantile(1.0 - a)), otypes=[float])(alpha)
+    q = tw_quantile(1.0 - alpha)                   # one root per distinct level, whatever the shape
     return np.asarray(edge(delta, gamma) + tw_scale(delta, gamma, d) * q)
 
 
