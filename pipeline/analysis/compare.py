@@ -11,7 +11,7 @@ tested eigenvalue exceeds the 0.95 quantile of the predicted null ``lambda_1`` a
 (a false-alarm level of 5 %, ``false_alarm``); the older margin rule stays available by name
 (``margin_factor``). Where ``d`` is a grid axis of the store the threshold (and
 ``theory_detection_rate``) is taken at each ``d`` value (:func:`d_of`), and the comparison has a ``d``
-dimension first. ``false_alarm_rate`` summarises the detections at ``snr = 0`` against the level.
+dimension first. The summary counts the detections at ``snr = 0`` against the level (:func:`false_alarm_lines`).
 
 Uncentred tables (``table_centering: none``): the signal outlier is identified as the top-k
 eigenvector best aligned with ``u``; its eigenvalue is held against ``theory_signal_outlier``, its
@@ -37,7 +37,7 @@ from ..dims import D, has_d_axis, store_dims
 from ..errors import SelectionError
 from ..store import ZARR_FORMAT, metadata_lock, open_dataset
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
-                        theory_detection_rate, threshold)
+                        signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
 from .stats import mean_sem
@@ -85,12 +85,6 @@ def _held(name: str, mean, sem, theory, what: str, units: str) -> dict[str, xr.D
             f"{name}_theory": theory.assign_attrs(long_name=f"theory value of {what}", units=units),
             f"{name}_error": err.assign_attrs(long_name=f"Monte Carlo minus theory, {what}", units=units),
             f"{name}_z": z.assign_attrs(long_name=f"z-score (error / standard error), {what}", units="1")}
-
-
-def signal_pair(eig: xr.DataArray, ov: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
-    """The top-k eigenpair best aligned with ``u`` (uncentred tables): its eigenvalue, alignment, index (lazy)."""
-    best = ov.fillna(-1.0).argmax("k")
-    return eig.where(eig["k"] == best + 1).max("k"), ov.where(ov["k"] == best + 1).max("k"), best
 
 
 def _above(density: xr.DataArray, width: float) -> xr.DataArray:

@@ -32,7 +32,7 @@ from ..store import stored_sweep
 from .mask import only_done
 
 __all__ = ["FALSE_ALARM", "MARGIN_FACTOR", "Detection", "d_of", "detected", "detection_margin", "detection_rule",
-           "hits", "tested_eigenvalue", "theory_detection_rate", "threshold"]
+           "hits", "signal_pair", "tested_eigenvalue", "theory_detection_rate", "threshold"]
 
 FALSE_ALARM = 0.05
 MARGIN_FACTOR = 1.0
@@ -136,7 +136,13 @@ def hits(tested: xr.DataArray, limit: xr.DataArray, done: xr.DataArray) -> xr.Da
     return only_done(tested > limit, done)
 
 
-def tested_eigenvalue(ds: xr.Dataset, signal_pair) -> xr.DataArray:
+def signal_pair(eig: xr.DataArray, ov: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """The top-k eigenpair best aligned with ``u`` (uncentred tables): its eigenvalue, alignment, index (lazy)."""
+    best = ov.fillna(-1.0).argmax("k")
+    return eig.where(eig["k"] == best + 1).max("k"), ov.where(ov["k"] == best + 1).max("k"), best
+
+
+def tested_eigenvalue(ds: xr.Dataset) -> xr.DataArray:
     """``lambda_1``, or on an uncentred table the eigenvalue of the top-k eigenvector best aligned with ``u`` (lazy)."""
     eig = ds["eigenvalues"]
     if ds.attrs.get("table_centering", "class") == "none":
@@ -149,11 +155,11 @@ def detected(source: str | Path | xr.Dataset, rule: Detection | None = None) -> 
 
     ``rule`` defaults to the false-alarm level 0.05. Lazy.
     """
-    from .compare import open_source, signal_pair        # compare builds on this module
+    from .compare import open_source                     # compare builds on this module
 
     ds = open_source(source)
     rule = rule or Detection()
-    return hits(tested_eigenvalue(ds, signal_pair), threshold(ds, d_of(ds), rule), ds["done"])
+    return hits(tested_eigenvalue(ds), threshold(ds, d_of(ds), rule), ds["done"])
 
 
 def theory_detection_rate(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection | None = None,
