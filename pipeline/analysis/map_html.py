@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -136,7 +137,8 @@ def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
         with pn.config.set(inline=True):
             heading = pn.pane.HTML(f"<h3>{html.escape(fig.title)}</h3>")      # Markdown would link a CDN css
             page = pn.Column(heading, pn.panel(_holomap(hv, fig)))
-            page.save(str(path), embed=True, resources=INLINE, title=path.stem)
+            # panel's embedding bar (tqdm on stdout) only where a person watches: a log gets no carriage returns
+            page.save(str(path), embed=True, resources=INLINE, title=path.stem, progress=sys.stdout.isatty())
         return
     rows = math.ceil(n / HTML_COLUMNS)
     cols = math.ceil(n / rows)

@@ -373,6 +373,9 @@ def test_cli_formats_and_out_file(tiny_store, tmp_path, capsys):
     assert Path(f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
     main(args + ["--out", str(tmp_path / "new" / "deeper" / "fig.pdf")])       # parents created, like mkdir -p
     assert capsys.readouterr().out.split() == [str(tmp_path / "new" / "deeper" / "fig.pdf")]
+    main(args + ["--out", str(tmp_path / "w"), "--format", "html", "--widgets"])       # a widget page: panel's embedding
+    out, err = capsys.readouterr()                                        # bar stays out of a non-terminal log
+    assert out.split() == [str(tmp_path / "w" / "tiny-overlap-snr-gamma.html")] and "\r" not in out + err
 
 
 def _one_line_error(capsys, argv: list[str]) -> tuple[int, str]:
