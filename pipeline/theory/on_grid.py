@@ -136,13 +136,20 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
                 f"{FINITE_T_BUDGET} (about {FINITE_T_BUDGET // 250} s at store creation)")
         wanted = []
     cache: dict[tuple, np.ndarray] = {}
+    sampled: dict[tuple, finite_t.DiscreteLaw] = {}     # the sampled nu depends on delta/gamma only (N/V)
     for a, b, exact, w in wanted:
         law[a, b] = 1 if exact else 2
         for i, dl in enumerate(c["delta"]):
             for j, g in enumerate(c["gamma"]):
                 key = (profile[(a, b)], float(dl), float(g))
                 if key not in cache:
-                    nu = finite_t.poisson_law(dl, g) if exact else finite_t.sample_token_law(w, dl, g, **SAMPLE)
+                    if exact:
+                        nu = finite_t.poisson_law(dl, g)
+                    else:
+                        ratio = (profile[(a, b)], round(float(dl) / float(g), 12))
+                        if ratio not in sampled:
+                            sampled[ratio] = finite_t.sample_token_law(w, dl, g, **SAMPLE)
+                        nu = sampled[ratio]
                     cache[key] = finite_t.histogram(edges, nu, dl, nodes=8)
                 theory[i, j, a, b] = cache[key]
     coords = {**c, "bin": bins}

@@ -95,3 +95,21 @@ def test_a_grid_too_large_for_the_finite_t_budget_keeps_the_cubic_and_says_so():
     assert (ds["theory_spectrum_law"] == 0).all()
     assert f"exceed the budget of {FINITE_T_BUDGET}" in ds["theory_spectrum_law"].attrs["description"]
     assert np.array_equal(ds["theory_spectrum"].isel(T=0, weights=0), ds["paper_spectrum"])
+
+
+def test_pairs_sharing_delta_over_gamma_share_one_sample_and_equal_their_own(monkeypatch):
+    """The sampled token-count law depends on delta/gamma only: a template samples it once per ratio, and each
+    (delta, gamma) cell equals the law sampled for that cell alone (same seed and size; a small size here)."""
+    from rmtsweep.theory import on_grid
+    sweep = parse_sweep({**copy.deepcopy(BASE), "grid": {"delta": [0.5, 1.0], "gamma": [0.25, 0.5], "snr": [0.0],
+                                                        "T": [2], "weights": ["mean"]},
+                         "observables": {"spectrum": {"bins": 20, "max": 8.0}}})
+    small = {**on_grid.SAMPLE, "size": 200, "replicates": 2}
+    real, calls = finite_t.sample_token_law, []
+    monkeypatch.setattr(on_grid, "SAMPLE", small)
+    monkeypatch.setattr(finite_t, "sample_token_law", lambda *a, **k: calls.append(a[1] / a[2]) or real(*a, **k))
+    got = on_grid.spectrum_arrays(sweep)["theory_spectrum"]
+    assert sorted(calls) == [1.0, 2.0, 4.0]                 # four cells, three ratios (0.5/0.25 = 1.0/0.5)
+    for delta, gamma in ((0.5, 0.25), (1.0, 0.5)):
+        own = finite_t.histogram(np.linspace(0.0, 8.0, 21), real(np.full(2, 0.5), delta, gamma, **small), delta, nodes=8)
+        assert np.array_equal(got.sel(delta=delta, gamma=gamma, T=2, weights="mean").values, own)
