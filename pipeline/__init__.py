@@ -27,6 +27,7 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
 from __future__ import annotations
 
 import importlib
+import os as _os
 import sys as _sys
 from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
@@ -106,7 +107,9 @@ def _register_accessor() -> None:
         return RmtAccessor(ds)
 
 
-if not _from_the_command_line():                # the command never reads ds.rmt, and answers sooner without xarray
+# The command never reads ds.rmt, and answers sooner without xarray; nor do the worker processes of the LocalClusters
+# rmtsweep starts, marked by the environment of rmtsweep.run.work.WORKER_ENV (they run tasks only, and start sooner).
+if not _from_the_command_line() and not _os.environ.get("RMTSWEEP_TASK_WORKER"):
     _register_accessor()
 
 __all__ = [

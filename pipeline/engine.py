@@ -114,8 +114,10 @@ def connect(engine: Engine) -> Iterator:
         # import the task code as they start: imported by the first task instead, it would hold a worker's event
         # loop for a second or two, and a Ctrl-C then would find it missing its heartbeats (a traceback each)
         dashboard = engine.dashboard_address or "127.0.0.1:0"        # the scheduler itself is on loopback
+        from .run.work import WORKER_ENV
         with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dashboard,
-                                         silence_logs=logging.ERROR, preload=[_TASK_CODE]), block=True) as cluster, \
+                                         silence_logs=logging.ERROR, preload=[_TASK_CODE], env=WORKER_ENV),
+                    block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
             click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
@@ -135,7 +137,7 @@ def _credentials(engine: Engine, config: Any) -> Iterator:
         yield creds.security()
 
 
-_TASK_CODE = "rmtsweep.run.execute"     # what a LocalCluster worker imports as it starts
+_TASK_CODE = "rmtsweep.run.work"     # what a LocalCluster worker imports as it starts (and no more: WORKER_ENV)
 CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take
 _PROBE_TIMEOUT = 5        # seconds for the quick look at its address first
 

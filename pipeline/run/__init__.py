@@ -1,12 +1,54 @@
-"""Running a sweep: grid (points, tasks, seeds), batching (cost model), execution on dask, the runner."""
+"""Running a sweep: grid (points, tasks, seeds), batching (cost model), execution on dask, the runner.
 
-from .block import compute_block
-from .cost import DRIVER_TASKS_PER_SECOND, TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds, task_target
-from .execute import RunReport, Window, check_memory, compute_task, run_tasks, write_task
-from .grid import Context, Task, grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
-from .plan import Plan, plan
-from .progress import Progress
-from .runner import git_revision, make_template, package_version, prepare_store, run_sweep
+Each name is imported on first use, so that a worker importing one module of the package (its task code)
+does not import the rest.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> the module of this package that defines it
+_LAZY: dict[str, str] = {
+    "compute_block": "block",
+    "DRIVER_TASKS_PER_SECOND": "cost",
+    "TARGET_TASK_SECONDS": "cost",
+    "Blocking": "cost",
+    "choose_blocking": "cost",
+    "point_seconds": "cost",
+    "task_target": "cost",
+    "RunReport": "execute",
+    "Window": "execute",
+    "check_memory": "execute",
+    "compute_task": "execute",
+    "run_tasks": "execute",
+    "write_task": "execute",
+    "Context": "grid",
+    "Task": "grid",
+    "grid_shape": "grid",
+    "n_tasks": "grid",
+    "replicate_rng": "grid",
+    "task_memory_bytes": "grid",
+    "tasks": "grid",
+    "Plan": "plan",
+    "plan": "plan",
+    "Progress": "progress",
+    "git_revision": "runner",
+    "make_template": "runner",
+    "package_version": "runner",
+    "prepare_store": "runner",
+    "run_sweep": "runner",
+}
+
+if TYPE_CHECKING:
+    from .block import compute_block
+    from .cost import DRIVER_TASKS_PER_SECOND, TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds, task_target
+    from .execute import RunReport, Window, check_memory, compute_task, run_tasks, write_task
+    from .grid import Context, Task, grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
+    from .plan import Plan, plan
+    from .progress import Progress
+    from .runner import git_revision, make_template, package_version, prepare_store, run_sweep
 
 __all__ = [
     "DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "Context", "Plan", "Progress", "RunReport", "Task", "Window", "check_memory",
@@ -14,3 +56,15 @@ __all__ = [
     "package_version", "plan", "point_seconds", "prepare_store", "replicate_rng", "run_sweep", "run_tasks",
     "task_memory_bytes", "task_target", "tasks", "write_task",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -27,10 +27,10 @@ from distributed import Client, Future, as_completed
 
 from ..errors import RunError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
-from ..store import Writer
-from ..store.lock import holds
+from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
+from .work import compute_task, write_task
 
 __all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "RunReport", "Window", "check_memory", "compute_task", "run_tasks",
            "write_task", "written"]
@@ -39,41 +39,6 @@ MIN_IN_FLIGHT = 4
 PER_THREAD = 4          # tasks in flight per worker thread that has joined
 ADAPTIVE_PER_THREAD = 10   # ... per thread the adaptive cluster may grow to: dask's adaptive target asks for a
                            # worker per 5 s of queued work, and counts 0.5 s for a task it has not timed yet
-
-
-def compute_task(task: Task) -> dict[str, np.ndarray]:
-    """The task's chunk-shaped results (:func:`rmtsweep.run.block.compute_block`), returned, not written."""
-    return compute_block(task)
-
-
-_WRITERS: dict[tuple[str, str], Writer] = {}
-
-
-def write_task(task: Task, path: str, run: int, token: str, fence: str | None = None) -> dict:
-    """On a worker: compute ``task`` and write its data chunks (not ``done``) into the store at ``path``.
-
-    The store's arrays are opened once per worker and run (``token``). ``fence`` is the run's fencing
-    token: the data are written only while the store's lock carries it (checked after computing,
-    right before writing). Returns ``{"written": True, "cells": ..., "seconds": ...}``;
-    ``{"os_error": (errno, message, filename)}`` when the store cannot be written (full disk,
-    permission, read-only or vanished store): retrying would not help, so the run stops with that one
-    line instead of retrying and logging the task's traceback on every worker; or ``{"fenced": path}``
-    when the run no longer holds the store (nothing written).
-    """
-    start = time.perf_counter()
-    values = compute_block(task)
-    key = (path, token)
-    try:
-        if fence is not None and not holds(path, fence):
-            return {"fenced": path}
-        if key not in _WRITERS:
-            _WRITERS.clear()
-            _WRITERS[key] = Writer(path)
-        _WRITERS[key].write_block(task.region, values, task.todo, run)
-    except OSError as exc:
-        _WRITERS.clear()
-        return {"os_error": (exc.errno, exc.strerror or str(exc), exc.filename or path)}
-    return {"written": True, "cells": task.cells, "seconds": time.perf_counter() - start}
 
 
 def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:

@@ -43,6 +43,7 @@ from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
 from .grid import Task, n_tasks, task_memory_bytes, tasks
+from .work import WORKER_ENV
 from .progress import Progress
 
 __all__ = ["git_revision", "make_template", "package_version", "prepare_store", "run_sweep"]
@@ -151,7 +152,7 @@ def _client_or_default(client: Client | None) -> Iterator[Client]:
         yield current
         return
     with LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                      dashboard_address="127.0.0.1:0", preload=["rmtsweep.run.execute"]) as cluster, \
+                      dashboard_address="127.0.0.1:0", preload=["rmtsweep.run.work"], env=WORKER_ENV) as cluster, \
             Client(cluster) as made:
         yield made
 

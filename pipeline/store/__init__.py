@@ -2,18 +2,71 @@
 
 A store holds one sweep: coordinates, theory arrays and provenance written once, then one chunk per
 finished task and its ``done`` flags. Knows nothing of eigenvalues or dask.
+
+Each name is imported on first use, so that a worker importing one module of the package (its task code)
+does not import the rest.
 """
 
-from .handle import JOURNAL_NAME, PreparedRun, Store
-from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status,
-                 store_problem, stored_sweep, write_template)
-from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
-from .lock import StoreLock, lock_file, metadata_lock
-from .verify import Corrupt, corrupt_tasks, repair
-from .writer import Writer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> the module of this package that defines it
+_LAZY: dict[str, str] = {
+    "JOURNAL_NAME": "handle",
+    "PreparedRun": "handle",
+    "Store": "handle",
+    "blocking_of": "io",
+    "chunk_done": "io",
+    "consolidate": "io",
+    "create": "io",
+    "is_store": "io",
+    "open_dataset": "io",
+    "record_run": "io",
+    "status": "io",
+    "store_problem": "io",
+    "stored_sweep": "io",
+    "write_template": "io",
+    "FORMAT": "layout",
+    "RESULT_VARS": "layout",
+    "ZARR_FORMAT": "layout",
+    "Template": "layout",
+    "Variable": "layout",
+    "now": "layout",
+    "provenance": "layout",
+    "template": "layout",
+    "StoreLock": "lock",
+    "lock_file": "lock",
+    "metadata_lock": "lock",
+    "Corrupt": "verify",
+    "corrupt_tasks": "verify",
+    "repair": "verify",
+    "Writer": "writer",
+}
+
+if TYPE_CHECKING:
+    from .handle import JOURNAL_NAME, PreparedRun, Store
+    from .io import blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status, store_problem, stored_sweep, write_template
+    from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
+    from .lock import StoreLock, lock_file, metadata_lock
+    from .verify import Corrupt, corrupt_tasks, repair
+    from .writer import Writer
 
 __all__ = [
     "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Store", "StoreLock",
     "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store", "lock_file", "metadata_lock", "now",
     "open_dataset", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "template", "write_template",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

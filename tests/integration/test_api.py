@@ -58,3 +58,24 @@ def test_the_api_names_resolve_and_modules_stay_modules():
     assert isinstance(rmtsweep.theory, types.ModuleType)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         rmtsweep.nope  # noqa: B018
+
+
+def test_the_workers_rmtsweep_starts_import_the_task_code_and_nothing_of_the_drivers():
+    """A LocalCluster worker of a run imports what a task needs (numpy, scipy's linear algebra, the model, zarr),
+    not the driver's side: no xarray or pandas (ds.rmt is not registered there), theory, analysis or scipy.stats."""
+    from rmtsweep.engine import connect, make_engine
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.run.work import compute_task
+    from tests.helpers import BASE
+
+    task = next(tasks(rmtsweep.parse_sweep(BASE), Blocking(1, 1, 1, 2)))
+    with connect(make_engine("local", workers=1)) as (client, _):
+        values = client.submit(compute_task, task, pure=False).result()
+        modules = next(iter(client.run(eval, "sorted(__import__('sys').modules)").values()))
+    assert values["eigenvalues"].shape == compute_task(task)["eigenvalues"].shape
+    assert {"rmtsweep.run.work", "rmtsweep.model", "zarr", "scipy.sparse"} <= set(modules)
+    heavy = [m for m in modules if m.split(".")[0] in ("xarray", "pandas", "hvplot", "holoviews", "matplotlib")
+             or m.startswith(("scipy.stats", "rmtsweep.theory", "rmtsweep.analysis", "rmtsweep.store.io",
+                              "rmtsweep.run.runner", "rmtsweep.cli"))]
+    assert heavy == []

@@ -1,0 +1,58 @@
+"""What a worker runs: one task computed, and its data chunks written into the store (not ``done``).
+
+The only code a worker process needs, kept apart from the driver's (dask's client side, the store's
+template and theory, xarray), so that a LocalCluster's workers start by importing numpy, scipy's
+sparse and dense linear algebra, pydantic (the model's types) and zarr, and nothing else of ours.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..store.lock import holds
+from ..store.writer import Writer
+from .block import compute_block
+from .grid import Task
+
+__all__ = ["WORKER_ENV", "compute_task", "write_task"]
+
+# The environment of the worker processes of the LocalClusters rmtsweep starts (with this module as their
+# preload): ``import rmtsweep`` then leaves out the ``ds.rmt`` accessor, and with it xarray and pandas.
+WORKER_ENV = {"RMTSWEEP_TASK_WORKER": "1"}
+
+
+def compute_task(task: Task) -> dict[str, np.ndarray]:
+    """The task's chunk-shaped results (:func:`rmtsweep.run.block.compute_block`), returned, not written."""
+    return compute_block(task)
+
+
+_WRITERS: dict[tuple[str, str], Writer] = {}
+
+
+def write_task(task: Task, path: str, run: int, token: str, fence: str | None = None) -> dict:
+    """On a worker: compute ``task`` and write its data chunks (not ``done``) into the store at ``path``.
+
+    The store's arrays are opened once per worker and run (``token``). ``fence`` is the run's fencing
+    token: the data are written only while the store's lock carries it (checked after computing,
+    right before writing). Returns ``{"written": True, "cells": ..., "seconds": ...}``;
+    ``{"os_error": (errno, message, filename)}`` when the store cannot be written (full disk,
+    permission, read-only or vanished store): retrying would not help, so the run stops with that one
+    line instead of retrying and logging the task's traceback on every worker; or ``{"fenced": path}``
+    when the run no longer holds the store (nothing written).
+    """
+    start = time.perf_counter()
+    values = compute_block(task)
+    key = (path, token)
+    try:
+        if fence is not None and not holds(path, fence):
+            return {"fenced": path}
+        if key not in _WRITERS:
+            _WRITERS.clear()
+            _WRITERS[key] = Writer(path)
+        _WRITERS[key].write_block(task.region, values, task.todo, run)
+    except OSError as exc:
+        _WRITERS.clear()
+        return {"os_error": (exc.errno, exc.strerror or str(exc), exc.filename or path)}
+    return {"written": True, "cells": task.cells, "seconds": time.perf_counter() - start}
