@@ -53,7 +53,7 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
     """The variable to map (replicate-averaged, ``k`` selected) and the store it came from.
 
     ``var`` may be a store variable or a comparison variable (read from the store's ``comparison``
-    group when present, computed on the fly otherwise). The result's ``map_statistic`` attr says
+    group when present and it states its detection rule, computed on the fly otherwise). The result's ``map_statistic`` attr says
     what is shown, e.g. ``overlap (k=1), mean over 8 replicates``; for a value computed from the
     replicates, ``replicates_not_done`` and ``replicates_total`` say how many of those selected were
     left out as not done.
@@ -70,6 +70,8 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
             cmp = open_source(path, GROUP) if not isinstance(path, xr.Dataset) else compare(ds)
         except SelectionError:
             cmp = compare(ds)
+        if not {"false_alarm", "margin_factor"} & set(cmp.attrs):   # a group written before detection stated its
+            cmp = compare(ds)                                        # rule: its detection rates use another test
         if var not in cmp.data_vars:
             choices = sorted(set(ds.data_vars) | set(cmp.data_vars))
             raise SelectionError(f"--var {var!r}: not a variable of {path} (valid: {', '.join(choices)})")

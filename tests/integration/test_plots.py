@@ -648,3 +648,25 @@ def test_single_panel_title_fits_the_page(uneven_store):
     (box,) = _text_boxes(page)
     assert _inside(box, page)
     assert " ".join(page._suptitle.get_text().split()) == fig.title
+
+
+def test_a_comparison_group_that_states_no_detection_rule_is_not_drawn(tiny_store, tmp_path):
+    """A comparison group written before detection stated its rule (no ``false_alarm`` or ``margin_factor``)
+    counted detections by another test: a map recomputes them; a group that states its rule is drawn as stored."""
+    import shutil
+
+    from rmtsweep.analysis.compare import GROUP, compare, write_comparison
+    from rmtsweep.analysis.plots import map_data
+    store = tmp_path / "old.zarr"
+    shutil.copytree(tiny_store, store)
+    level = compare(store).attrs["false_alarm"]
+    for states_rule in (True, False):
+        group = xr.open_zarr(store, group=GROUP).load()
+        group["detection_rate"] = xr.full_like(group["detection_rate"], 0.375)       # a value no cell has
+        group.attrs = {k: v for k, v in group.attrs.items() if k not in ("false_alarm", "margin_factor")}
+        if states_rule:
+            group.attrs["false_alarm"] = level
+        write_comparison(store, group)
+        da, _ = map_data(store, "detection_rate")
+        drawn = da.values[np.isfinite(da.values)]
+        assert drawn.size and (np.all(drawn == 0.375) if states_rule else not np.any(drawn == 0.375)), states_rule
