@@ -101,13 +101,18 @@ def _corruption_named(path: Path) -> Iterator[None]:
                          f"recompute it") from None
 
 
+def _detection_options(command):
+    """``--false-alarm`` and ``--margin-factor``: the detection rule of a comparison or a phase diagram."""
+    command = click.option("--margin-factor", type=click.FloatRange(min=0.0), default=None,
+                           help="Instead, the margin rule: detect above kappa lambda_+ (1 + F d^(-2/3)).")(command)
+    return click.option("--false-alarm", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
+                        default=None, help="Detect at this false-alarm level: above the 1 - ALPHA quantile of the "
+                        "predicted null top eigenvalue at the store's size (default 0.05).")(command)
+
+
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
-@click.option("--false-alarm", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True), default=None,
-              help="Detect at this false-alarm level: above the 1 - ALPHA quantile of the predicted null top "
-                   "eigenvalue at the store's size (default 0.05).")
-@click.option("--margin-factor", type=click.FloatRange(min=0.0), default=None,
-              help="Instead, the margin rule: detect above kappa lambda_+ (1 + F d^(-2/3)).")
+@_detection_options
 @click.option("--write/--no-write", default=True, show_default=True,
               help="Write the comparison into STORE as the zarr group 'comparison'.")
 @click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
@@ -194,8 +199,10 @@ def figures(stores: tuple[Path, ...], out: Path, select: tuple[str, ...]) -> Non
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
               show_default=True, help="Coverage of the bootstrap interval (--phase-diagram).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap (--phase-diagram).")
+@_detection_options
 def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: tuple[str, ...],
-           phase_diagram: bool, n_boot: int, level: float, seed: int) -> None:
+           phase_diagram: bool, n_boot: int, level: float, seed: int, false_alarm: float | None,
+           margin_factor: float | None) -> None:
     """Export STORE (or its comparison group) as tidy CSV or netCDF, or its phase diagram as CSV."""
     from ..analysis.export import export as export_store, export_phase_diagram
     with _corruption_named(store_path):
@@ -204,8 +211,13 @@ def export(store_path: Path, fmt: str, out: Path, group: str | None, variables: 
                 raise UserError("--phase-diagram writes one CSV table of the store's SNR lines; drop "
                                     "--format, --group and --var")
             written, method = export_phase_diagram(store_path, out, n_boot, level, seed,
-                                                   notes=lambda line: click.echo(line, err=True))
+                                                   notes=lambda line: click.echo(line, err=True),
+                                                   false_alarm=false_alarm, margin_factor=margin_factor)
             click.echo(f"{written}: transition SNR per line ({method})")
         else:
+            if false_alarm is not None or margin_factor is not None:
+                raise UserError("--false-alarm and --margin-factor choose the detection rule of --phase-diagram; the "
+                                "values exported otherwise are the store's (a comparison group keeps the rule it was "
+                                "written with: `rmtsweep compare --false-alarm ...`)")
             click.echo(export_store(store_path, out, fmt, group, list(variables) or None,
                                     notes=lambda line: click.echo(line, err=True)))

@@ -143,7 +143,8 @@ def _threads(engine: Engine) -> int:
 
 def _dry_run(sweep_file: SweepFile, path: Path, engine: Engine) -> None:
     from .. import store
-    from ..run import Blocking, plan
+    from ..run import Blocking
+    from ..run.plan import plan
     sweep, threads = sweep_file.sweep, _threads(engine)
     exists = path.exists() and store.is_store(path)
     the_plan = plan(sweep, Blocking(*store.blocking_of(path)) if exists else None, threads)
@@ -240,7 +241,7 @@ def list_sweeps() -> None:
 
 def _size_text(path: Path) -> str:
     """d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours of a sweep file."""
-    from ..run import plan
+    from ..run.plan import plan
     from ..spec import load_sweep
     try:
         sweep = load_sweep(path).sweep

@@ -17,7 +17,7 @@ from rmtsweep import load_sweep, open_store, run_sweep
 from rmtsweep.analysis.compare import MARGIN_FACTOR, compare, detection_margin, detection_rule, theory_detection_rate
 from rmtsweep.cli import main
 from rmtsweep.errors import StoreError, TaskFailedError
-from rmtsweep.run import execute
+from rmtsweep.run import work
 from rmtsweep.spec import parse_sweep
 from rmtsweep.store import JOURNAL_NAME, corrupt_tasks, migrate
 from rmtsweep.testing import assert_stores_equal
@@ -118,17 +118,17 @@ def test_resume_after_an_interruption(client, write_sweep, tmp_path, monkeypatch
     then the same command again: the store equals an uninterrupted build, and nothing written is redone."""
     path = write_sweep(AXIS, "axis.yaml")
     store = tmp_path / "resumed.zarr"
-    original = execute.compute_block
+    original = work.compute_block
 
     def flaky(task):
         if task.d == 16 and task.start[3] == 2:
             raise FloatingPointError("injected failure")
         return original(task)
 
-    monkeypatch.setattr(execute, "compute_block", flaky)
+    monkeypatch.setattr(work, "compute_block", flaky)
     with pytest.raises(TaskFailedError, match=r"task d=16 delta=0\.5\.\.1 gamma=0\.5 T=4 replicates 2-3 failed"):
         run_sweep(load_sweep(path), store, client, progress=False)
-    monkeypatch.setattr(execute, "compute_block", original)
+    monkeypatch.setattr(work, "compute_block", original)
     done = open_store(store)["done"]
     assert bool(done.sel(d=8).all()) and not bool(done.sel(d=16, replicate=[2, 3]).any())
     # as if killed between a task's data and its done flag: garbage in its chunk, done not set

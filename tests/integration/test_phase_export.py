@@ -85,3 +85,20 @@ def test_lines_with_different_numbers_of_done_replicates(tiny_store):
             assert np.isnan([row.ci_low, row.ci_high, row.censored_fraction]).all()
         elif keep.sum() == 1 and np.isfinite(expected):        # one replicate: every resample is the line itself
             assert row.censored_fraction == 0.0 and row.ci_low <= expected <= row.ci_high
+
+
+def test_phase_diagram_at_a_stated_level_equals_the_comparison_at_that_level(tiny_store, tmp_path, capsys):
+    out = tmp_path / "phase.csv"
+    main(["export", str(tiny_store), "--phase-diagram", "--out", str(out), "--bootstrap", "50", "--false-alarm", "0.2"])
+    assert "; detection at false-alarm level 0.2" in capsys.readouterr().out
+    table, cmp = pd.read_csv(out), compare(tiny_store, false_alarm=0.2)
+    default = compare(tiny_store)["transition_snr_empirical"]
+    assert not default.equals(cmp["transition_snr_empirical"])          # the level changes some transition here
+    for row in table.itertuples():
+        at = dict(delta=row.delta, gamma=row.gamma, T=row.T, weights=row.weights)
+        assert np.isclose(row.transition_snr, float(cmp["transition_snr_empirical"].sel(at)), equal_nan=True)
+    with pytest.raises(SystemExit) as exc:                                # the rule of a plain export is the store's
+        main(["export", str(tiny_store), "--out", str(tmp_path / "t.csv"), "--margin-factor", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and "choose the detection rule of --phase-diagram" in err[0]
+    assert not (tmp_path / "t.csv").exists()

@@ -20,7 +20,7 @@ import yaml
 from distributed import Client, LocalCluster
 
 from rmtsweep import load_sweep, open_store, run_sweep
-from rmtsweep.run import execute
+from rmtsweep.run import work
 from rmtsweep.errors import StoreError, TaskFailedError
 from rmtsweep.store import JOURNAL_NAME as JOURNAL
 from rmtsweep.testing import assert_stores_equal
@@ -137,14 +137,14 @@ def _guard(errors, fn, *args, **kwargs):
 
 def test_repeated_failure_names_the_cell_and_keeps_done_cells(reference, tmp_path, monkeypatch):
     sweep_path, _ = reference
-    original = execute.compute_block
+    original = work.compute_block
 
     def flaky(task):
         if task.start[3] == 2:                              # the second replicate block (both delta points)
             raise FloatingPointError("injected failure")
         return original(task)
 
-    monkeypatch.setattr(execute, "compute_block", flaky)
+    monkeypatch.setattr(work, "compute_block", flaky)
     store = tmp_path / "failing.zarr"
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
             Client(c) as cl:
