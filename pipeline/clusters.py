@@ -233,6 +233,21 @@ def _job_kwargs(config: ClusterConfig) -> dict[str, Any]:
     )
 
 
+DASHBOARD_PORT = 8787
+
+
+def default_dashboard(host: str = "localhost") -> str:
+    """``host:8787`` when that port is free here, else ``host:0`` (a free port): on a shared login node another
+    user's scheduler may hold 8787, and dask would then say so in a four-line warning on every run."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", DASHBOARD_PORT))
+        except OSError:
+            return f"{host}:0"
+    return f"{host}:{DASHBOARD_PORT}"
+
+
 def make_cluster(kind: Kind, config: ClusterConfig, security: Any = None,
                  dashboard_address: str | None = None) -> JobQueueCluster:
     """Start a scheduler here and return a ``SLURMCluster``/``PBSCluster`` with no jobs yet.
@@ -241,13 +256,14 @@ def make_cluster(kind: Kind, config: ClusterConfig, security: Any = None,
     the scheduler listen on ``tls://`` and serve only holders of those credentials; the worker job
     script names the files (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``). The dashboard binds to
     ``dashboard_address``, else to the dask config's ``jobqueue.<kind>.scheduler-options``, else to
-    loopback port 8787 (reach it through an SSH tunnel). Scale it with :func:`scale_cluster`; close it
+    loopback port 8787, or a free port when another scheduler on this host has 8787 (reach it through an
+    SSH tunnel; the run prints its link). Scale it with :func:`scale_cluster`; close it
     (or use it as a context manager) to cancel jobs.
     """
     import dask
     cluster_cls, _ = jobqueue_classes(kind)
     options = dict(dask.config.get(f"jobqueue.{kind}.scheduler-options", None) or {})
-    options["dashboard_address"] = dashboard_address or options.get("dashboard_address") or "localhost:8787"
+    options["dashboard_address"] = dashboard_address or options.get("dashboard_address") or default_dashboard()
     try:
         return cluster_cls(job_cls=watched_job_class(kind), security=security, scheduler_options=options,
                            **_job_kwargs(config))

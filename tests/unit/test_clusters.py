@@ -184,6 +184,28 @@ def test_the_dashboard_listens_on_loopback_unless_told():
     assert hosts == {"0.0.0.0"}, hosts
 
 
+def test_the_dashboard_takes_a_free_port_without_a_warning_when_8787_is_taken():
+    """On a shared login node another scheduler may hold 8787: the run's dashboard goes elsewhere, silently."""
+    import socket
+    import warnings
+    cfg = load_cluster_config("slurm")
+    with socket.socket() as other:
+        try:
+            other.bind(("127.0.0.1", 8787))
+        except OSError:
+            pytest.skip("port 8787 is in use on this host; the test holds it itself")
+        other.listen()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with make_cluster("slurm", cfg) as cluster:
+                ports = {s.getsockname()[1] for s in cluster.scheduler.http_server._sockets.values()}
+    assert 8787 not in ports and ports, ports
+    assert not [w for w in caught if "already in use" in str(w.message)], [str(w.message) for w in caught]
+    with make_cluster("slurm", cfg) as cluster:                      # free again: the usual port
+        ports = {s.getsockname()[1] for s in cluster.scheduler.http_server._sockets.values()}
+    assert ports == {8787}, ports
+
+
 def test_make_cluster_reports_a_bad_interface():
     cfg = load_cluster_config("slurm", overrides=dict(interface="no-such-nic0"))
     with pytest.raises(ClusterError, match=r"cannot start a slurm cluster: .*no-such-nic0"):
