@@ -64,6 +64,8 @@ def _draw_panel(ax, fig: MapFigure, panel, cmap, norm):
         if axis in fig.ticks:
             pos, labels = zip(*fig.ticks[axis])
             set_ticks(pos, labels)
+        elif da[axis].size == 1:                      # one cell: its value, not its edges' span
+            set_ticks(da[axis].values, [f"{v:g}" for v in da[axis].values])
     ax.set_xlim(fig.edges[fig.x][[0, -1]])            # the cells, whole; curves that leave them do not stretch
     ax.set_ylim(fig.edges[fig.y][[0, -1]])
     if panel.title:

@@ -152,6 +152,9 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
         elif {x, y} == {"delta", "gamma"}:
             import contourpy
             gx, gy = _axis_grid(pos[x], n_plane), _axis_grid(pos[y], n_plane)
+            if min(gx.size, gy.size) < 2:          # a plane one grid value wide holds no contour: none drawn
+                out[kind] = []
+                continue
             X, Y = np.meshgrid(gx, gy)
             D, G = (X, Y) if x == "delta" else (Y, X)
             field = snr_transition(ds, kind, D, G, at["T"], at["weights"]) - at["snr"]

@@ -670,3 +670,17 @@ def test_a_comparison_group_that_states_no_detection_rule_is_not_drawn(tiny_stor
         da, _ = map_data(store, "detection_rate")
         drawn = da.values[np.isfinite(da.values)]
         assert drawn.size and (np.all(drawn == 0.375) if states_rule else not np.any(drawn == 0.375)), states_rule
+
+
+def test_a_plane_one_grid_value_wide_is_drawn_with_its_value_and_no_contour(tmp_path):
+    """(delta, gamma) with one gamma: no transition contour can be traced (it crashed contourpy), and the one row
+    of cells is labelled with its value, in the PNG and in the HTML, not with its edges' span."""
+    from rmtsweep.analysis.plots import plot_map
+    store = build_store(tmp_path / "one-gamma.zarr", BASE)              # gamma: [0.5] only
+    fig = _figure(store, "detection_rate", "delta", "gamma")
+    assert fig.transitions and all(p.curves == {"population": [], "sample": []} for p in fig.panels)
+    ax = _panels(_pages(fig)[0])[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0.5"]
+    assert ax.get_yticks().tolist() == [0.5]
+    html, png = plot_map(store, "delta", "gamma", "detection_rate", tmp_path / "maps")
+    assert png.exists() and '"0.5"' in html.read_text()
