@@ -99,6 +99,33 @@ FINITE_T_BUDGET = 6400   # (distinct law, delta, gamma) x bins a template comput
 SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.5 s per law, ~1e-3 in KS
 
 
+# The finite-T spectrum histograms (and sampled laws) computed in this process, by what determines them: a store
+# made twice, or extended, or a sweep's batching changed, does not recompute them (seconds each). Bounded (FIFO).
+_MEMO: dict[tuple, object] = {}
+MEMO_ENTRIES = 4096
+
+
+def _memo(key: tuple, compute):
+    if key not in _MEMO:
+        if len(_MEMO) >= MEMO_ENTRIES:
+            del _MEMO[next(iter(_MEMO))]
+        _MEMO[key] = compute()
+    return _MEMO[key]
+
+
+def _finite_t_histogram(profile: tuple, w: np.ndarray, delta: float, gamma: float, edges: np.ndarray) -> np.ndarray:
+    """The finite-T law's histogram on ``edges``: exact (``profile == ()``, one position) or over the token-count
+    law sampled with :data:`SAMPLE` (which depends on ``delta/gamma`` and the weights' sorted profile only)."""
+    def law() -> finite_t.DiscreteLaw:
+        if not profile:
+            return finite_t.poisson_law(delta, gamma)
+        ratio = round(delta / gamma, 12)
+        return _memo(("nu", profile, ratio, tuple(sorted(SAMPLE.items()))),
+                     lambda: finite_t.sample_token_law(w, delta, gamma, **SAMPLE))
+    key = ("histogram", profile, delta, gamma, edges.tobytes(), tuple(sorted(SAMPLE.items())) if profile else ())
+    return _memo(key, lambda: finite_t.histogram(edges, law(), delta, nodes=8))   # callers copy it into their array
+
+
 def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
     """The predicted ``spectrum`` observable: the bulk density of ``S/kappa`` on its bins.
 
@@ -135,23 +162,11 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
         note = (f"; the finite-T law was not computed: {work} (law, delta, gamma) x bins exceed the budget of "
                 f"{FINITE_T_BUDGET} (about {FINITE_T_BUDGET // 250} s at store creation)")
         wanted = []
-    cache: dict[tuple, np.ndarray] = {}
-    sampled: dict[tuple, finite_t.DiscreteLaw] = {}     # the sampled nu depends on delta/gamma only (N/V)
     for a, b, exact, w in wanted:
         law[a, b] = 1 if exact else 2
         for i, dl in enumerate(c["delta"]):
             for j, g in enumerate(c["gamma"]):
-                key = (profile[(a, b)], float(dl), float(g))
-                if key not in cache:
-                    if exact:
-                        nu = finite_t.poisson_law(dl, g)
-                    else:
-                        ratio = (profile[(a, b)], round(float(dl) / float(g), 12))
-                        if ratio not in sampled:
-                            sampled[ratio] = finite_t.sample_token_law(w, dl, g, **SAMPLE)
-                        nu = sampled[ratio]
-                    cache[key] = finite_t.histogram(edges, nu, dl, nodes=8)
-                theory[i, j, a, b] = cache[key]
+                theory[i, j, a, b] = _finite_t_histogram(profile[(a, b)], w, float(dl), float(g), edges)
     coords = {**c, "bin": bins}
     units = "1 / (unit of S/kappa)"
     return {

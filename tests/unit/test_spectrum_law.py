@@ -106,6 +106,7 @@ def test_pairs_sharing_delta_over_gamma_share_one_sample_and_equal_their_own(mon
                          "observables": {"spectrum": {"bins": 20, "max": 8.0}}})
     small = {**on_grid.SAMPLE, "size": 200, "replicates": 2}
     real, calls = finite_t.sample_token_law, []
+    monkeypatch.setattr(on_grid, "_MEMO", {})                # nothing computed earlier in this process
     monkeypatch.setattr(on_grid, "SAMPLE", small)
     monkeypatch.setattr(finite_t, "sample_token_law", lambda *a, **k: calls.append(a[1] / a[2]) or real(*a, **k))
     got = on_grid.spectrum_arrays(sweep)["theory_spectrum"]
@@ -113,3 +114,24 @@ def test_pairs_sharing_delta_over_gamma_share_one_sample_and_equal_their_own(mon
     for delta, gamma in ((0.5, 0.25), (1.0, 0.5)):
         own = finite_t.histogram(np.linspace(0.0, 8.0, 21), real(np.full(2, 0.5), delta, gamma, **small), delta, nodes=8)
         assert np.array_equal(got.sel(delta=delta, gamma=gamma, T=2, weights="mean").values, own)
+
+
+def test_a_template_made_again_in_one_process_reuses_its_finite_t_spectrum(monkeypatch):
+    """The second template of the same sweep (a batching change, an extension) takes the finite-T histograms from
+    the process's memo: no law sampled, no Stieltjes solve, the same values; a caller's edits do not reach the memo."""
+    from rmtsweep.theory import on_grid
+    sweep = parse_sweep({**copy.deepcopy(BASE), "correlation": {"model": "iid"},
+                         "grid": {"delta": [0.5], "gamma": [0.5], "snr": [0.0], "T": [1, 2], "weights": ["mean"]},
+                         "observables": {"spectrum": {"bins": 10, "max": 8.0}}})
+    monkeypatch.setattr(on_grid, "_MEMO", {})
+    monkeypatch.setattr(on_grid, "SAMPLE", {**on_grid.SAMPLE, "size": 200, "replicates": 2})
+    first = on_grid.spectrum_arrays(sweep)["theory_spectrum"].values.copy()
+    assert len(on_grid._MEMO) == 3                           # T = 1 exact, T = 2 sampled: two histograms, one law
+    def never(*args, **kwargs):
+        raise AssertionError("computed again")
+    monkeypatch.setattr(finite_t, "sample_token_law", never)
+    monkeypatch.setattr(finite_t, "histogram", never)
+    again = on_grid.spectrum_arrays(sweep)["theory_spectrum"]
+    assert np.array_equal(again.values, first)
+    again.values[...] = -1.0
+    assert np.array_equal(on_grid.spectrum_arrays(sweep)["theory_spectrum"].values, first)
