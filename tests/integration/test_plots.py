@@ -684,3 +684,18 @@ def test_a_plane_one_grid_value_wide_is_drawn_with_its_value_and_no_contour(tmp_
     assert ax.get_yticks().tolist() == [0.5]
     html, png = plot_map(store, "delta", "gamma", "detection_rate", tmp_path / "maps")
     assert png.exists() and '"0.5"' in html.read_text()
+
+
+def test_a_transition_across_a_row_one_grid_value_wide_spans_the_row(tmp_path):
+    """SNR against gamma with one gamma: each transition is the store's SNR drawn across the row's cell (it was a
+    single point, so nothing was drawn under a legend that named it)."""
+    import xarray as xr
+    store = build_store(tmp_path / "one-gamma.zarr", BASE)
+    ds = xr.open_zarr(store)
+    fig = _figure(store, "overlap", "snr", "gamma", {"delta": "1.0"})
+    for panel in fig.panels:
+        at = dict(delta=1.0, gamma=0.5, T=4, weights=panel.key[fig.facets.index("weights")])
+        for kind in ("population", "sample"):
+            (path,) = panel.curves[kind]
+            want = float(ds[f"theory_snr_{kind}"].sel(at))
+            np.testing.assert_allclose(path, [[want, 0.0], [want, 1.0]], rtol=1e-9)
