@@ -149,8 +149,8 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
                 s = np.array([snr_transition(ds, kind, **{**at, a: v}).item() for v in ds[a].values])
             if grid.size == 1:                  # one row of cells: the transition crosses it from edge to edge
                 scale = "linear" if a in CATEGORICAL else axis_scale(grid)
-                grid = cell_edges(grid, scale, None if a in CATEGORICAL else LOWER_BOUND.get(a))
-                s = np.repeat(np.ravel(s), 2)
+                grid = np.union1d(cell_edges(grid, scale, None if a in CATEGORICAL else LOWER_BOUND.get(a)), grid)
+                s = np.repeat(np.ravel(s), grid.size)
             xy = np.column_stack([s, grid] if x == "snr" else [grid, s])
             out[kind] = [xy[np.isfinite(xy).all(axis=1)]]
         elif {x, y} == {"delta", "gamma"}:

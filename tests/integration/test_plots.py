@@ -698,4 +698,4 @@ def test_a_transition_across_a_row_one_grid_value_wide_spans_the_row(tmp_path):
         for kind in ("population", "sample"):
             (path,) = panel.curves[kind]
             want = float(ds[f"theory_snr_{kind}"].sel(at))
-            np.testing.assert_allclose(path, [[want, 0.0], [want, 1.0]], rtol=1e-9)
+            np.testing.assert_allclose(path, [[want, 0.0], [want, 0.5], [want, 1.0]], rtol=1e-9)   # through the point
