@@ -31,7 +31,7 @@ def sweep_file(d: int, replicates: int, per_task: int | None, grid: dict):
 
 def serial_sweep(sf) -> None:
     """The same sweep as one in-process loop of ``compute_task`` over ``grid.tasks`` (no store)."""
-    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.work import compute_task
     from rmtsweep.run.grid import tasks
     for task in tasks(sf.sweep, choose_blocking(sf.sweep)):
         compute_task(task)
@@ -50,7 +50,7 @@ def parallel_sweep(sf, client, tmp: Path, fixed: list[float]) -> None:
 
 def demo_task_seconds(d: int, replicates: int) -> dict:
     """Seconds per replicate of each demo cell (1 core), to choose ``replicates_per_task``."""
-    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.work import compute_task
     from rmtsweep.run.grid import tasks
     from rmtsweep import load_sweep
     sweep = load_sweep(HERE.parent / "sweeps" / "demo.yaml").sweep
@@ -158,7 +158,7 @@ def overhead_breakdown(sf, client, tmp: Path) -> dict:
     import pickle
 
     from rmtsweep import store
-    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.work import compute_task
     from rmtsweep.run.grid import tasks
     from rmtsweep.run.runner import prepare_store
     path = tmp / "breakdown.zarr"

@@ -45,7 +45,7 @@ MEDIUM_TASKS = 64
 def build_store(path: Path, data: dict = TINY) -> Path:
     """Run a sweep in this process (no dask): template, then every task's chunk, then its done flag."""
     from rmtsweep.run.cost import Blocking
-    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.work import compute_task
     from rmtsweep.run.grid import tasks
     from rmtsweep.run.runner import prepare_store
     from rmtsweep.spec import SweepFile, parse_sweep

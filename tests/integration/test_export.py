@@ -110,7 +110,7 @@ def test_netcdf_of_a_partly_computed_store_keeps_run_minus_one(tmp_path):
 
     from rmtsweep.analysis.export import export as export_store
     from rmtsweep.run.cost import Blocking
-    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.work import compute_task
     from rmtsweep.run.grid import tasks
     from rmtsweep.run.runner import prepare_store
     from rmtsweep.spec import SweepFile, parse_sweep

@@ -12,7 +12,7 @@ import zarr
 
 from rmtsweep import load_sweep
 from rmtsweep.run.cost import Blocking
-from rmtsweep.run.execute import compute_task
+from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import tasks
 from rmtsweep.run.runner import make_template, prepare_store
 from rmtsweep.spec import SweepFile, parse_sweep

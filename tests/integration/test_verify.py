@@ -76,7 +76,7 @@ def test_a_chunk_of_fill_values_only_is_written_so_presence_means_written(tmp_pa
     import numpy as np
 
     from rmtsweep.run.cost import Blocking
-    from rmtsweep.run.execute import compute_task
+    from rmtsweep.run.work import compute_task
     from rmtsweep.run.grid import tasks
     from rmtsweep.spec import parse_sweep
     from rmtsweep.store import Writer, blocking_of, corrupt_tasks

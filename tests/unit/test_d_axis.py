@@ -11,7 +11,7 @@ from rmtsweep.errors import SweepDefinitionError
 from rmtsweep.model import CellModel, correlation_matrix, make_correlation, make_scheme, pooling_weights, \
     simulate_replicate
 from rmtsweep.run.cost import Blocking, choose_blocking, point_seconds
-from rmtsweep.run.execute import compute_task
+from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import Context, grid_shape, n_tasks, task_memory_bytes, tasks, value_key
 from rmtsweep.spec import load_sweep, parse_sweep
 from rmtsweep.testing import pooled_matrix

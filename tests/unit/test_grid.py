@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rmtsweep.run.cost import TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds
-from rmtsweep.run.execute import compute_task
+from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
 from rmtsweep.spec import parse_sweep
 

@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 from rmtsweep.model import IID, CellModel, draw_replicate
 from rmtsweep.model.replicate import pool
 from rmtsweep.run.cost import choose_blocking
-from rmtsweep.run.execute import compute_task
+from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import replicate_rng, tasks
 from rmtsweep.spec import parse_sweep, sizes
 from rmtsweep.testing import assert_mc_close, mean_and_se
