@@ -52,7 +52,7 @@ def test_a_run_started_while_another_holds_the_store_changes_nothing(tmp_path):
 
 def test_a_worker_writes_nothing_for_a_run_that_no_longer_holds_the_store(tmp_path):
     from rmtsweep.run.cost import Blocking
-    from rmtsweep.run.execute import write_task
+    from rmtsweep.run.work import write_task
     from rmtsweep.run.grid import tasks
     from rmtsweep.spec import parse_sweep
     from rmtsweep.store import blocking_of

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from rmtsweep import open_store
 from rmtsweep.run.block import result_names
 from rmtsweep.run.cost import Blocking
-from rmtsweep.run.execute import compute_task
+from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import tasks
 from rmtsweep.run.runner import prepare_store
 from rmtsweep.spec import SweepFile, parse_sweep
