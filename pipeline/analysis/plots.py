@@ -53,10 +53,10 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
     """The variable to map (replicate-averaged, ``k`` selected) and the store it came from.
 
     ``var`` may be a store variable or a comparison variable (read from the store's ``comparison``
-    group when present and it states its detection rule, computed on the fly otherwise). The result's ``map_statistic`` attr says
-    what is shown, e.g. ``overlap (k=1), mean over 8 replicates``; for a value computed from the
-    replicates, ``replicates_not_done`` and ``replicates_total`` say how many of those selected were
-    left out as not done.
+    group when present and it states its detection rule, computed on the fly otherwise). The result's
+    ``map_statistic`` attr says what is shown, e.g. ``overlap (k=1), mean over 8 replicates``; for a value
+    computed from the replicates, ``replicates_not_done`` and ``replicates_total`` say how many of those
+    selected were left out as not done.
     """
     ds = open_source(path)
     per_replicate = False

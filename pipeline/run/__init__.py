@@ -44,7 +44,8 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .block import compute_block
-    from .cost import DRIVER_TASKS_PER_SECOND, TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds, task_target
+    from .cost import (DRIVER_TASKS_PER_SECOND, TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds,
+                       task_target)
     from .execute import RunReport, Window, check_memory, compute_task, run_tasks, write_task
     from .grid import Context, Task, grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
     from .plan import Plan

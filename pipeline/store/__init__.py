@@ -47,7 +47,8 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .handle import JOURNAL_NAME, PreparedRun, Store
-    from .io import blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status, store_problem, stored_sweep, write_template
+    from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status,
+                     store_problem, stored_sweep, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
     from .lock import StoreLock, lock_file, metadata_lock
     from .verify import Corrupt, corrupt_tasks, repair
