@@ -9,7 +9,7 @@ Each name is imported when first used (``import rmtsweep`` itself takes only xar
 
 Rooms, in the direction data flows (each imports only rooms before it; checked in CI)::
 
-    errors, types, dims   the error hierarchy, every string option, the store's dimension names
+    errors, types, dims   the error hierarchy, every string option, the store's dimension names; lazy: names imported on first use
     model/                the Monte Carlo side: correlations, weights schemes, one replicate (no dask, no files)
     spec                  sweep file -> frozen Sweep (validated against the model's classes)
     theory/               exact large-dimension theory, and on a sweep's grid (pure numpy/xarray)
@@ -26,7 +26,6 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
 
 from __future__ import annotations
 
-import importlib
 import os as _os
 import sys as _sys
 from importlib import metadata as _metadata
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (BatchSystemError, ClusterError, RmtsweepError, RunError, SelectionError, StoreError, StoreWriteError,
                      SweepDefinitionError, TaskFailedError, UserError)
+from .lazy import lazy_names
 
 try:
     __version__ = _metadata.version("rmtsweep")
@@ -75,19 +75,7 @@ if TYPE_CHECKING:
     from .store import status
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'rmtsweep' has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    value = importlib.import_module(module)
-    value = value if attribute is None else getattr(value, attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 def _from_the_command_line() -> bool:
     """Is this process the ``rmtsweep`` command (its script, or ``python -m rmtsweep.cli``)?"""

@@ -8,8 +8,9 @@ does not import the rest.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_names
 
 # name -> the module of this package that defines it
 _LAZY: dict[str, str] = {
@@ -23,9 +24,9 @@ _LAZY: dict[str, str] = {
     "RunReport": "execute",
     "Window": "execute",
     "check_memory": "execute",
-    "compute_task": "execute",
+    "compute_task": "work",
     "run_tasks": "execute",
-    "write_task": "execute",
+    "write_task": "work",
     "Context": "grid",
     "Task": "grid",
     "grid_shape": "grid",
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
     from .block import compute_block
     from .cost import (DRIVER_TASKS_PER_SECOND, TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds,
                        task_target)
-    from .execute import RunReport, Window, check_memory, compute_task, run_tasks, write_task
+    from .execute import RunReport, Window, check_memory, run_tasks
+    from .work import compute_task, write_task
     from .grid import Context, Task, grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
     from .plan import Plan
     from .progress import Progress
@@ -60,13 +62,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, {name: (f".{module}", name) for name, module in _LAZY.items()},
+                                  globals())
