@@ -85,12 +85,10 @@ def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: l
     opts = dict(cmap=s.cmap, clim=(s.lo, s.hi), colorbar=True, frame_width=frame[0], frame_height=frame[1],
                 title=panel.title, clabel=_wrapped(fig.clabel, frame[1]), xlabel=fig.labels[fig.x], ylabel=fig.labels[fig.y],
                 logz=s.kind == "log", fontsize={"title": f"{pt}pt", "labels": "10pt"})
-    opts.update({f"{a}ticks": fig.ticks[axis] for a, axis in (("x", fig.x), ("y", fig.y)) if axis in fig.ticks})
     for a, axis in (("x", fig.x), ("y", fig.y)):
-        if fig.scales[axis] == "log":
-            opts.update({f"log{a}": True, f"{a}ticks": [(v, f"{v:g}") for v in panel.data[axis].values]})
-        elif axis not in fig.ticks and panel.data[axis].size == 1:      # one cell: its value, not its edges' span
-            opts[f"{a}ticks"] = [(float(v), f"{v:g}") for v in panel.data[axis].values]
+        opts[f"log{a}"] = fig.scales[axis] == "log"
+        if ticks := fig.axis_ticks(axis, panel.data[axis].values):
+            opts[f"{a}ticks"] = ticks
     opts.update(xlim=tuple(fig.edges[fig.x][[0, -1]]), ylim=tuple(fig.edges[fig.y][[0, -1]]))
     qm = panel.data.hvplot.quadmesh(x=fig.x, y=fig.y, **opts).opts(hooks=[_edge_hook(fig)])
     if s.kind == "log":                                  # 1-2-5 steps, not only the decades

@@ -59,13 +59,10 @@ def _draw_panel(ax, fig: MapFigure, panel, cmap, norm):
     for axis, set_scale, set_ticks in ((fig.x, ax.set_xscale, ax.set_xticks), (fig.y, ax.set_yscale, ax.set_yticks)):
         if fig.scales[axis] == "log":                 # base 2, ticks at the grid's values
             set_scale("log", base=2)
-            set_ticks(da[axis].values, [f"{v:g}" for v in da[axis].values])
             set_ticks([], minor=True)
-        if axis in fig.ticks:
-            pos, labels = zip(*fig.ticks[axis])
+        if ticks := fig.axis_ticks(axis, da[axis].values):
+            pos, labels = zip(*ticks)
             set_ticks(pos, labels)
-        elif da[axis].size == 1:                      # one cell: its value, not its edges' span
-            set_ticks(da[axis].values, [f"{v:g}" for v in da[axis].values])
     ax.set_xlim(fig.edges[fig.x][[0, -1]])            # the cells, whole; curves that leave them do not stretch
     ax.set_ylim(fig.edges[fig.y][[0, -1]])
     if panel.title:

@@ -109,6 +109,18 @@ class MapFigure:
     edges: dict[str, np.ndarray]
     clabel: str = ""
 
+    def axis_ticks(self, axis: str, values: np.ndarray) -> list[tuple[float, str]] | None:
+        """The ``(position, label)`` ticks of ``axis`` (``x`` or ``y``) drawn over ``values``; None: the backend's.
+
+        A categorical axis gets its names, a log axis the grid's values, and an axis one value wide that
+        value (not ticks spread over the span of its one cell).
+        """
+        if axis in self.ticks:
+            return [(float(p), label) for p, label in self.ticks[axis]]
+        if self.scales[axis] == "log" or np.size(values) == 1:
+            return [(float(v), f"{v:g}") for v in np.atleast_1d(values)]
+        return None
+
 
 def categories(da: xr.DataArray) -> tuple[tuple[int, str], ...]:
     """``(value, name)`` pairs when ``da`` is categorical, else ``()``.
