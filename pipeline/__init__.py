@@ -9,7 +9,8 @@ Each name is imported when first used (``import rmtsweep`` itself takes only xar
 
 Rooms, in the direction data flows (each imports only rooms before it; checked in CI)::
 
-    errors, types, dims   the error hierarchy, every string option, the store's dimension names; lazy: names imported on first use
+    errors, types, dims   the error hierarchy, every string option, the store's dimension names
+    lazy                  the names a package imports on first use
     model/                the Monte Carlo side: correlations, weights schemes, one replicate (no dask, no files)
     spec                  sweep file -> frozen Sweep (validated against the model's classes)
     theory/               exact large-dimension theory, and on a sweep's grid (pure numpy/xarray)
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
+
 
 def _from_the_command_line() -> bool:
     """Is this process the ``rmtsweep`` command (its script, or ``python -m rmtsweep.cli``)?"""
