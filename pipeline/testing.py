@@ -53,7 +53,8 @@ def assert_stores_equal(a, b, same_runs: bool = False) -> None:
     must agree too; without it they may differ, as between a resumed store and an uninterrupted one.
     Attrs (provenance) are not compared.
     """
-    da_, db = (x if isinstance(x, xr.Dataset) else xr.open_zarr(x) for x in (a, b))
+    # numpy, not dask: a store read whole, chunk by chunk on the (maybe distributed) default scheduler, is slow
+    da_, db = (x if isinstance(x, xr.Dataset) else xr.open_zarr(x, chunks=None) for x in (a, b))
     for name in RESULT_VARS:
         if name not in da_ and name not in db:
             continue
