@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from threadpoolctl import threadpool_limits
 
 from tests.helpers import BASE, CHROMIUM_HOW, SLURM_HOW, build_store, chromium, slurm_problem
+
+# One BLAS thread in each test process (the commands and clusters the tests start keep their own settings): the
+# test processes already fill every core (pytest-xdist), and the small matrices of these tests only get slower
+# on more threads (tests/property/test_batching.py alone, 2 cores: 31-39 s on one thread, 54 s on two).
+import scipy.linalg  # noqa: E402,F401 - numpy's and scipy's BLAS loaded, so that the limit reaches both
+threadpool_limits(limits=1)
 
 # A suite started in the background of a non-interactive shell (`bash .ci/run &`) inherits SIGINT ignored, and so
 # would every run it starts: their Ctrl-C tests would then test nothing. A terminal's foreground process has the
@@ -21,8 +28,17 @@ from tests.helpers import BASE, CHROMIUM_HOW, SLURM_HOW, build_store, chromium, 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Under pytest-xdist (`-n auto --dist loadgroup`, pyproject.toml) each module's tests run in one process, so a
+# module-scoped fixture (a demo run, a cluster, a pip install) is built once; the tests of these modules share
+# nothing costly and take long, so they are spread over every process.
+SPREAD = {"test_fault_table.py", "test_startup_failures.py"}
+
+
+@pytest.hookimpl(tryfirst=True)            # before xdist reads the groups
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
+        if item.path.name not in SPREAD and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
         if item.nodeid.endswith(".ipynb"):               # a notebook run end to end (nbmake) is a slow test
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("requires_slurm") and (why := slurm_problem()):

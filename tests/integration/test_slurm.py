@@ -20,7 +20,8 @@ from rmtsweep.testing import assert_stores_equal
 
 from rmtsweep.clusters import load_cluster_config, make_cluster, scale_cluster
 
-pytestmark = [pytest.mark.slurm, pytest.mark.requires_slurm]
+# one test process runs them all, one after another: they share the single node and its job slots
+pytestmark = [pytest.mark.slurm, pytest.mark.requires_slurm, pytest.mark.xdist_group("slurm")]
 
 @pytest.fixture(scope="module")
 def slurm() -> None:
