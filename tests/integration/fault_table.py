@@ -86,15 +86,22 @@ def _stderr_lines(text: str) -> tuple[str, list[str]]:
 
 
 class Bench:
-    """A scratch directory with the sweep file and one uninterrupted store to compare against."""
+    """A scratch directory with the sweep file and one uninterrupted store to compare against.
+
+    The faults happen to real ``rmtsweep run`` processes (one worker: more prove nothing here). The
+    uninterrupted store and each recovery ("rerun the same command") run the same sweep through
+    :func:`rmtsweep.run_sweep` in this process, on a cluster the bench starts once and keeps: a command's
+    own start-up, repeated for every row, would be most of the table's time. Close the bench when done.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.sweep = root / "medium.yaml"
         self.sweep.write_text(yaml.safe_dump(MEDIUM))
+        self._cluster = self._client = None
         self.clean = root / "clean.zarr"
         if not self.clean.exists():
-            self.run(self.clean, check=True)
+            self.resume(self.clean)
         template = root / "template.zarr"
         if not template.exists():
             from rmtsweep.run.runner import prepare_store
@@ -103,13 +110,28 @@ class Bench:
         self.clean_k, self.template_k = _disk_k(self.clean), _disk_k(template)    # as a tmpfs counts them
 
     def cmd(self, store: Path) -> list[str]:
-        return [*RMTSWEEP, "run", str(self.sweep), "--store", str(store), "--workers", "2", "--no-progress"]
+        return [*RMTSWEEP, "run", str(self.sweep), "--store", str(store), "--workers", "1", "--no-progress"]
 
     def run(self, store: Path, check: bool = False, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
         proc = subprocess.run([*prefix, *self.cmd(store)], capture_output=True, text=True, timeout=600)
         if check and proc.returncode != 0:
             raise RuntimeError(f"the run failed: {proc.stderr[-2000:]}")
         return proc
+
+    def resume(self, store: Path) -> None:
+        """Run the sweep into ``store`` to the end (the recovery every message asks for), on the bench's cluster."""
+        from rmtsweep import run_sweep
+        if self._client is None:
+            from distributed import Client, LocalCluster
+            self._cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+            self._client = Client(self._cluster)
+        run_sweep(self.sweep, store, self._client, progress=False)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._cluster.close()
+            self._client = self._cluster = None
 
     def same(self, store: Path) -> bool:
         from rmtsweep.testing import assert_stores_equal
@@ -165,7 +187,7 @@ def _signal(bench: Bench, name: str, sig: int, group: bool, fault: str, after: i
     _, err = proc.communicate(timeout=60)
     message, noise = _stderr_lines(err)
     lacking = _without_data(store)
-    bench.run(store, check=True)
+    bench.resume(store)
     return Row(fault, proc.returncode, message, noise, bench.same(store), "rerun the same command", lacking)
 
 
@@ -177,7 +199,7 @@ def sigkill_three_times(bench: Bench) -> Row:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     code = proc.returncode
-    bench.run(store, check=True)
+    bench.resume(store)
     return Row("SIGKILL x3 (process group), then resume", code, "", [], bench.same(store), "rerun the same command")
 
 
@@ -204,7 +226,7 @@ def corrupt_chunk(bench: Bench) -> Row:
     message, noise = _stderr_lines(seen.stderr)
     verify = subprocess.run([*RMTSWEEP, "verify", str(store)], capture_output=True, text=True)
     repair = subprocess.run([*RMTSWEEP, "verify", str(store), "--repair"], capture_output=True, text=True)
-    bench.run(store, check=True)
+    bench.resume(store)
     ok = verify.returncode == 1 and repair.returncode == 0 and bench.same(store)
     return Row("a finished chunk overwritten in the middle (`compare`)", seen.returncode, message, noise, ok,
                "`verify --repair`, then rerun")
@@ -240,7 +262,7 @@ def read_only(bench: Bench) -> Row:
     proc = _namespaced(bench, script)
     message, noise = _stderr_lines(proc.stderr)
     lacking = _without_data(store)
-    bench.run(store, check=True)
+    bench.resume(store)
     return Row("read-only file system", proc.returncode, message, noise, bench.same(store), "remount rw, rerun",
                lacking)
 
@@ -253,7 +275,7 @@ def permission_denied(bench: Bench) -> Row:
     message, noise = _stderr_lines(proc.stderr)
     subprocess.run(["chmod", "-R", "u+w", str(store / "eigenvalues")], check=True)
     lacking = _without_data(store)
-    bench.run(store, check=True)
+    bench.resume(store)
     return Row("permission denied on the store", proc.returncode, message, noise, bench.same(store),
                "fix the mode, rerun", lacking)
 
@@ -266,7 +288,7 @@ def vanished_store(bench: Bench) -> Row:
     _, err = proc.communicate(timeout=120)
     message, noise = _stderr_lines(err)
     shutil.rmtree(store, ignore_errors=True)
-    bench.run(store, check=True)
+    bench.resume(store)
     return Row("the store directory removed during a run", proc.returncode, message, noise, bench.same(store),
                "rerun (starts again)")
 
@@ -305,7 +327,7 @@ def absent_chunk(bench: Bench) -> Row:
     lines = seen.stdout.strip().splitlines()
     lacking = _without_data(store)
     repair = subprocess.run([*RMTSWEEP, "verify", str(store), "--repair"], capture_output=True, text=True)
-    bench.run(store, check=True)
+    bench.resume(store)
     ok = repair.returncode == 0 and not _without_data(store) and bench.same(store)
     return Row("a finished task's chunk file deleted (`verify`)", seen.returncode, lines[0] if lines else "",
                lines[1:-1], ok, "`verify --repair`, then rerun", [] if len(lacking) == 1 else lacking)
@@ -324,7 +346,7 @@ def bad_scheduler(bench: Bench) -> Row:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     message, noise = _stderr_lines(proc.stderr)
     created = store.exists()
-    bench.run(store, check=True)
+    bench.resume(store)
     return Row("`--scheduler localhost` (no port)", proc.returncode, message, noise, bench.same(store) and not created,
                "fix the address, rerun")
 
@@ -344,7 +366,7 @@ def batch_system_down(bench: Bench) -> Row:
     message, noise = _stderr_lines(proc.stderr)
     noise = [line for line in noise if not line.startswith("dask-jobqueue slurm cluster:")]
     created = store.exists()
-    bench.run(store, check=True)
+    bench.resume(store)
     return Row("`--cluster slurm` with the controller down (`sbatch` fails)", proc.returncode, message, noise,
                bench.same(store) and not created, "start the controller (here: run locally), rerun")
 
@@ -414,8 +436,8 @@ def main(names: list[str]) -> int:
     if unknown:
         print(f"unknown rows {unknown}; choose from {sorted(rows)}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="rmtsweep-faults-") as tmp:
-        bench = Bench(Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="rmtsweep-faults-") as tmp, \
+            contextlib.closing(Bench(Path(tmp))) as bench:
         print("| fault | exit | what the user sees (last stderr line) | lines | done without data | recovery | store |")
         print("|---|---|---|---|---|---|---|")
         failed = 0

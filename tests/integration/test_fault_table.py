@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from typing import Iterator
 
 import pytest
 
@@ -38,8 +39,10 @@ NAMESPACES = {"disk_full": ["-m"], "read_only": ["-m"], "read_only_workers": ["-
 
 
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory) -> Bench:
-    return Bench(tmp_path_factory.mktemp("faults"))
+def bench(tmp_path_factory) -> Iterator[Bench]:
+    bench = Bench(tmp_path_factory.mktemp("faults"))
+    yield bench
+    bench.close()
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
