@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from rmtsweep.store.lock import lock_file
-from tests.helpers import MEDIUM, writes
+from tests.helpers import MEDIUM, build_store, writes
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,7 @@ def test_sigterm_stops_within_ten_seconds_and_resumes(tmp_path):
     sweep = tmp_path / "medium.yaml"
     sweep.write_text(yaml.safe_dump(MEDIUM))
     store, clean = tmp_path / "term.zarr", tmp_path / "clean.zarr"
-    cmd = [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep), "--workers", "2", "--no-progress"]
+    cmd = [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep), "--workers", "1", "--no-progress"]
     proc = subprocess.Popen(cmd + ["--store", str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     deadline = time.monotonic() + 120
@@ -39,10 +39,9 @@ def test_sigterm_stops_within_ten_seconds_and_resumes(tmp_path):
     assert "Traceback" not in err
     assert not lock_file(store).exists()                 # the lock went with the run
     assert 5 <= writes(store) < 64                         # stopped mid-sweep, finished tasks kept
-    for path in (store, clean):
-        done = subprocess.run(cmd + ["--store", str(path)], capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-    assert_stores_equal(store, clean)
+    done = subprocess.run(cmd + ["--store", str(store)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_stores_equal(store, build_store(clean, MEDIUM))
 
 
 def test_a_failed_done_write_is_one_line_and_the_rerun_recomputes_those_tasks(reference, tmp_path, monkeypatch,
@@ -143,7 +142,7 @@ def test_the_pbs_driver_script_stops_rmtsweep_cleanly_before_its_walltime(tmp_pa
     store = tmp_path / "pbs.zarr"
     start = time.monotonic()
     proc = subprocess.run([*prefix, sys.executable, "-m", "rmtsweep.cli", "run", str(sweep), "--store", str(store),
-                           "--workers", "2", "--no-progress"], capture_output=True, text=True, timeout=120)
+                           "--workers", "1", "--no-progress"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 143, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
     assert "Traceback" not in proc.stderr

@@ -45,7 +45,7 @@ def test_a_plugin_scheme_runs_with_its_theory(plugin_path, reference, tmp_path):
                                                                      "params": {"ratio": 0.5}}]}}
     path = tmp_path / "plugin.yaml"
     path.write_text(yaml.safe_dump(sweep))
-    proc = run(["run", str(path), "--store", str(tmp_path / "p.zarr"), "--workers", "2", "--no-progress"], tmp_path,
+    proc = run(["run", str(path), "--store", str(tmp_path / "p.zarr"), "--workers", "1", "--no-progress"], tmp_path,
                plugin_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ds, ref = xr.open_zarr(tmp_path / "p.zarr"), xr.open_zarr(ref_store)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 def demo_dir(tmp_path_factory) -> Path:
     where = tmp_path_factory.mktemp("readme")
     proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", "demo", "--store", "store/demo.zarr",
-                           "--workers", "2", "--no-progress"], cwd=where, capture_output=True, text=True, timeout=600)
+                           "--workers", "1", "--no-progress"], cwd=where, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return where
 

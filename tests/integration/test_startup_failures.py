@@ -102,7 +102,7 @@ MOMENTS = {
 def _signal_at(moment: str, sig: signal.Signals, tmp_path: Path) -> tuple[int, str, float, float]:
     sweep, store = tmp_path / "medium.yaml", tmp_path / "s.zarr"
     sweep.write_text(yaml.safe_dump(MEDIUM))
-    proc = start(["run", str(sweep), "--store", str(store), "--workers", "2", "--no-progress"], tmp_path)
+    proc = start(["run", str(sweep), "--store", str(store), "--workers", "1", "--no-progress"], tmp_path)
     t0 = time.monotonic()
     MOMENTS[moment](proc, store)
     at = time.monotonic() - t0
