@@ -32,6 +32,7 @@ def _vertex(path: np.ndarray, column: int, value: float) -> np.ndarray:
     return path[path[:, column] == value]
 
 
+@pytest.mark.slow                      # the finite-T sweeps' theory: 10-20 s each
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_transition_a_map_draws_is_the_stores_array(name):
     ds = _frame(name)

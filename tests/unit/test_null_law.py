@@ -77,6 +77,7 @@ def _null_lambda1(d: int, delta: float, gamma: float, reps: int, seed: int) -> t
     return lam, counts
 
 
+@pytest.mark.slow
 def test_one_token_detection_holds_its_false_alarm_level():
     """Simulated null replicates at T = 1 (d = 200, three (delta, gamma)) exceed the 0.9 quantile of the
     realised-count null 10 % of the time, within 3 binomial s.e. per point and pooled. The cubic's
