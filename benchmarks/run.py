@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = case_a([250, 500, 1000, 2000], {250: 9, 500: 7, 1000: 5, 2000: 3}) + case_b(500, 3) + case_f(500, 3)
     erow, info = case_e(100 if args.quick else 2000)      # before any dask cluster touches the environment
     if not args.skip_pipeline:
-        prow, pinfo = pipeline_cases(args.quick, 2 if args.quick else 3)
+        prow, pinfo = pipeline_cases(args.quick, 1 if args.quick else 3)
         rows += prow
         info.update(pinfo)
     rows += erow
