@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 from tests.helpers import BASE, CHROMIUM_HOW, SLURM_HOW, build_store, chromium, slurm_problem
 
 # One BLAS thread in each test process (the commands and clusters the tests start keep their own settings): the
-# test processes already fill every core (pytest-xdist), and the small matrices of these tests only get slower
+# tests' own subprocesses (or pytest-xdist's processes) fill the cores, and the small matrices of these tests only get slower
 # on more threads (tests/property/test_batching.py alone, 2 cores: 31-39 s on one thread, 54 s on two).
 import scipy.linalg  # noqa: E402,F401 - numpy's and scipy's BLAS loaded, so that the limit reaches both
 threadpool_limits(limits=1)
@@ -28,7 +28,7 @@ threadpool_limits(limits=1)
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# Under pytest-xdist (`-n auto --dist loadgroup`, pyproject.toml) each module's tests run in one process, so a
+# Under pytest-xdist (`pytest -n auto`; pyproject.toml sets --dist loadgroup) each module's tests run in one process, so a
 # module-scoped fixture (a demo run, a cluster, a pip install) is built once; the tests of these modules share
 # nothing costly and take long, so they are spread over every process.
 SPREAD = {"test_fault_table.py", "test_startup_failures.py"}
