@@ -11,6 +11,7 @@ import signal
 from pathlib import Path
 
 import pytest
+import scipy.linalg  # noqa: F401 - numpy's and scipy's BLAS loaded, so that the limit below reaches both
 import yaml
 from threadpoolctl import threadpool_limits
 
@@ -19,7 +20,6 @@ from tests.helpers import BASE, CHROMIUM_HOW, SLURM_HOW, build_store, chromium, 
 # One BLAS thread in each test process (the commands and clusters the tests start keep their own settings): the
 # tests' own subprocesses (or pytest-xdist's processes) fill the cores, and the small matrices of these tests only get slower
 # on more threads (tests/property/test_batching.py alone, 2 cores: 31-39 s on one thread, 54 s on two).
-import scipy.linalg  # noqa: E402,F401 - numpy's and scipy's BLAS loaded, so that the limit reaches both
 threadpool_limits(limits=1)
 
 # A suite started in the background of a non-interactive shell (`bash .ci/run &`) inherits SIGINT ignored, and so

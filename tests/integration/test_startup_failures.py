@@ -129,7 +129,7 @@ def test_a_second_ctrl_c_while_stopping_changes_nothing(tmp_path):
     for k, gap in enumerate([0.05, 0.2, 0.4, 0.8]):
         store = tmp_path / f"s{k}.zarr"
         proc = start(["run", str(sweep), "--store", str(store), "--workers", "1", "--no-progress"], tmp_path)
-        _until(proc, lambda: _journal_lines(store, "submit") > 0, "a submit")
+        MOMENTS["tasks in flight"](proc, store)
         os.killpg(proc.pid, signal.SIGINT)
         time.sleep(gap)
         with contextlib.suppress(ProcessLookupError):
