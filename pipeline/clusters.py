@@ -86,6 +86,7 @@ class ClusterConfig(BaseModel):
     lifetime_stagger: str | None = None
     min_jobs: int = Field(0, ge=0)
     max_jobs: int = Field(10, ge=1)
+    queue_poll: float = Field(10.0, ge=1.0, le=3600.0)   # seconds between squeue/qstat calls while no worker has joined
 
     @field_validator("memory")
     @classmethod

@@ -99,7 +99,7 @@ def connect(engine: Engine) -> Iterator:
             scale_cluster(cluster, config, engine.jobs)
             notes = partial(click.echo, err=True)
             watch = JobWatch(cluster, engine.cluster, config.log_directory, notes)
-            with watch.watching():                          # the first submission, then on
+            with watch.watching(interval=config.queue_poll):   # the first submission, then on
                 jobs = engine.jobs or config.max_jobs
                 click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), "
                            f"dashboard {client.dashboard_link}", err=True)

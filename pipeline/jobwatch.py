@@ -52,7 +52,7 @@ def jobqueue_classes(kind: Kind) -> tuple[type, type]:
 
 
 SUBMIT_TIMEOUT = 45.0     # seconds the first sbatch/qsub may take before the run gives up on the batch system
-POLL_SECONDS = 10.0       # how often jobs with no worker yet are looked up (squeue/qstat)
+POLL_SECONDS = 10.0       # how often jobs with no worker yet are looked up (squeue/qstat): queue_poll
 _STATUS_TIMEOUT = 30.0
 # SLURM job states after which no worker can come (squeue %T); PBS: C (Torque) and F (PBS Pro) finished
 _SLURM_ENDED = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -165,9 +165,9 @@ class JobWatch:
     The run cannot go on when no worker is connected and every job the cluster wants is lost: its
     submission failed (the job keeps the batch system's message), or it was submitted but has left the
     queue (or reached a final state) with no worker of it ever joining, which the batch system is asked
-    about (squeue/qstat) every :data:`POLL_SECONDS`. A pending job is never lost: clusters queue for
-    hours. While a worker is connected, or some job may still give one, a failed submission (a limit on
-    jobs per user, say) is a note and the run goes on.
+    about (squeue/qstat) every ``interval`` seconds (the cluster config's ``queue_poll``). A pending job
+    is never lost: clusters queue for hours. While a worker is connected, or some job may still give one,
+    a failed submission (a limit on jobs per user, say) is a note and the run goes on.
 
     :meth:`watching` waits for the first submission before it yields (so nothing is written when the
     batch system refuses it), then watches in a thread and stops the run by interrupting the main thread.

@@ -198,11 +198,18 @@ def fake_batch(tmp_path: Path, case: str | None) -> dict:
             "DASK_JOBQUEUE__PBS__SCHEDULER_OPTIONS": dashboard}
 
 
+def quick_polls(tmp_path: Path) -> list[str]:
+    """Options for a cluster config that asks the (fake) queue every second, not every 10 s (``queue_poll``)."""
+    config = tmp_path / "quick-polls.yaml"
+    config.write_text(yaml.safe_dump({"queue_poll": 1}))
+    return ["--cluster-config", str(config)]
+
+
 def run_batch(kind: str, case: str | None, tmp_path: Path, timeout: float = 60):
     sweep, store = tmp_path / "medium.yaml", tmp_path / "s.zarr"
     sweep.write_text(yaml.safe_dump(MEDIUM))
-    proc = start(["run", str(sweep), "--store", str(store), "--cluster", kind, "--no-progress"], tmp_path,
-                 fake_batch(tmp_path, case))
+    proc = start(["run", str(sweep), "--store", str(store), "--cluster", kind, "--no-progress", *quick_polls(tmp_path)],
+                 tmp_path, fake_batch(tmp_path, case))
     return (*finish(proc, timeout), store)
 
 
@@ -253,8 +260,8 @@ def test_a_pending_job_is_waited_for(tmp_path):
     """Clusters queue for hours: a PENDING job is no failure. Ctrl-C then stops the run and cancels the job."""
     sweep, store = tmp_path / "medium.yaml", tmp_path / "s.zarr"
     sweep.write_text(yaml.safe_dump(MEDIUM))
-    proc = start(["run", str(sweep), "--store", str(store), "--cluster", "slurm", "--no-progress"], tmp_path,
-                 fake_batch(tmp_path, "slurm-job-pending"))
+    args = ["run", str(sweep), "--store", str(store), "--cluster", "slurm", "--no-progress", *quick_polls(tmp_path)]
+    proc = start(args, tmp_path, fake_batch(tmp_path, "slurm-job-pending"))
     squeue = tmp_path / "bin" / "squeue.log"
     deadline = time.monotonic() + 60
     while (not squeue.exists() or len(squeue.read_text().splitlines()) < 2) and time.monotonic() < deadline:

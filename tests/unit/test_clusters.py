@@ -89,6 +89,7 @@ FILE = r".*jobqueue\.yaml: "
         (dict(lifetime_stagger="20m"), r"field 'lifetime_stagger' .* = '20m': lifetime \+ lifetime_stagger"),
         (dict(min_jobs=5, max_jobs=2), r"field 'max_jobs' .* = 2: max_jobs must be >= min_jobs \(5\)"),
         (dict(min_jobs=-1), r"field 'min_jobs' .* = -1: .*greater than or equal to 0"),
+        (dict(queue_poll=0.1), r"field 'queue_poll' .* = 0.1: .*greater than or equal to 1"),
         (dict(job_script_prologue=[3]), r"field 'job_script_prologue\[0\]' .* = 3: .*valid string"),
         (dict(interface=5), r"field 'interface' \(option --interface\) = 5: .*valid string"),
     ],
