@@ -10,19 +10,34 @@ import logging
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import click
 
 from ..errors import RmtsweepError, RunError
 
-__all__ = ["Stopped", "cli", "main"]
+__all__ = ["STORE_PATH", "Stopped", "cli", "main"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rmtsweep")
 def cli() -> None:
     """Monte Carlo sweeps of attention-style pooling, held against random-matrix theory."""
+
+
+class _StorePath(click.ParamType):
+    """A store's path. A URL (``s3://...``) is refused in one line (:func:`rmtsweep.store.local_path`): as a
+    ``click.Path`` it would become the local directory ``s3:/...``."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
+        from ..store.location import local_path
+        return local_path(value)                   # a StoreError is a user mistake: one line, exit 2
+
+
+STORE_PATH = _StorePath()
 
 
 class Stopped(BaseException):

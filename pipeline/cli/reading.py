@@ -14,13 +14,13 @@ from pathlib import Path
 import click
 
 from ..errors import RmtsweepError, StoreError, UserError
-from ._group import cli
+from ._group import STORE_PATH, cli
 
 __all__ = ["compare", "export", "figures", "plot", "status", "verify"]
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.argument("store_path", metavar="STORE", type=STORE_PATH)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead (for scripts and dashboards).")
 def status(store_path: Path, as_json: bool) -> None:
     """Show how much of the sweep in STORE is done, and what produced it."""
@@ -60,7 +60,7 @@ VERIFY_LINES = 20
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.argument("store_path", metavar="STORE", type=STORE_PATH)
 @click.option("--repair", is_flag=True, help="Clear the done flags of corrupt tasks, so the next run recomputes them.")
 def verify(store_path: Path, repair: bool) -> None:
     """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
@@ -111,7 +111,7 @@ def _detection_options(command):
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.argument("store_path", metavar="STORE", type=STORE_PATH)
 @_detection_options
 @click.option("--write/--no-write", default=True, show_default=True,
               help="Write the comparison into STORE as the zarr group 'comparison'.")
@@ -139,7 +139,7 @@ def _selection(values: tuple[str, ...]) -> dict[str, str]:
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.argument("store_path", metavar="STORE", type=STORE_PATH)
 @click.option("--x", "x", required=True, help="Grid axis across: delta, gamma, snr, T, weights (or d, if an axis).")
 @click.option("--y", "y", required=True, help="Grid axis up: delta, gamma, snr, T, weights (or d, if an axis).")
 @click.option("--var", "var", required=True, help="Store or comparison variable, e.g. overlap, lambda1_z.")
@@ -169,7 +169,7 @@ def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | 
 
 
 @cli.command()
-@click.argument("stores", metavar="STORE...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("stores", metavar="STORE...", nargs=-1, required=True, type=STORE_PATH)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("figures"), show_default=True,
               help="Directory for the figures (one subdirectory per store).")
 @click.option("--select", "select", multiple=True, metavar="DIM=VALUE",
@@ -186,7 +186,7 @@ def figures(stores: tuple[Path, ...], out: Path, select: tuple[str, ...]) -> Non
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=click.Path(path_type=Path))
+@click.argument("store_path", metavar="STORE", type=STORE_PATH)
 @click.option("--format", "fmt", default="csv", show_default=True, help="csv (tidy table) or netcdf.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output file.")
 @click.option("--group", default=None, help="Export a group of the store instead, e.g. comparison.")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import RmtsweepError
-from ._group import cli
+from ._group import STORE_PATH, cli
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -64,7 +64,7 @@ _insecure = click.option("--insecure", is_flag=True, help="No TLS for the --clus
                          "with this run's own credentials): anyone who can reach it could run code as you.")
 _dashboard = click.option("--dashboard-address", default=None, metavar="HOST:PORT",
                           help="Where the dashboard listens (default: loopback; reach it through ssh -L).")
-_store = click.option("--store", "store_path", type=click.Path(path_type=Path), default=None,
+_store = click.option("--store", "store_path", type=STORE_PATH, default=None,
                       help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr).")
 
 
@@ -209,7 +209,7 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
 
 
 @cli.command()
-@click.option("--store", "store_path", type=click.Path(path_type=Path), default=Path("store/demo.zarr"),
+@click.option("--store", "store_path", type=STORE_PATH, default=Path("store/demo.zarr"),
               show_default=True, help="Where to write the demo store.")
 @_workers
 @_progress

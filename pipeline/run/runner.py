@@ -37,7 +37,7 @@ from distributed import Client
 from ..errors import StoreWriteError
 from ..shipped import resolve_sweep
 from ..spec import Sweep, SweepFile, load_sweep
-from ..store import Store, Template, now, provenance, template
+from ..store import Store, Template, local_path, now, provenance, template
 from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
@@ -108,16 +108,17 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     Raises
     ------
     StoreError
-        The path is not a store, holds an incompatible sweep, or another run is writing it.
+        The path is not a store, holds an incompatible sweep, or another run is writing it; or it is a URL
+        (``s3://...``: stores live on a file system).
     UserError
         The memory estimate exceeds the workers' (unless ``force``).
     TaskFailedError
         A task kept failing; finished tasks stay done.
     """
-    sweep_file = _as_sweep_file(sweep_file)
+    sweep_file, path = _as_sweep_file(sweep_file), local_path(path)
     try:
         with _client_or_default(client) as client:
-            return _run(sweep_file, Path(path), client, progress, force, writes, expected_threads, memory_per_thread,
+            return _run(sweep_file, path, client, progress, force, writes, expected_threads, memory_per_thread,
                         notes)
     except OSError as exc:
         # a file error without its file (the journal's buffered write, metadata): name the store. An error
@@ -162,7 +163,7 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
     sweep = sweep_file.sweep
     note = notes or (lambda _: None)
     note(check_memory(client, task_memory_bytes(sweep), force, memory_per_thread))
-    store = Store(Path(path))
+    store = Store(local_path(path))
     info = {"started": now(), "host": socket.gethostname(), "pid": os.getpid(),
             "rmtsweep_version": package_version(), "git_revision": git_revision() or "unknown",
             "sweep_hash": sweep.digest(), "sweep_file": sweep_file.path, "sweep_overrides": list(sweep_file.overrides)}
@@ -199,4 +200,4 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
 
 def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:
     """Create the store's template if there is none (tests and benchmarks that fill stores by hand)."""
-    Store(Path(path)).create_if_missing(lambda b: make_template(sweep_file, b), choose_blocking(sweep_file.sweep).as_tuple())
+    Store(local_path(path)).create_if_missing(lambda b: make_template(sweep_file, b), choose_blocking(sweep_file.sweep).as_tuple())

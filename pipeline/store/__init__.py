@@ -37,6 +37,7 @@ _LAZY: dict[str, str] = {
     "now": "layout",
     "provenance": "layout",
     "template": "layout",
+    "local_path": "location",
     "StoreLock": "lock",
     "lock_file": "lock",
     "metadata_lock": "lock",
@@ -51,13 +52,14 @@ if TYPE_CHECKING:
     from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status,
                      store_problem, stored_sweep, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
+    from .location import local_path
     from .lock import StoreLock, lock_file, metadata_lock
     from .verify import Corrupt, corrupt_tasks, repair
     from .writer import Writer
 
 __all__ = [
     "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Store", "StoreLock",
-    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store", "lock_file", "metadata_lock", "now",
+    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store", "local_path", "lock_file", "metadata_lock", "now",
     "open_dataset", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "template", "write_template",
 ]
 

@@ -28,6 +28,7 @@ from ..spec import SweepFile
 from . import migrate
 from .io import blocking_of, create, record_run, store_problem, stored_sweep, write_template
 from .layout import Template
+from .location import local_path
 from .lock import StoreLock, lock_file
 from .writer import Writer
 
@@ -81,7 +82,7 @@ class Store:
     path: Path
 
     def __post_init__(self) -> None:
-        self.path = Path(self.path)
+        self.path = local_path(self.path)
 
     @property
     def journal_path(self) -> Path:

@@ -17,6 +17,7 @@ from ..dims import has_d_axis
 from ..errors import StoreError
 from ..spec import Sweep, parse_sweep
 from .layout import FORMAT, ZARR_FORMAT, Template
+from .location import local_path
 from .lock import metadata_lock
 
 __all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "record_run", "status", "stored_sweep",
@@ -29,7 +30,7 @@ def store_problem(path: str | Path) -> str | None:
     Tells "does not exist" and "not an rmtsweep store" (no zarr group, or no format marker) from
     "cannot read it" (permission denied, truncated or corrupt metadata), and says which.
     """
-    path = Path(path)
+    path = local_path(path)
     meta = path / ".zattrs"
     if not path.exists():
         return "does not exist"
@@ -63,7 +64,7 @@ def open_dataset(path: str | Path) -> xr.Dataset:
     plain ``xr.open_zarr`` turns zarr fill values into NaN and ``run`` into floats); every float
     variable already uses NaN for "not computed".
     """
-    path = Path(path)
+    path = local_path(path)
     problem = store_problem(path)
     if problem:
         raise StoreError(f"{path}: {problem}")

@@ -126,3 +126,39 @@ def test_real_process_prints_one_line(tmp_path):
     assert proc.stderr.splitlines() == [f"rmtsweep: error: {path}: grid.delta[0]: Input should be greater than 0 "
                                         f"(got -1.0)"]
     assert not (tmp_path / "store").exists()
+
+
+# --- a URL where a store's path goes ------------------------------------------------------------------------
+
+URL_COMMANDS = [
+    ["run", "{sweep}", "--store", "{url}"],
+    ["demo", "--store", "{url}"],
+    ["status", "{url}"], ["verify", "{url}"], ["compare", "{url}"], ["export", "{url}"],
+    ["plot", "{url}", "--x", "snr", "--y", "gamma"], ["figures", "{url}"],
+]
+
+
+@pytest.mark.parametrize("argv", URL_COMMANDS, ids=[a[0] for a in URL_COMMANDS])
+@pytest.mark.parametrize("url", ["s3://bucket/run.zarr", "gs://bucket/run.zarr"])
+def test_a_url_store_is_one_line_and_creates_no_local_directory(argv, url, tmp_path, capsys, monkeypatch):
+    """pathlib folds ``s3://bucket/x`` into the directory ``s3:/bucket/x``: a run used to write there and say done."""
+    monkeypatch.chdir(tmp_path)
+    sweep = tmp_path / "tiny.yaml"
+    sweep.write_text(yaml.safe_dump(BASE))
+    scheme = url.split(":")[0]
+    _expect_exit_2([a.format(sweep=sweep, url=url) for a in argv], capsys,
+                   rf"^rmtsweep: error: {url}: stores live on a file system .*object storage \({scheme}://\) is not "
+                   r"supported yet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]
+
+
+def test_the_python_api_refuses_a_url_store_before_starting_anything(tmp_path, monkeypatch):
+    import rmtsweep
+    from rmtsweep.errors import StoreError
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: rmtsweep.open_store("s3://bucket/run.zarr"),
+                 lambda: rmtsweep.run_sweep(rmtsweep.parse_sweep(copy.deepcopy(BASE)), "s3://bucket/run.zarr",
+                                            client=object())):     # refused before the client is touched
+        with pytest.raises(StoreError, match=r"^s3://bucket/run\.zarr: stores live on a file system"):
+            call()
+    assert not list(tmp_path.iterdir())
