@@ -27,6 +27,7 @@ from distributed import Client, Future, as_completed
 
 from ..errors import RunError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
+from ..store.lock import Share
 from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
@@ -86,7 +87,8 @@ class Window:
 
 def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tuple[Task, dict]]], None], path: Path,
               run: int, writes: Writes = "workers", window: Window | None = None, retries: int = 2,
-              on_submit: Callable[[Task], None] | None = None, fence: str | None = None) -> RunReport:
+              on_submit: Callable[[Task], None] | None = None, fence: str | None = None,
+              share: Share | None = None) -> RunReport:
     """Compute ``tasks`` on ``client``, keeping a window in flight; call ``on_done`` as each one's data is written.
 
     Parameters
@@ -109,8 +111,9 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
         Times a failing task is retried (worker deaths are rescheduled by dask regardless).
     on_submit
         Called when a task is handed to the scheduler (the run's journal).
-    fence
-        The run's fencing token (its lock's), carried by every task (:func:`write_task`).
+    fence, share
+        The run's fencing token (its lock's), carried by every task (:func:`write_task`), and the share whose
+        lock it is (an array element's; ``None``: the store's own lock).
 
     Raises
     ------
@@ -135,7 +138,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
                 exhausted = True
                 return
             key = f"rmtsweep-task-{task.key}-{token[:8]}"
-            fut = (client.submit(write_task, task, str(path), run, token, fence, retries=retries, key=key) if writer is None
+            fut = (client.submit(write_task, task, str(path), run, token, fence, share, retries=retries, key=key) if writer is None
                    else client.submit(compute_block, task, retries=retries, key=key))
             by_key[fut.key] = task
             futures[fut.key] = fut

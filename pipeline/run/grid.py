@@ -31,7 +31,7 @@ from ..spec import Sweep, sizes
 from ..types import Centering
 from .cost import Blocking
 
-__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "spawn_key", "task_memory_bytes", "tasks",
+__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_tasks", "spawn_key", "task_memory_bytes", "tasks",
            "value_key"]
 
 
@@ -263,6 +263,21 @@ def _tasks_of(sweep: Sweep, context: Context, blocking: Blocking, done: np.ndarr
         yield Task(index=index, start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
                    gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
                    context=context, d_pos=d_pos)
+
+
+def share_tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None, share: tuple[int, int]) -> Iterator[Task]:
+    """The tasks still to do of ``share = (i, n)``, element ``i`` of an array of ``n``: those whose ordinal in
+    chunk order (``d`` outermost, over every task, done or not) is ``i`` modulo ``n``.
+
+    The shares of one ``n`` partition the tasks, whatever is done already, so a resubmitted array computes
+    exactly what is missing; consecutive tasks (neighbouring points, with similar costs) go to different
+    elements.
+    """
+    i, n = share
+    counts = (len(sweep.d_values), *(len(_starts(m, c)) for m, c in zip(grid_shape(sweep), blocking.as_tuple())))
+    for task in tasks(sweep, blocking, done):
+        if int(np.ravel_multi_index((task.d_pos or 0, *task.index), counts)) % n == i:
+            yield task
 
 
 def task_memory_bytes(sweep: Sweep) -> int:

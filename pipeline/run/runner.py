@@ -38,15 +38,16 @@ from ..errors import StoreWriteError
 from ..shipped import resolve_sweep
 from ..spec import Sweep, SweepFile, load_sweep
 from ..store import Store, Template, local_path, now, provenance, template
+from ..store.lock import Share
 from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
-from .grid import Task, n_tasks, task_memory_bytes, tasks
+from .grid import Task, n_tasks, share_tasks, task_memory_bytes, tasks
 from .work import WORKER_ENV
 from .progress import Progress
 
-__all__ = ["git_revision", "make_template", "package_version", "prepare_store", "run_sweep"]
+__all__ = ["git_revision", "make_template", "package_version", "prepare_store", "ready_store", "run_sweep"]
 
 
 def package_version() -> str:
@@ -78,7 +79,8 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int]) ->
 
 def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
               progress: bool = True, force: bool = False, writes: Writes = "workers", expected_threads: int = 0,
-              memory_per_thread: float | None = None, notes: Callable[[str], None] | None = None) -> RunReport:
+              memory_per_thread: float | None = None, notes: Callable[[str], None] | None = None,
+              share: Share | None = None) -> RunReport:
     """Run, resume or extend a sweep into the store at ``path``; only unfinished tasks are computed.
 
     Parameters
@@ -104,6 +106,9 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
         Memory limit per worker thread to check against while no worker has joined (bytes).
     notes
         Where one-line notes go (the memory check, the batching); default: nowhere.
+    share
+        ``(i, n)``: compute only element ``i``'s share of an array of ``n`` (:func:`rmtsweep.run.grid.share_tasks`),
+        beside the array's other elements, in a store that :func:`ready_store` made (it must hold this sweep).
 
     Raises
     ------
@@ -119,7 +124,7 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     try:
         with _client_or_default(client) as client:
             return _run(sweep_file, path, client, progress, force, writes, expected_threads, memory_per_thread,
-                        notes)
+                        notes, share)
     except OSError as exc:
         # a file error without its file (the journal's buffered write, metadata): name the store. An error
         # that names its file is printed as it is, and one with no errno (a lost dask connection) is no
@@ -159,7 +164,8 @@ def _client_or_default(client: Client | None) -> Iterator[Client]:
 
 
 def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, force: bool, writes: Writes,
-         expected_threads: int, memory_per_thread: float | None, notes: Callable[[str], None] | None) -> RunReport:
+         expected_threads: int, memory_per_thread: float | None, notes: Callable[[str], None] | None,
+         share: Share | None = None) -> RunReport:
     sweep = sweep_file.sweep
     note = notes or (lambda _: None)
     note(check_memory(client, task_memory_bytes(sweep), force, memory_per_thread))
@@ -169,17 +175,23 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
             "sweep_hash": sweep.digest(), "sweep_file": sweep_file.path, "sweep_overrides": list(sweep_file.overrides)}
     threads = max(expected_threads, sum(client.nthreads().values()))
     new = choose_blocking(sweep, task_target(threads)).as_tuple()       # used only if the store is new
-    with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) as run:
+    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) if share is None \
+        else store.join(sweep_file, share, info)
+    with opened as run:
         blocking = Blocking(*run.blocking)
         done = run.writer.done_mask()
         total = n_tasks(sweep, blocking)
-        todo = list(tasks(sweep, blocking, done))
+        todo = list(tasks(sweep, blocking, done) if share is None else share_tasks(sweep, blocking, done, share))
         per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
         if run.recompute:
             note(f"{path}: extended; {run.recompute}")
-        note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates{per_d} "
+        mine = "" if share is None else f"; element {share[0]} of {share[1]}: one task in {share[1]}"
+        note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates{per_d}{mine} "
              f"({len(todo)} to compute)")
-        bar = Progress(sweep.name, total, total - len(todo), enabled=progress)
+        if share is None:
+            bar = Progress(sweep.name, total, total - len(todo), enabled=progress)
+        else:
+            bar = Progress(f"{sweep.name} [{share[0]}/{share[1]}]", len(todo), 0, enabled=progress)
 
         def finished(batch: list[tuple[Task, dict]]) -> None:
             run.check()                                   # never mark done under a lock we may have lost
@@ -192,10 +204,32 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
         try:
             return run_tasks(client, todo, finished, store.path, run.index, writes=writes,
                              window=Window(client, expected_threads), on_submit=lambda t: run.log("submit", t.key),
-                             fence=run.token)
+                             fence=run.token, share=run.share)
         finally:
             bar.close()
             run.writer.close()
+
+
+def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, threads: int) -> tuple[int, int]:
+    """Create or extend the store for an array job before its elements start; record no run.
+
+    Tasks are sized for ``threads`` worker threads in all (the elements' cores together), as a run on a
+    cluster of that size would size them. Returns ``(tasks in all, tasks left to compute)``.
+
+    Raises
+    ------
+    StoreError
+        As :func:`run_sweep`: not a store, another sweep that cannot be extended, or a run or an array
+        of another size is writing it.
+    """
+    sweep_file, path = _as_sweep_file(sweep_file), local_path(path)
+    sweep = sweep_file.sweep
+    store = Store(path)
+    new = choose_blocking(sweep, task_target(threads)).as_tuple()
+    with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), None, new) as run:
+        blocking = Blocking(*run.blocking)
+        total = n_tasks(sweep, blocking)
+        return total, sum(1 for _ in tasks(sweep, blocking, run.writer.done_mask()))
 
 
 def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:

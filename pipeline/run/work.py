@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ..store.lock import holds
+from ..store.lock import Share, holds
 from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
@@ -31,13 +31,14 @@ def compute_task(task: Task) -> dict[str, np.ndarray]:
 _WRITERS: dict[tuple[str, str], Writer] = {}
 
 
-def write_task(task: Task, path: str, run: int, token: str, fence: str | None = None) -> dict:
+def write_task(task: Task, path: str, run: int, token: str, fence: str | None = None,
+               share: Share | None = None) -> dict:
     """On a worker: compute ``task`` and write its data chunks (not ``done``) into the store at ``path``.
 
     The store's arrays are opened once per worker and run (``token``). ``fence`` is the run's fencing
-    token: the data are written only while the store's lock carries it (checked after computing,
-    right before writing). Returns ``{"written": True, "cells": ..., "seconds": ...}``;
-    ``{"os_error": (errno, message, filename)}`` when the store cannot be written (full disk,
+    token: the data are written only while the store's lock (an array element's: that of its ``share``)
+    carries it (checked after computing, right before writing). Returns ``{"written": True, "cells": ...,
+    "seconds": ...}``; ``{"os_error": (errno, message, filename)}`` when the store cannot be written (full disk,
     permission, read-only or vanished store): retrying would not help, so the run stops with that one
     line instead of retrying and logging the task's traceback on every worker; or ``{"fenced": path}``
     when the run no longer holds the store (nothing written).
@@ -46,7 +47,7 @@ def write_task(task: Task, path: str, run: int, token: str, fence: str | None = 
     values = compute_block(task)
     key = (path, token)
     try:
-        if fence is not None and not holds(path, fence):
+        if fence is not None and not holds(path, fence, share):
             return {"fenced": path}
         if key not in _WRITERS:
             _WRITERS.clear()

@@ -29,7 +29,7 @@ from . import migrate
 from .io import blocking_of, create, record_run, store_problem, stored_sweep, write_template
 from .layout import Template
 from .location import local_path
-from .lock import StoreLock, lock_file
+from .lock import Share, StoreLock, conflicts, lock_file
 from .writer import Writer
 
 __all__ = ["JOURNAL_NAME", "PreparedRun", "Store"]
@@ -46,7 +46,7 @@ class PreparedRun:
 
     index: int
     writer: Writer
-    journal: TextIO
+    journal: TextIO | None
     blocking: Blocking
     lock: StoreLock
     carried: int = 0
@@ -58,6 +58,11 @@ class PreparedRun:
     def token(self) -> str:
         """The run's fencing token: a worker writes a task only while the store's lock carries it."""
         return self.lock.token
+
+    @property
+    def share(self) -> Share | None:
+        """The share of an array job this run computes (``None``: the whole store)."""
+        return self.lock.share
 
     def check(self) -> None:
         """Raise :class:`~rmtsweep.errors.RunError` if the run may no longer write.
@@ -130,9 +135,12 @@ class Store:
             create(self.path, make_template(blocking))
 
     @contextmanager
-    def prepare(self, sweep_file: SweepFile, make_template: Callable[[Blocking], Template], run_info: dict,
+    def prepare(self, sweep_file: SweepFile, make_template: Callable[[Blocking], Template], run_info: dict | None,
                 blocking: Blocking) -> Iterator[PreparedRun]:
         """Create or extend the store for ``sweep_file``, hold its lock, record the run, open the journal.
+
+        With ``run_info=None`` the store is only made ready (created or extended) and no run is recorded
+        (``rmtsweep submit --array``, before the array's elements :meth:`join` it).
 
         ``blocking`` (``(delta, gamma, T, replicate)`` sizes of a task) is used for a new store; an
         existing one keeps its own, also when it is extended.
@@ -144,6 +152,7 @@ class Store:
         """
         self.check()
         with StoreLock(self.path) as lock:
+            conflicts(self.path, None)                  # no array job is computing it
             migrate.recover(self.path)                  # under the lock: no other run is extending it now
             self.create_if_missing(make_template, blocking)
             attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)      # the one read of the attrs
@@ -156,9 +165,45 @@ class Store:
                 recompute = migrate.recompute_reason(stored, sweep_file.sweep, self.path, tpl)
                 carried = self._extend(tpl, attrs, recompute_all=recompute is not None)
             lock.check()
+            if run_info is None:                        # the store made ready for an array job: no run
+                yield PreparedRun(-1, Writer(self.path), None, own, lock, carried, plan, recompute)
+                return
             index = record_run(self.path, run_info)
             with open(self.journal_path, "a", buffering=1) as journal:
                 yield PreparedRun(index, Writer(self.path), journal, own, lock, carried, plan, recompute)
+
+    @contextmanager
+    def join(self, sweep_file: SweepFile, share: Share, run_info: dict) -> Iterator[PreparedRun]:
+        """Compute the tasks of one ``share`` of an array job: hold its lock, record the run, open the journal.
+
+        The store must exist, made by ``rmtsweep submit --array`` (:meth:`prepare` with no run) before the
+        array starts: an element never creates or extends it. Other elements of the same array run side by
+        side; a run of the whole store, or an array of another size, is refused (:func:`conflicts`).
+
+        Raises
+        ------
+        StoreError
+            No store at the path, an extension left half done, a store of another sweep than
+            ``sweep_file``'s, or a lock it excludes is live.
+        """
+        self.check()
+        if not self.path.exists():
+            raise StoreError(f"{self.path}: no store here; `rmtsweep submit SWEEP --array N` makes it before the "
+                             f"array starts")
+        if migrate.interrupted(self.path):
+            raise StoreError(f"{self.path}: an extension of the store was interrupted; `rmtsweep submit` the sweep "
+                             f"again to finish it")
+        with StoreLock(self.path, share=share) as lock:
+            conflicts(self.path, share)
+            stored = stored_sweep(self.path, dict(zarr.open_group(str(self.path), mode="r").attrs))
+            if migrate.plan(stored, sweep_file.sweep, self.path) != "same":
+                raise StoreError(f"{self.path}: holds another sweep than {sweep_file.path}; `rmtsweep submit` it "
+                                 f"again to extend the store before the array starts")
+            own = blocking_of(self.path)
+            lock.check()
+            index = record_run(self.path, {**run_info, "share": list(share)})
+            with open(self.journal_path, "a", buffering=1) as journal:
+                yield PreparedRun(index, Writer(self.path), journal, own, lock)
 
     def _extend(self, tpl: Template, attrs: dict, recompute_all: bool) -> int:
         """Rebuild the store for the larger sweep, carrying finished replicates over. Returns how many."""

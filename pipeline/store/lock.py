@@ -24,13 +24,23 @@ The protocol, and why a crash anywhere is safe:
    gone at its next beat and stops.
 5. **Fence**: every task carries the run's token, and a worker reads the lock file before it writes
    (:func:`holds`): a worker still running for a run that no longer holds the store writes nothing.
+
+**Shares** (the elements of a job array, ``rmtsweep work STORE --share I/N``): element ``I`` of ``N``
+writes only its own tasks, so it takes the lock of its share, ``demo.zarr.share-I-of-N.lock``, by the same
+protocol; the elements of one array then run side by side. After taking its lock, each party looks for
+the locks it excludes (:func:`conflicts`): a run (the store's own lock) excludes every share, and a share
+excludes the store's lock and the shares of an array of another size (whose tasks overlap its own).
+Both sides look after they hold their own lock, so of two that start together at least one sees the
+other and stops.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -40,8 +50,8 @@ from typing import Callable, Iterator
 
 from ..errors import RunError, StoreError
 
-__all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "METADATA_LOCK_NAME", "StoreLock", "holds",
-           "judge", "lock_file", "metadata_lock"]
+__all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "METADATA_LOCK_NAME", "Share", "StoreLock", "conflicts", "holds",
+           "holders", "judge", "lock_file", "metadata_lock", "share_locks"]
 
 LOCK_SUFFIX = ".lock"
 METADATA_LOCK_NAME = ".rmtsweep-metadata.lock"
@@ -50,10 +60,28 @@ LEASE = float(os.environ.get("RMTSWEEP_LOCK_LEASE", 60.0))
 """Seconds without a heartbeat after which a lock is stale (``RMTSWEEP_LOCK_LEASE``; tests shorten it)."""
 
 
-def lock_file(store: str | Path) -> Path:
-    """The lock of the store at ``store``: a file beside it (``demo.zarr`` -> ``demo.zarr.lock``)."""
+Share = tuple[int, int]
+"""``(i, n)``: element ``i`` (from 0) of an array of ``n``, which computes the tasks whose ordinal is ``i`` mod ``n``."""
+
+_SHARE = re.compile(r"\.share-(\d+)-of-(\d+)\.lock$")
+
+
+def lock_file(store: str | Path, share: Share | None = None) -> Path:
+    """The lock of the store at ``store``: a file beside it (``demo.zarr`` -> ``demo.zarr.lock``); a share's
+    is ``demo.zarr.share-I-of-N.lock``."""
     store = Path(store)
-    return store.with_name(store.name + LOCK_SUFFIX)
+    middle = "" if share is None else f".share-{share[0]}-of-{share[1]}"
+    return store.with_name(store.name + middle + LOCK_SUFFIX)
+
+
+def share_locks(store: str | Path) -> list[tuple[Share, Path]]:
+    """The share lock files beside ``store`` (live or not), by share."""
+    store = Path(store)
+    found = []
+    for path in store.absolute().parent.glob(glob.escape(store.name) + ".share-*-of-*.lock"):
+        if m := _SHARE.search(path.name[len(store.name):]):
+            found.append(((int(m[1]), int(m[2])), path))
+    return sorted(found)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -79,9 +107,71 @@ def _identity(info: dict | None) -> tuple:
     return (None, None) if info is None else (info.get("token"), info.get("beat"))
 
 
-def holds(store: str | Path, token: str) -> bool:
-    """Whether the run with fencing token ``token`` holds the lock of ``store`` (one small read)."""
-    return (_read(lock_file(store)) or {}).get("token") == token
+def holds(store: str | Path, token: str, share: Share | None = None) -> bool:
+    """Whether the run with fencing token ``token`` holds the lock of ``store`` (or of its ``share``; one small
+    read)."""
+    return (_read(lock_file(store, share)) or {}).get("token") == token
+
+
+def _owner(info: dict | None) -> str:
+    info = info or {}
+    return f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('started', '?')}"
+
+
+def conflicts(store: str | Path, share: Share | None, lease: float = LEASE) -> None:
+    """Raise :class:`StoreError` if a lock that ``share`` (``None``: the whole store) excludes is live.
+
+    Called once the caller holds its own lock (module docstring, "Shares"). A stale lock found here is
+    removed as a take-over would (so a killed array does not block the next one beyond its lease).
+    """
+    store = Path(store)
+    excluded = [((s, path), "share") for s, path in share_locks(store) if share is None or s[1] != share[1]]
+    if share is not None:
+        excluded.insert(0, ((None, lock_file(store)), "store"))
+    for (other, path), kind in excluded:
+        state, info = judge(path, lease)
+        if state == "stale":
+            _remove_stale(path, info)
+        elif state == "live":
+            if share is None:
+                raise StoreError(f"{store}: an array job is computing this store (element {other[0]} of {other[1]}, "
+                                 f"{_owner(info)}); wait for the array to finish or cancel it")
+            if kind == "store":
+                raise StoreError(f"{store}: another rmtsweep run is writing this store ({_owner(info)}); wait for it "
+                                 f"to finish or stop it")
+            raise StoreError(f"{store}: an array of {other[1]} elements is computing this store (element {other[0]}, "
+                             f"{_owner(info)}); its tasks overlap those of an array of {share[1]}: let it finish "
+                             f"or cancel it first")
+
+
+def holders(store: str | Path) -> list[dict]:
+    """Who holds a lock of ``store`` now, without waiting: the run writing it, or the array elements with a share.
+
+    Each entry is the lock's content (``host``, ``pid``, ``started``, ``beat``) with ``share`` (``None`` for
+    the store's own lock) and ``alive``: ``True`` or ``False`` for an owner on this host (its pid), ``None``
+    for one elsewhere (no clock is compared; :func:`judge` would watch its heartbeat).
+    """
+    found = []
+    for share, path in [(None, lock_file(store)), *share_locks(store)]:
+        info = _read(path)
+        if info is None:
+            continue
+        here = info.get("host") == socket.gethostname()
+        found.append({**info, "share": share, "alive": _pid_alive(int(info.get("pid", -1))) if here else None})
+    return found
+
+
+def _remove_stale(path: Path, judged: dict | None) -> None:
+    """Delete the lock at ``path`` if it is still the stale one ``judged``; put back anything else moved meanwhile."""
+    aside = path.with_name(f"{path.name}.stale-{uuid.uuid4().hex[:12]}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    if _identity(_read(aside)) != _identity(judged):
+        with contextlib.suppress(FileExistsError):
+            os.link(aside, path)
+    aside.unlink(missing_ok=True)
 
 
 def judge(path: Path, lease: float = LEASE, poll: float | None = None,
@@ -125,9 +215,10 @@ class StoreLock:
     ...     lock.token                                     # the fencing token every task carries
     """
 
-    def __init__(self, store: str | Path, heartbeat: float = HEARTBEAT, lease: float = LEASE) -> None:
-        self.store = Path(store)
-        self.path = lock_file(self.store)
+    def __init__(self, store: str | Path, heartbeat: float = HEARTBEAT, lease: float = LEASE,
+                 share: Share | None = None) -> None:
+        self.store, self.share = Path(store), share
+        self.path = lock_file(self.store, share)
         self.heartbeat, self.lease = heartbeat, lease
         self.token = uuid.uuid4().hex
         self.failure: str | None = None
@@ -149,22 +240,15 @@ class StoreLock:
         return (_read(self.path) or {}).get("token") == self.token
 
     def _refuse(self, info: dict | None) -> StoreError:
-        info = info or {}
-        return StoreError(f"{self.store}: another rmtsweep run is writing this store (pid {info.get('pid', '?')} on "
-                          f"{info.get('host', '?')} since {info.get('started', '?')}); wait for it to finish or "
-                          f"stop it")
+        if self.share is not None:
+            return StoreError(f"{self.store}: element {self.share[0]} of {self.share[1]} is already being computed "
+                              f"({_owner(info)}); wait for it to finish or cancel it")
+        return StoreError(f"{self.store}: another rmtsweep run is writing this store ({_owner(info)}); wait for it "
+                          f"to finish or stop it")
 
     def _take_over(self, judged: dict | None) -> None:
         """Move the stale lock ``judged`` out of the way; put back anything else that was moved instead."""
-        aside = self.path.with_name(f"{self.path.name}.stale-{self.token[:12]}")
-        try:
-            os.rename(self.path, aside)
-        except FileNotFoundError:
-            return                                      # someone else moved it first
-        if _identity(_read(aside)) != _identity(judged):
-            with contextlib.suppress(FileExistsError):  # a live lock was moved: put it back unless one is there
-                os.link(aside, self.path)
-        aside.unlink(missing_ok=True)
+        _remove_stale(self.path, judged)
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`StoreError` naming the live owner.
@@ -221,7 +305,7 @@ class StoreLock:
         That is: its heartbeat could not be written for almost a lease (other runs would soon judge
         the lock stale), or the lock file no longer carries this run's token.
         """
-        if self.failure is None and not holds(self.store, self.token):
+        if self.failure is None and not holds(self.store, self.token, self.share):
             self.failure = f"the lock ({self.path}) is no longer this run's"
         if self.failure is not None:
             raise RunError(f"{self.store}: {self.failure}; stopped so that no other run can take the store over; "
@@ -232,7 +316,7 @@ class StoreLock:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if holds(self.store, self.token):
+        if holds(self.store, self.token, self.share):
             self.path.unlink(missing_ok=True)
         for tmp in (f"beat-{self.token[:12]}", f"stale-{self.token[:12]}"):
             self.path.with_name(f"{self.path.name}.{tmp}").unlink(missing_ok=True)
