@@ -371,8 +371,8 @@ def rmtsweep_command() -> str:
     return str(script) if script.exists() else "rmtsweep"
 
 
-def submit_driver(kind: Kind, script_text: str, directory: Path) -> str:
-    """Write the driver script into ``directory`` and submit it; return the job id.
+def submit_driver(kind: Kind, script_text: str, directory: Path, name: str = "driver") -> str:
+    """Write the driver (or array) script into ``directory`` and submit it; return the job id.
 
     Raises
     ------
@@ -385,7 +385,7 @@ def submit_driver(kind: Kind, script_text: str, directory: Path) -> str:
                            "cluster, or use --dry-run to print the scripts")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    script = directory / f"rmtsweep-driver-{time.strftime('%Y%m%d-%H%M%S')}.sh"
+    script = directory / f"rmtsweep-{name}-{time.strftime('%Y%m%d-%H%M%S')}.sh"
     script.write_text(script_text)
     proc = subprocess.run([*command, str(script)], capture_output=True, text=True)
     if proc.returncode != 0:

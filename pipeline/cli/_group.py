@@ -81,7 +81,7 @@ def _stopping(process_ends: bool) -> bool:
 # are in, and becomes the one line. --help and --version need none of them.
 # Those that start work take the whole run side; those that read a store, the store (the analysis imports
 # the rest as it needs it).
-_STARTS_WORK = {"run", "demo", "submit"}
+_STARTS_WORK = {"run", "demo", "submit", "work"}
 _HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine"),
           False: ("rmtsweep.spec", "rmtsweep.store")}
 

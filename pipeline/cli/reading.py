@@ -30,6 +30,7 @@ def status(store_path: Path, as_json: bool) -> None:
     done, total = st["tasks_done"], st["tasks_total"]
     overrides = a.get("sweep_overrides", [])
     runs = a.get("runs", [])
+    writers = _writers(store_path, st)
     if as_json:
         keys = ("sweep_name", "sweep_hash", "sweep_file", "rmtsweep_version", "git_revision", "created")
         click.echo(json.dumps({
@@ -37,7 +38,8 @@ def status(store_path: Path, as_json: bool) -> None:
             "tasks_done": done, "tasks_total": total, "replicates_done": st["replicates_done"],
             "replicates_total": st["replicates_total"], "complete": done == total,
             "d_axis": None if st["d_axis"] is None else [int(x) for x in st["d_axis"]],
-            "runs": [{**r, "replicates": st["replicates_by_run"].get(r["run"], 0)} for r in runs]}, indent=1))
+            "runs": [{**r, "replicates": st["replicates_by_run"].get(r["run"], 0)} for r in runs],
+            "writers": writers}, indent=1))
         return
     state = "complete" if done == total else "incomplete"
     with_overrides = f" with {' '.join(overrides)}" if overrides else ""
@@ -47,6 +49,11 @@ def status(store_path: Path, as_json: bool) -> None:
                f"{st['replicates_done']} / {st['replicates_total']}: {state}")
     if st["d_axis"] is not None:
         click.echo(f"d axis: {', '.join(map(str, st['d_axis']))} (d is a grid axis: one d value per task)")
+    for w in writers:
+        who = "a run" if w["share"] is None else f"array element {w['share'][0]} of {w['share'][1]}"
+        left = "" if w["share"] is None else f", {w['tasks_left']} of its {w['tasks']} tasks left"
+        state = {True: "", False: " (its process is gone: a stale lock)", None: ""}[w["alive"]]
+        click.echo(f"writing: {who}, pid {w['pid']} on {w['host']} since {w['started']}{left}{state}")
     keys = ("sweep_hash", "rmtsweep_version", "git_revision")
     if len({tuple(r.get(k) for k in keys) for r in runs}) > 1:
         click.echo("the store was written by runs that differ in sweep, version or revision:")
@@ -54,6 +61,26 @@ def status(store_path: Path, as_json: bool) -> None:
             n = st["replicates_by_run"].get(r["run"], 0)
             click.echo(f"  run {r['run']} started {r['started']}: {n} replicates, sweep {r['sweep_hash'][:12]}, "
                        f"rmtsweep {r['rmtsweep_version']}, git {r['git_revision']}, {r['sweep_file']}")
+
+
+def _writers(store_path: Path, st: dict) -> list[dict]:
+    """The store's lock holders (:func:`rmtsweep.store.lock.holders`); an array element's with its share's
+    task counts."""
+    from .. import store
+    from ..run import Blocking
+    from ..run.grid import share_tasks
+    from ..store.lock import holders
+    found = holders(store_path)
+    if any(w["share"] is not None for w in found):
+        sweep = store.stored_sweep(store_path, st["attrs"])
+        blocking = Blocking(*store.blocking_of(store_path))
+        done = store.open_dataset(store_path)["done"].values
+        for w in found:
+            if w["share"] is not None:
+                share = tuple(w["share"])
+                w["tasks"] = sum(1 for _ in share_tasks(sweep, blocking, None, share))
+                w["tasks_left"] = sum(1 for _ in share_tasks(sweep, blocking, done, share))
+    return [{k: v for k, v in w.items() if k not in ("token", "beat")} for w in found]
 
 
 VERIFY_LINES = 20

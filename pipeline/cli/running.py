@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..spec import SweepFile
 
-__all__ = ["demo", "list_sweeps", "run", "submit"]
+__all__ = ["demo", "list_sweeps", "run", "submit", "work"]
 
 
 def _store_path(sweep_file: SweepFile, store_path: Path | None, create: bool = True) -> Path:
@@ -39,7 +39,7 @@ def _load(sweep: Path, overrides: tuple[str, ...] = ()) -> SweepFile:
 
 
 def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
-         writes: str = "workers") -> Path:
+         writes: str = "workers", share: tuple[int, int] | None = None) -> Path:
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
@@ -49,7 +49,7 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     with connect(engine) as (client, capacity):
         report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
                            expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
-                           notes=lambda line: click.echo(line, err=True))
+                           notes=lambda line: click.echo(line, err=True), share=share)
     st = store.status(path)
     click.echo(f"{path}: {st['tasks_done']}/{st['tasks_total']} tasks done "
                f"({report.tasks_computed} computed now) in {time.perf_counter() - start:.1f} s")
@@ -188,9 +188,19 @@ def _duration(seconds: float) -> str:
 @_batch_options
 @_insecure
 @_dashboard
-@click.option("--dry-run", is_flag=True, help="Print the driver and worker job scripts; submit nothing.")
-def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry_run: bool, **engine) -> None:
-    """Submit a driver job that runs SWEEP (with KEY=VALUE overrides, as `run`) and prints its job id."""
+@click.option("--array", "elements", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Submit a job array of N elements instead of a driver: each computes every Nth task on its "
+                   "node's cores (no scheduler, no network between jobs).")
+@click.option("--max-running", type=click.IntRange(min=1), default=None, metavar="M",
+              help="With --array: at most M elements at once.")
+@click.option("--dry-run", is_flag=True, help="Print the job scripts; submit nothing.")
+def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry_run: bool, elements: int | None,
+           max_running: int | None, **engine) -> None:
+    """Submit a driver job that runs SWEEP (with KEY=VALUE overrides, as `run`) and prints its job id.
+
+    With --array N, make the store here and submit a job array instead: element I runs
+    `rmtsweep work STORE --share I/N`. Submitting the same again after failures computes what is missing.
+    """
     from ..clusters import driver_script, submit_driver, worker_job_script
     from ..engine import make_engine
 
@@ -198,6 +208,11 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     path = _store_path(sweep_file, store_path, create=False)       # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
     config = eng.batch_config()
+    if elements is not None:
+        _submit_array(sweep_file, path, eng, config, elements, max_running, dry_run)
+        return
+    if max_running is not None:
+        raise click.UsageError("--max-running goes with --array")
     script = driver_script(eng.cluster, config, Path(sweep_file.path), path, eng.cluster_config, eng.jobs,
                            eng.insecure, eng.dashboard_address, overrides)
     if dry_run:
@@ -206,6 +221,72 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
         return
     job = submit_driver(eng.cluster, script, path.absolute().parent)
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
+
+
+def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, elements: int, max_running: int | None,
+                  dry_run: bool) -> None:
+    from ..arrays import array_script
+    from ..clusters import submit_driver
+    from ..run import ready_store
+    script = array_script(engine.cluster, config, path, elements, max_running)
+    if dry_run:
+        click.echo(f"# job array script ({elements} elements)\n{script}")
+        return
+    path.absolute().parent.mkdir(parents=True, exist_ok=True)
+    total, left = ready_store(sweep_file, path, elements * config.cores)
+    if not left:
+        click.echo(f"{path}: all {total} tasks are done; nothing submitted")
+        return
+    job = submit_driver(engine.cluster, script, path.absolute().parent, name="array")
+    click.echo(f"{path}: {left} of {total} tasks to compute; submitted job array {job} of {elements} elements; "
+               f"follow it with `rmtsweep status {path}`")
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=STORE_PATH)
+@click.option("--share", "share_text", required=True, metavar="I/N",
+              help="Compute element I (from 0) of an array of N: every Nth task of the store, from its Ith.")
+@_workers
+@_progress
+def work(store_path: Path, share_text: str, workers: int | None, progress: bool) -> None:
+    """Compute one element's share of the sweep in STORE, beside the other elements of its job array.
+
+    What a job array's element runs (`rmtsweep submit SWEEP --cluster slurm --array N` makes the store and
+    submits the array): the sweep is the store's own, the workers a LocalCluster of this node's cores.
+    Elements of one array run side by side; a `run` of the store, or an array of another size, is refused
+    while one is running. Stopped (SIGTERM before the walltime, Ctrl-C), it loses only its tasks in flight.
+    """
+    from .. import store
+    from ..engine import make_engine
+    from ..spec import SweepFile
+    share = _parse_share(share_text)
+    problem = store.store_problem(store_path)
+    if problem:
+        raise RmtsweepError(f"{store_path}: {problem}")
+    attrs = store.status(store_path)["attrs"]
+    sweep = store.stored_sweep(store_path, attrs)
+    sweep_file = SweepFile(sweep, f"{store_path} (its stored sweep)", attrs["sweep_canonical"])
+    _run(sweep_file, store_path, make_engine("local", workers=workers or _node_cores()), progress, share=share)
+
+
+def _parse_share(text: str) -> tuple[int, int]:
+    """``"I/N"`` as ``(I, N)``, ``0 <= I < N``, or a one-line usage error."""
+    try:
+        i, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not I/N, e.g. 3/64", param_hint="--share") from None
+    if not 0 <= i < n:
+        raise click.BadParameter(f"{text!r}: I must be in 0..N-1", param_hint="--share")
+    return i, n
+
+
+def _node_cores() -> int:
+    """The cores this job was given (SLURM, PBS), else those this process may run on."""
+    import os
+    for name in ("SLURM_CPUS_PER_TASK", "NCPUS", "PBS_NCPUS"):
+        if os.environ.get(name, "").isdigit() and int(os.environ[name]) > 0:
+            return int(os.environ[name])
+    return len(os.sched_getaffinity(0))
 
 
 @cli.command()

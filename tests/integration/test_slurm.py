@@ -252,3 +252,46 @@ def test_a_slurm_run_serves_only_its_own_credentials(slurm, tmp_path):
     assert proc.returncode == 143, err[-3000:]
     assert not list(tmp_path.glob(".rmtsweep-tls-*"))
     wait_until(lambda: not (queued_jobs() - before), 60, "the run's worker jobs to leave squeue")
+
+
+def test_an_array_job_fills_the_store_and_a_resubmission_finishes_it(slurm, tmp_path):
+    """`rmtsweep submit --array 4 --max-running 2`: no driver, no scheduler; one element cancelled mid-sweep
+    (scancel: it stops with the one line), the same command again computes exactly what is missing; the
+    store equals a local run's."""
+    import yaml
+
+    from tests.helpers import MEDIUM, build_store, writes
+    sweep = tmp_path / "medium.yaml"
+    sweep.write_text(yaml.safe_dump(MEDIUM))
+    store = tmp_path / "array.zarr"
+    command = [sys.executable, "-m", "rmtsweep.cli", "submit", str(sweep), "--store", str(store), "--cluster", "slurm",
+               "--array", "4", "--max-running", "2", "--queue", "debug", "--cores", "1", "--memory", "1GB",
+               "--walltime", "00:10:00"]
+
+    def submit() -> tuple[str, int]:
+        proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        m = re.search(r"(\d+) of 64 tasks to compute; submitted job array (\d+) of 4 elements", proc.stdout)
+        return m.group(2), int(m.group(1))
+
+    def in_queue(job: str) -> bool:
+        return any(i == job or i.startswith(f"{job}_") for i in queued_jobs())
+
+    job, left = submit()
+    assert left == 64
+    wait_until(lambda: writes(store) >= 2, 120, "the array's first tasks")
+    subprocess.run(["scancel", f"{job}_0"], check=True)                  # element 0 is among the first two
+    wait_until(lambda: not in_queue(job), 300, f"job array {job} to finish")
+    cancelled = (tmp_path / f"slurm-{job}_0.out").read_text()
+    assert cancelled.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume", \
+        cancelled[-3000:]
+    done = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "status", str(store)], capture_output=True, text=True)
+    assert "incomplete" in done.stdout, done.stdout                     # element 0's share was cut short
+    again, missing = submit()
+    assert 0 < missing < 64
+    wait_until(lambda: not in_queue(again), 300, f"job array {again} to finish")
+    assert_stores_equal(store, build_store(tmp_path / "reference.zarr", MEDIUM))
+    logs = [log.read_text() for log in sorted(tmp_path.glob(f"slurm-{again}_*.out"))]
+    computed = [re.search(r"tasks done \((\d+) computed now\)", log) for log in logs]
+    assert len(logs) == 4 and all(computed), logs
+    assert sum(int(m.group(1)) for m in computed) == missing               # exactly what was missing, once

@@ -1,0 +1,165 @@
+"""Job arrays without a driver: the store made once, then elements that each compute one share of the tasks.
+
+`rmtsweep submit SWEEP --array N` makes the store (:func:`rmtsweep.run.ready_store`) and submits N jobs that
+each run `rmtsweep work STORE --share I/N`. Here the elements are started by hand, side by side on this
+machine (the real SLURM array is in tests/integration/test_slurm.py); the reference store is built
+in-process, task by task (tests.helpers.build_store).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from rmtsweep.errors import StoreError
+from rmtsweep.run import Blocking, ready_store
+from rmtsweep.run.grid import share_tasks, tasks
+from rmtsweep.spec import parse_sweep
+from rmtsweep.store import open_dataset
+from rmtsweep.store.lock import StoreLock, conflicts, holders, lock_file
+from rmtsweep.testing import assert_stores_equal
+from tests.helpers import MEDIUM, MEDIUM_TASKS, build_store, writes
+
+
+@pytest.fixture(scope="module")
+def medium(tmp_path_factory) -> tuple[Path, Path]:
+    """The MEDIUM sweep's file and its store built in this process: (sweep file, store)."""
+    root = tmp_path_factory.mktemp("array")
+    sweep = root / "medium.yaml"
+    sweep.write_text(yaml.safe_dump(MEDIUM))
+    return sweep, build_store(root / "reference.zarr", MEDIUM)
+
+
+def element(store: Path, i: int, n: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", "work", str(store), "--share", f"{i}/{n}",
+                             "--workers", "1", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def writes_of(store: Path, share: tuple[int, int]) -> int:
+    """Tasks the element computing ``share`` has written so far (its run's lines in the journal)."""
+    import zarr
+    runs = zarr.open_group(str(store), mode="r").attrs.get("runs", [])
+    return sum(writes(store, run=r["run"]) for r in runs if tuple(r.get("share", ())) == share)
+
+
+def keys(found) -> list[tuple]:
+    return [(t.d_pos, t.index) for t in found]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 100])
+def test_the_shares_of_an_array_partition_what_is_left(n):
+    """Whatever is done already, the N shares hold every task left exactly once, and the same tasks as a run."""
+    sweep = parse_sweep({**MEDIUM, "d": 24})
+    blocking = Blocking(1, 1, 1, 2)
+    shape = (2, 2, 2, 3, 16)
+    for done in (None, np.random.default_rng(n).random(shape) < 0.4):
+        expected = keys(tasks(sweep, blocking, done))
+        shares = [keys(share_tasks(sweep, blocking, done, (i, n))) for i in range(n)]
+        together = list(itertools.chain(*shares))
+        assert sorted(together) == sorted(expected) and len(together) == len(set(together))
+        if done is None:                                   # balanced: sizes differ by at most one
+            assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+
+def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path):
+    sweep, reference = medium
+    store = tmp_path / "array.zarr"
+    assert ready_store(sweep, store, 3) == (MEDIUM_TASKS, MEDIUM_TASKS)
+    assert not open_dataset(store)["done"].values.any()           # the store made, nothing computed
+    procs = [element(store, i, 3) for i in range(3)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err[-3000:]
+    assert_stores_equal(store, reference)
+    runs = open_dataset(store).attrs["runs"]
+    assert sorted(tuple(r["share"]) for r in runs) == [(0, 3), (1, 3), (2, 3)]
+    assert writes(store) == MEDIUM_TASKS                           # no task written twice
+    assert not holders(store)                                      # every lock released
+
+
+def test_a_killed_element_loses_only_its_own_tasks_and_rerunning_it_finishes_the_store(medium, tmp_path):
+    sweep, reference = medium
+    store = tmp_path / "killed.zarr"
+    ready_store(sweep, store, 2)
+    first, second = element(store, 0, 2), element(store, 1, 2)
+    deadline = time.monotonic() + 120
+    while writes_of(store, (0, 2)) < 3 and time.monotonic() < deadline:    # element 0 is well under way
+        assert first.poll() is None, first.stderr.read()[-3000:]
+        time.sleep(0.01)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    _, err = second.communicate(timeout=180)
+    assert second.returncode == 0, err[-3000:]
+    sw, blocking = parse_sweep(MEDIUM), Blocking(1, 1, 1, 2)
+    done = open_dataset(store)["done"].values
+    assert not list(share_tasks(sw, blocking, done, (1, 2)))       # the other element finished its share
+    assert list(share_tasks(sw, blocking, done, (0, 2)))            # the killed one's is not finished
+    assert lock_file(store, (0, 2)).exists()                        # and its lock is left behind
+    rerun = element(store, 0, 2)                                    # taken over at once (its pid is gone)
+    _, err = rerun.communicate(timeout=180)
+    assert rerun.returncode == 0, err[-3000:]
+    assert_stores_equal(store, reference)
+
+
+def test_locks_let_one_array_in_and_keep_overlapping_writers_out(medium, tmp_path):
+    """Shares of one array side by side; a run, an array of another size, or the same share twice, refused."""
+    sweep, _ = medium
+    store = tmp_path / "locks.zarr"
+    ready_store(sweep, store, 2)
+    with StoreLock(store, share=(0, 2)):
+        conflicts(store, (1, 2))                                    # the same array: no conflict
+        with pytest.raises(StoreError, match=r"an array job is computing this store \(element 0 of 2, pid"):
+            conflicts(store, None)
+        with pytest.raises(StoreError, match=r"an array of 2 elements is computing this store .* an array of 3"):
+            conflicts(store, (1, 3))
+        with pytest.raises(StoreError, match=r"element 0 of 2 is already being computed"):
+            StoreLock(store, share=(0, 2)).acquire()
+        assert [w["share"] for w in holders(store)] == [(0, 2)]
+    with StoreLock(store):
+        with pytest.raises(StoreError, match=r"another rmtsweep run is writing this store"):
+            conflicts(store, (0, 2))
+    # a share lock left by a process that is gone is no conflict: it is removed
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    with StoreLock(store, share=(1, 5)) as lock:
+        info = lock.path.read_text().replace(f'"pid": {os.getpid()}', f'"pid": {dead}')
+    lock_file(store, (1, 5)).write_text(info)
+    conflicts(store, (0, 2))
+    assert not lock_file(store, (1, 5)).exists()
+
+
+def test_an_element_of_a_store_that_is_not_there_is_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "work", str(tmp_path / "none.zarr"), "--share", "0/2"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"rmtsweep: error: {tmp_path / 'none.zarr'}: does not exist"
+    bad = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "work", str(tmp_path), "--share", "2/2"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--share" in bad.stderr and "I must be in 0..N-1" in bad.stderr
+
+
+@pytest.mark.parametrize("kind, lines", [
+    ("slurm", ["#SBATCH --array=0-3%2", "#SBATCH --signal=B:TERM@120", "#SBATCH --cpus-per-task=1",
+               'work {store} --share "${{SLURM_ARRAY_TASK_ID:?not an element of a job array}}/4" --workers 1']),
+    ("pbs", ["#PBS -J 0-3", "#PBS -W max_run_subjobs=2", "timeout --foreground --signal=TERM",
+             'work {store} --share "${{PBS_ARRAY_INDEX:?not an element of a job array}}/4" --workers 1']),
+])
+def test_the_array_script_of_a_dry_run(kind, lines, medium, tmp_path):
+    sweep, _ = medium
+    store = tmp_path / "dry.zarr"
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "submit", str(sweep), "--store", str(store),
+                           "--cluster", kind, "--array", "4", "--max-running", "2", "--dry-run"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for line in lines:
+        assert line.format(store=store.resolve()) in proc.stdout, proc.stdout
+    assert not store.exists()
