@@ -68,7 +68,7 @@ def _writers(store_path: Path, st: dict) -> list[dict]:
     task counts."""
     from .. import store
     from ..run import Blocking
-    from ..run.grid import share_tasks
+    from ..run.grid import tasks_left
     from ..store.lock import holders
     found = holders(store_path)
     if any(w["share"] is not None for w in found):
@@ -78,8 +78,8 @@ def _writers(store_path: Path, st: dict) -> list[dict]:
         for w in found:
             if w["share"] is not None:
                 share = tuple(w["share"])
-                w["tasks"] = sum(1 for _ in share_tasks(sweep, blocking, None, share))
-                w["tasks_left"] = sum(1 for _ in share_tasks(sweep, blocking, done, share))
+                w["tasks"] = tasks_left(sweep, blocking, None, share)
+                w["tasks_left"] = tasks_left(sweep, blocking, done, share)
     return [{k: v for k, v in w.items() if k not in ("token", "beat")} for w in found]
 
 

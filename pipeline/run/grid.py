@@ -31,7 +31,7 @@ from ..spec import Sweep, sizes
 from ..types import Centering
 from .cost import Blocking
 
-__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_tasks", "spawn_key", "task_memory_bytes", "tasks",
+__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_tasks", "spawn_key", "tasks_left", "task_memory_bytes", "tasks",
            "value_key"]
 
 
@@ -263,6 +263,27 @@ def _tasks_of(sweep: Sweep, context: Context, blocking: Blocking, done: np.ndarr
         yield Task(index=index, start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
                    gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
                    context=context, d_pos=d_pos)
+
+
+def tasks_left(sweep: Sweep, blocking: Blocking, done: np.ndarray | None,
+               share: tuple[int, int] | None = None) -> int:
+    """How many tasks :func:`tasks` (or :func:`share_tasks` of ``share``) would yield, counted from ``done`` at once.
+
+    So that a run need not hold its tasks in a list to know how many there are: the driver makes them one
+    by one as the window takes them (50 MiB and 7 s for 10^5 tasks in a list).
+    """
+    counts = (len(sweep.d_values), *(len(_starts(m, c)) for m, c in zip(grid_shape(sweep), blocking.as_tuple())))
+    if done is None:
+        left = np.ones(counts, bool)
+    else:
+        mask = np.asarray(done, bool).reshape((counts[0], *np.shape(done)[-5:]))
+        mask = mask.all(axis=4)                                   # every scheme: (d, delta, gamma, T, replicate)
+        for axis, size in zip(range(1, 5), blocking.as_tuple()):
+            mask = np.logical_and.reduceat(mask, _starts(mask.shape[axis], size), axis=axis)
+        left = ~mask
+    if share is not None:
+        left &= np.arange(left.size).reshape(counts) % share[1] == share[0]
+    return int(left.sum())
 
 
 def share_tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None, share: tuple[int, int]) -> Iterator[Task]:

@@ -43,7 +43,7 @@ from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
-from .grid import Task, n_tasks, share_tasks, task_memory_bytes, tasks
+from .grid import Task, n_tasks, share_tasks, task_memory_bytes, tasks, tasks_left
 from .work import WORKER_ENV
 from .progress import Progress
 
@@ -181,17 +181,18 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
         blocking = Blocking(*run.blocking)
         done = run.writer.done_mask()
         total = n_tasks(sweep, blocking)
-        todo = list(tasks(sweep, blocking, done) if share is None else share_tasks(sweep, blocking, done, share))
+        left = tasks_left(sweep, blocking, done, share)          # the tasks themselves are made as the window takes them
+        todo = tasks(sweep, blocking, done) if share is None else share_tasks(sweep, blocking, done, share)
         per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
         if run.recompute:
             note(f"{path}: extended; {run.recompute}")
         mine = "" if share is None else f"; element {share[0]} of {share[1]}: one task in {share[1]}"
         note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates{per_d}{mine} "
-             f"({len(todo)} to compute)")
+             f"({left} to compute)")
         if share is None:
-            bar = Progress(sweep.name, total, total - len(todo), enabled=progress)
+            bar = Progress(sweep.name, total, total - left, enabled=progress)
         else:
-            bar = Progress(f"{sweep.name} [{share[0]}/{share[1]}]", len(todo), 0, enabled=progress)
+            bar = Progress(f"{sweep.name} [{share[0]}/{share[1]}]", left, 0, enabled=progress)
 
         def finished(batch: list[tuple[Task, dict]]) -> None:
             run.check()                                   # never mark done under a lock we may have lost
@@ -229,7 +230,7 @@ def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, th
     with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), None, new) as run:
         blocking = Blocking(*run.blocking)
         total = n_tasks(sweep, blocking)
-        return total, sum(1 for _ in tasks(sweep, blocking, run.writer.done_mask()))
+        return total, tasks_left(sweep, blocking, run.writer.done_mask())
 
 
 def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:

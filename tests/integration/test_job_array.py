@@ -22,7 +22,7 @@ import yaml
 
 from rmtsweep.errors import StoreError
 from rmtsweep.run import Blocking, ready_store
-from rmtsweep.run.grid import share_tasks, tasks
+from rmtsweep.run.grid import share_tasks, tasks, tasks_left
 from rmtsweep.spec import parse_sweep
 from rmtsweep.store import open_dataset
 from rmtsweep.store.lock import StoreLock, conflicts, holders, lock_file
@@ -56,19 +56,27 @@ def keys(found) -> list[tuple]:
     return [(t.d_pos, t.index) for t in found]
 
 
+ON_D_AXIS = {**{k: v for k, v in MEDIUM.items() if k != "d"}, "grid": {**MEDIUM["grid"], "d": [16, 24, 32]}}
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 100])
-def test_the_shares_of_an_array_partition_what_is_left(n):
-    """Whatever is done already, the N shares hold every task left exactly once, and the same tasks as a run."""
-    sweep = parse_sweep({**MEDIUM, "d": 24})
-    blocking = Blocking(1, 1, 1, 2)
-    shape = (2, 2, 2, 3, 16)
-    for done in (None, np.random.default_rng(n).random(shape) < 0.4):
-        expected = keys(tasks(sweep, blocking, done))
-        shares = [keys(share_tasks(sweep, blocking, done, (i, n))) for i in range(n)]
-        together = list(itertools.chain(*shares))
-        assert sorted(together) == sorted(expected) and len(together) == len(set(together))
-        if done is None:                                   # balanced: sizes differ by at most one
-            assert max(map(len, shares)) - min(map(len, shares)) <= 1
+@pytest.mark.parametrize("data, shape", [({**MEDIUM, "d": 24}, (2, 2, 2, 3, 16)), (ON_D_AXIS, (3, 2, 2, 2, 3, 16))],
+                         ids=["top-level d", "d axis"])
+def test_the_shares_of_an_array_partition_what_is_left(n, data, shape):
+    """Whatever is done already, the N shares hold every task left exactly once, and the same tasks as a run;
+    tasks_left counts them without making them."""
+    sweep = parse_sweep(data)
+    rng = np.random.default_rng(n)
+    for blocking in (Blocking(1, 1, 1, 2), Blocking(2, 1, 2, 3)):
+        for done in (None, rng.random(shape) < 0.4, rng.random(shape) < 0.97):
+            expected = keys(tasks(sweep, blocking, done))
+            shares = [keys(share_tasks(sweep, blocking, done, (i, n))) for i in range(n)]
+            together = list(itertools.chain(*shares))
+            assert sorted(together) == sorted(expected) and len(together) == len(set(together))
+            assert tasks_left(sweep, blocking, done) == len(expected)
+            assert [tasks_left(sweep, blocking, done, (i, n)) for i in range(n)] == list(map(len, shares))
+            if done is None:                                   # balanced: sizes differ by at most one
+                assert max(map(len, shares)) - min(map(len, shares)) <= 1
 
 
 def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path):
