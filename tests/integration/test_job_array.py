@@ -132,6 +132,8 @@ def test_locks_let_one_array_in_and_keep_overlapping_writers_out(medium, tmp_pat
             conflicts(store, (1, 3))
         with pytest.raises(StoreError, match=r"element 0 of 2 is already being computed"):
             StoreLock(store, share=(0, 2)).acquire()
+        with pytest.raises(StoreError, match=r"an array job is computing this store"):
+            ready_store(sweep, store, 2)                            # a resubmission while elements work
         assert [w["share"] for w in holders(store)] == [(0, 2)]
     with StoreLock(store):
         with pytest.raises(StoreError, match=r"another rmtsweep run is writing this store"):
