@@ -233,7 +233,7 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
         click.echo(f"# job array script ({elements} elements)\n{script}")
         return
     path.absolute().parent.mkdir(parents=True, exist_ok=True)
-    total, left = ready_store(sweep_file, path, elements * config.cores)
+    total, left = ready_store(sweep_file, path, config.cores)       # tasks sized for one element's threads
     if not left:
         click.echo(f"{path}: all {total} tasks are done; nothing submitted")
         return

@@ -214,8 +214,9 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
 def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, threads: int) -> tuple[int, int]:
     """Create or extend the store for an array job before its elements start; record no run.
 
-    Tasks are sized for ``threads`` worker threads in all (the elements' cores together), as a run on a
-    cluster of that size would size them. Returns ``(tasks in all, tasks left to compute)``.
+    Tasks are sized for ``threads`` worker threads (one element's: each element drives its own cores, so no
+    single driver sets a pace, and a stopped element loses at most a task per thread, of about a second).
+    Returns ``(tasks in all, tasks left to compute)``.
 
     Raises
     ------
