@@ -260,10 +260,7 @@ def work(store_path: Path, share_text: str, workers: int | None, progress: bool)
     from ..engine import make_engine
     from ..spec import SweepFile
     share = _parse_share(share_text)
-    problem = store.store_problem(store_path)
-    if problem:
-        raise RmtsweepError(f"{store_path}: {problem}")
-    attrs = store.status(store_path)["attrs"]
+    attrs = store.open_dataset(store_path).attrs          # a path that is no store: one line naming why
     sweep = store.stored_sweep(store_path, attrs)
     sweep_file = SweepFile(sweep, f"{store_path} (its stored sweep)", attrs["sweep_canonical"])
     _run(sweep_file, store_path, make_engine("local", workers=workers or _node_cores()), progress, share=share)

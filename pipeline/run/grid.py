@@ -222,10 +222,14 @@ def _starts(n: int, size: int) -> list[int]:
     return list(range(0, n, size))
 
 
+def _chunk_counts(sweep: Sweep, blocking: Blocking) -> tuple[int, ...]:
+    """Tasks along ``(d, delta, gamma, T, replicate)``: the chunk grid, one ``d`` value per task."""
+    return (len(sweep.d_values), *(len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple())))
+
+
 def n_tasks(sweep: Sweep, blocking: Blocking) -> int:
     """Total number of tasks (chunks) of the sweep under ``blocking`` (one ``d`` value per task)."""
-    per_d = int(np.prod([len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple())]))
-    return per_d * len(sweep.d_values)
+    return int(np.prod(_chunk_counts(sweep, blocking)))
 
 
 def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None) -> Iterator[Task]:
@@ -272,15 +276,14 @@ def tasks_left(sweep: Sweep, blocking: Blocking, done: np.ndarray | None,
     So that a run need not hold its tasks in a list to know how many there are: the driver makes them one
     by one as the window takes them (50 MiB and 7 s for 10^5 tasks in a list).
     """
-    counts = (len(sweep.d_values), *(len(_starts(m, c)) for m, c in zip(grid_shape(sweep), blocking.as_tuple())))
+    counts = _chunk_counts(sweep, blocking)
     if done is None:
         left = np.ones(counts, bool)
     else:
-        mask = np.asarray(done, bool).reshape((counts[0], *np.shape(done)[-5:]))
-        mask = mask.all(axis=4)                                   # every scheme: (d, delta, gamma, T, replicate)
-        for axis, size in zip(range(1, 5), blocking.as_tuple()):
-            mask = np.logical_and.reduceat(mask, _starts(mask.shape[axis], size), axis=axis)
-        left = ~mask
+        from ..store.io import chunk_done           # here, not at the top: a worker imports this module
+        b = blocking.as_tuple()
+        chunks = (*(1,) * (np.ndim(done) - 5), b[0], b[1], b[2], np.shape(done)[-2], b[3])   # every scheme
+        left = ~chunk_done(np.asarray(done, bool), chunks).reshape(counts)
     if share is not None:
         left &= np.arange(left.size).reshape(counts) % share[1] == share[0]
     return int(left.sum())
@@ -295,7 +298,7 @@ def share_tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None, share
     elements.
     """
     i, n = share
-    counts = (len(sweep.d_values), *(len(_starts(m, c)) for m, c in zip(grid_shape(sweep), blocking.as_tuple())))
+    counts = _chunk_counts(sweep, blocking)
     for task in tasks(sweep, blocking, done):
         if int(np.ravel_multi_index((task.d_pos or 0, *task.index), counts)) % n == i:
             yield task

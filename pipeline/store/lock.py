@@ -118,6 +118,11 @@ def _owner(info: dict | None) -> str:
     return f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('started', '?')}"
 
 
+def _run_refusal(store: Path, info: dict | None) -> StoreError:
+    return StoreError(f"{store}: another rmtsweep run is writing this store ({_owner(info)}); wait for it to finish "
+                      f"or stop it")
+
+
 def conflicts(store: str | Path, share: Share | None, lease: float = LEASE) -> None:
     """Raise :class:`StoreError` if a lock that ``share`` (``None``: the whole store) excludes is live.
 
@@ -137,8 +142,7 @@ def conflicts(store: str | Path, share: Share | None, lease: float = LEASE) -> N
                 raise StoreError(f"{store}: an array job is computing this store (element {other[0]} of {other[1]}, "
                                  f"{_owner(info)}); wait for the array to finish or cancel it")
             if kind == "store":
-                raise StoreError(f"{store}: another rmtsweep run is writing this store ({_owner(info)}); wait for it "
-                                 f"to finish or stop it")
+                raise _run_refusal(store, info)
             raise StoreError(f"{store}: an array of {other[1]} elements is computing this store (element {other[0]}, "
                              f"{_owner(info)}); its tasks overlap those of an array of {share[1]}: let it finish "
                              f"or cancel it first")
@@ -243,8 +247,7 @@ class StoreLock:
         if self.share is not None:
             return StoreError(f"{self.store}: element {self.share[0]} of {self.share[1]} is already being computed "
                               f"({_owner(info)}); wait for it to finish or cancel it")
-        return StoreError(f"{self.store}: another rmtsweep run is writing this store ({_owner(info)}); wait for it "
-                          f"to finish or stop it")
+        return _run_refusal(self.store, info)
 
     def _take_over(self, judged: dict | None) -> None:
         """Move the stale lock ``judged`` out of the way; put back anything else that was moved instead."""
