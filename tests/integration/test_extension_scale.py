@@ -19,11 +19,11 @@ from rmtsweep.spec import SweepFile, parse_sweep
 from rmtsweep.store import Writer, blocking_of, migrate, write_template
 from tests.helpers import BASE
 
-# 4096 cells in 128 tasks; 64 (delta, gamma) pairs, so the template's 400-bin bulk laws are few
+# 2048 cells in 64 tasks; 64 (delta, gamma) pairs, so the template's 800-bin bulk laws are few
 WIDE = {**copy.deepcopy(BASE), "name": "wide", "d": 8, "replicates": 2, "replicates_per_task": 2, "cells_per_task": 32,
         "top_k": 1, "grid": {"delta": np.linspace(0.5, 2.0, 8).tolist(), "gamma": np.linspace(0.5, 2.0, 8).tolist(),
-                             "snr": [0.0, 1.0], "T": list(range(2, 34)), "weights": ["mean"]},
-        "observables": {"spectrum": {"bins": 400, "max": 8.0}}}              # spectrum: 4096 x 2 x 400 floats
+                             "snr": [0.0, 1.0], "T": list(range(2, 18)), "weights": ["mean"]},
+        "observables": {"spectrum": {"bins": 800, "max": 8.0}}}              # spectrum: 2048 x 2 x 800 floats
 
 
 def _fill(path, data):
@@ -53,7 +53,7 @@ def test_extension_copies_in_bounded_memory(tmp_path):
     tracemalloc.stop()
     assert stored > 16 * 2**20                                  # the arrays are far larger than the budget ...
     assert peak < budget, f"peak {peak / 2**20:.1f} MB during the copy, budget {budget / 2**20:.1f} MB"
-    assert carried == 8 * 8 * 32 * 1 * 2                        # every old cell (delta, gamma, T, weights, snr), done
+    assert carried == 8 * 8 * 16 * 1 * 2                        # every old cell (delta, gamma, T, weights, snr), done
     a, b = zarr.open_group(str(old)), zarr.open_group(str(new))
     assert np.array_equal(a["spectrum"][...], b["spectrum"][:8, :, :, :, :2])
     assert np.isnan(b["spectrum"][8]).all() and not b["done"][8].any() and not b["done"][:, :, :, :, 2:].any()
