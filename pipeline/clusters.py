@@ -371,8 +371,9 @@ def rmtsweep_command() -> str:
     return str(script) if script.exists() else "rmtsweep"
 
 
-def submit_driver(kind: Kind, script_text: str, directory: Path, name: str = "driver") -> str:
-    """Write the driver (or array) script into ``directory`` and submit it; return the job id.
+def submit_driver(kind: Kind, script_text: str, directory: Path, name: str = "driver",
+                  options: tuple[str, ...] = ()) -> str:
+    """Write the driver (or array) script into ``directory`` and submit it with ``options``; return the job id.
 
     Raises
     ------
@@ -387,7 +388,7 @@ def submit_driver(kind: Kind, script_text: str, directory: Path, name: str = "dr
     directory.mkdir(parents=True, exist_ok=True)
     script = directory / f"rmtsweep-{name}-{time.strftime('%Y%m%d-%H%M%S')}.sh"
     script.write_text(script_text)
-    proc = subprocess.run([*command, str(script)], capture_output=True, text=True)
+    proc = subprocess.run([*command, *options, str(script)], capture_output=True, text=True)
     if proc.returncode != 0:
         err = " ".join(proc.stderr.split()) or "(no stderr)"
         raise ClusterError(f"{command[0]} {script} failed with exit {proc.returncode}: {err}")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import RmtsweepError
+from ..errors import ClusterError, RmtsweepError
 from ._group import STORE_PATH, cli
 
 if TYPE_CHECKING:
@@ -225,21 +225,43 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
 
 def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, elements: int, max_running: int | None,
                   dry_run: bool) -> None:
-    from ..arrays import array_script
+    from ..arrays import after_option, array_parts, array_script, site_array_limit
     from ..clusters import submit_driver
     from ..run import ready_store
-    script = array_script(engine.cluster, config, path, elements, max_running)
+    limit = site_array_limit(engine.cluster)
+    parts = array_parts(elements, limit)
+    scripts = [array_script(engine.cluster, config, path, elements, max_running, part) for part in parts]
+    # with --max-running, each array waits for the one before it: at most M elements at once in all
+    chained = max_running is not None
     if dry_run:
-        click.echo(f"# job array script ({elements} elements)\n{script}")
+        for k, ((first, count), script) in enumerate(zip(parts, scripts)):
+            what = f"elements {first}-{first + count - 1} of {elements}" if len(parts) > 1 else f"{elements} elements"
+            after = (f"; submitted with {' '.join(after_option(engine.cluster, f'<job id of array {k}>'))}"
+                     if chained and k else "")
+            click.echo(f"# job array script {k + 1}/{len(parts)} ({what}{after})\n{script}")
+        if len(parts) > 1:
+            click.echo(f"# {len(parts)} arrays: this {engine.cluster} site takes at most {limit} elements in one")
         return
     path.absolute().parent.mkdir(parents=True, exist_ok=True)
     total, left = ready_store(sweep_file, path, config.cores)       # tasks sized for one element's threads
     if not left:
         click.echo(f"{path}: all {total} tasks are done; nothing submitted")
         return
-    job = submit_driver(engine.cluster, script, path.absolute().parent, name="array")
-    click.echo(f"{path}: {left} of {total} tasks to compute; submitted job array {job} of {elements} elements; "
-               f"follow it with `rmtsweep status {path}`")
+    jobs: list[str] = []
+    for (first, count), script in zip(parts, scripts):
+        options = after_option(engine.cluster, jobs[-1]) if chained and jobs else ()
+        try:
+            name = "array" if len(parts) == 1 else f"array-{first}-{first + count - 1}"     # one script file each
+            jobs.append(submit_driver(engine.cluster, script, path.absolute().parent, name=name, options=options))
+        except ClusterError as exc:
+            if not jobs:
+                raise
+            raise ClusterError(f"{exc} (after submitting job arrays {', '.join(jobs)}, elements 0-{first - 1} of "
+                               f"{elements}: once they end, submit the same command again for the rest)") from None
+    arrays = (f"job array {jobs[0]} of {elements} elements" if len(jobs) == 1 else
+              f"{len(jobs)} job arrays {', '.join(jobs)} of {' + '.join(str(c) for _, c in parts)} elements "
+              f"(at most {limit} in one array here" + ("; each after the one before" if chained else "") + ")")
+    click.echo(f"{path}: {left} of {total} tasks to compute; submitted {arrays}; follow it with `rmtsweep status {path}`")
 
 
 @cli.command()

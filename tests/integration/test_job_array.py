@@ -173,3 +173,38 @@ def test_the_array_script_of_a_dry_run(kind, lines, medium, tmp_path):
     for line in lines:
         assert line.format(store=store.resolve()) in proc.stdout, proc.stdout
     assert not store.exists()
+
+
+@pytest.mark.parametrize("max_running", [3, None])
+def test_an_array_larger_than_the_site_takes_is_cut_into_arrays_that_cover_every_share_once(max_running, medium,
+                                                                                            tmp_path):
+    """A site whose MaxArraySize is 4 gets --array 10 as arrays of 4, 4 and 2 elements; with --max-running each
+    waits for the one before it (at most M elements at once)."""
+    sweep, _ = medium
+    bin_dir, log = tmp_path / "bin", tmp_path / "sbatch.log"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text("#!/bin/sh\necho 'MaxArraySize            = 4'\n")
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\necho "$@" >> {log}\necho $((100 + $(wc -l < {log})))\n')
+    for name in ("scontrol", "sbatch"):
+        (bin_dir / name).chmod(0o755)
+    store = tmp_path / "cut.zarr"
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "submit", str(sweep), "--store", str(store),
+                           "--cluster", "slurm", "--array", "10",
+                           *(["--max-running", str(max_running)] if max_running else [])],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "3 job arrays 101, 102, 103 of 4 + 4 + 2 elements" in proc.stdout, proc.stdout
+    calls = [line.split() for line in log.read_text().splitlines()]
+    waits = [[a for a in call if a.startswith("--dependency")] for call in calls]
+    assert waits == ([[], ["--dependency=afterany:101"], ["--dependency=afterany:102"]] if max_running else [[]] * 3)
+    shares = []
+    for call, size in zip(calls, (4, 4, 2)):
+        script = Path(call[-1]).read_text()
+        assert f"#SBATCH --array=0-{size - 1}" + (f"%{max_running}" if max_running else "") + "\n" in script
+        expression = script.split("--share ")[1].split(" --workers")[0]         # as the element's shell reads it
+        for index in range(size):
+            shares.append(subprocess.run(["bash", "-c", f"echo {expression}"], capture_output=True, text=True,
+                                         env={"SLURM_ARRAY_TASK_ID": str(index)}).stdout.strip())
+    assert sorted(shares) == sorted(f"{i}/10" for i in range(10))                # every share once
+    assert open_dataset(store).attrs["sweep_name"] == MEDIUM["name"]             # the store was made
