@@ -50,7 +50,8 @@ def test_a_run_started_while_another_holds_the_store_changes_nothing(tmp_path):
         assert lock_file(store).exists() and run.lock.path == lock_file(store)
 
 
-def test_a_worker_writes_nothing_for_a_run_that_no_longer_holds_the_store(tmp_path):
+@pytest.mark.parametrize("share", [None, (1, 2)], ids=["run", "array element 1/2"])
+def test_a_worker_writes_nothing_for_a_run_that_no_longer_holds_the_store(share, tmp_path):
     from rmtsweep.run.cost import Blocking
     from rmtsweep.run.work import write_task
     from rmtsweep.run.grid import tasks
@@ -61,12 +62,15 @@ def test_a_worker_writes_nothing_for_a_run_that_no_longer_holds_the_store(tmp_pa
     store = tmp_path / "s.zarr"
     prepare_store(SweepFile(parse_sweep(BASE), "s.yaml", yaml.safe_dump(BASE)), store)
     task = next(tasks(parse_sweep(BASE), Blocking(*blocking_of(store))))
-    with StoreLock(store) as old:
+    with StoreLock(store, share=share) as old:
         pass                                                     # the run stopped; its lock is gone
-    with StoreLock(store) as current:
-        assert write_task(task, str(store), 0, "w", old.token) == {"fenced": str(store)}
+    with StoreLock(store, share=share) as current:
+        assert write_task(task, str(store), 0, "w", old.token, share) == {"fenced": str(store)}
+        if share:                                                # the token of another share fences too
+            with StoreLock(store, share=(0, 2)) as other:
+                assert write_task(task, str(store), 0, "w", other.token, share) == {"fenced": str(store)}
         assert not list((store / "eigenvalues").glob("0.*"))      # nothing written
-        result = write_task(task, str(store), 0, "w", current.token)
+        result = write_task(task, str(store), 0, "w", current.token, share)
         assert result["written"] is True and list((store / "eigenvalues").glob("0.*"))
 
 
