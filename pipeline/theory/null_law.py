@@ -45,7 +45,7 @@ from .token_law import empirical_law
 from .tracy_widom import tw_cdf, tw_quantile
 
 __all__ = ["CANDIDATES", "CountNull", "count_null", "count_null_draw", "mixture_cdf", "mixture_quantile",
-           "tw_threshold"]
+           "population_null_draw", "tw_threshold"]
 
 Float = NDArray[np.float64]
 
@@ -100,12 +100,25 @@ def _second_derivative(G: float, nu, delta: float) -> float:
 def count_null_draw(counts: np.ndarray, V: int, N: int, delta: float, d: int) -> tuple[Float, Float]:
     """Locations and scales of the null candidates given one draw of the token counts (module docstring).
 
-    The bulk is the main component of the law over all the tokens (the component that holds the
-    median, :func:`.finite_t.edge_point`); every token whose atom lies above it (its pole
-    ``1 / (delta p)`` below the component's ``G_e``) is a spike of that bulk, the :data:`CANDIDATES`
-    highest kept. Nothing is calibrated.
+    At ``T = 1`` the population of ``S / kappa`` is diagonal, ``p = V c / N`` per token
+    (:func:`population_null_draw`). Nothing is calibrated.
     """
-    p = V * np.asarray(counts, float) / N
+    return population_null_draw(V * np.asarray(counts, float) / N, delta, d)
+
+
+def population_null_draw(p: ArrayLike, delta: float, d: int) -> tuple[Float, Float]:
+    """Locations and scales of the null candidates of ``S / kappa = (1/V) Z^T D Z`` given ``D``'s eigenvalues ``p``.
+
+    ``Z`` (``V x d``) has independent standard normal entries and ``D`` is independent of it, so ``Z``
+    may be rotated into ``D``'s eigenbasis: only the ``V`` eigenvalues ``p`` matter. The bulk is the
+    main component of the law over ``p`` (the component that holds the median,
+    :func:`.finite_t.edge_point`); every ``p`` whose atom lies above it (its pole ``1 / (delta p)``
+    below the component's ``G_e``) is a spike of that bulk, the :data:`CANDIDATES` highest kept. At
+    ``T = 1`` the ``p`` are the scaled token counts (:func:`count_null_draw`); for longer sequences
+    they are the eigenvalues of the realised pooling matrix's ``(V / (N kappa)) A^T A`` (docs/theory.md §7,
+    problem 1, where this is measured against simulation).
+    """
+    p = np.asarray(p, float)
     with np.errstate(divide="ignore"):
         pole = 1.0 / (delta * p)
     g_all, _ = edge_point(empirical_law(p), delta)
