@@ -63,7 +63,7 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("reference")
     sweep_path, store_path = root / "tiny.yaml", root / "reference.zarr"
     sweep_path.write_text(yaml.safe_dump(BASE))
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
             Client(c) as client:
         run_sweep(load_sweep(sweep_path), store_path, client, progress=False)
     return sweep_path, store_path

@@ -49,10 +49,12 @@ def write_task(task: Task, path: str, run: int, token: str, fence: str | None = 
     try:
         if fence is not None and not holds(path, fence, share):
             return {"fenced": path}
-        if key not in _WRITERS:
+        writer = _WRITERS.get(key)          # held here: a worker's other threads may replace the entry meanwhile
+        if writer is None:
+            writer = Writer(path)
             _WRITERS.clear()
-            _WRITERS[key] = Writer(path)
-        _WRITERS[key].write_block(task.region, values, task.todo, run)
+            _WRITERS[key] = writer
+        writer.write_block(task.region, values, task.todo, run)
     except OSError as exc:
         _WRITERS.clear()
         return {"os_error": (exc.errno, exc.strerror or str(exc), exc.filename or path)}

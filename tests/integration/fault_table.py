@@ -120,7 +120,7 @@ class Bench:
         from rmtsweep import run_sweep
         if self._client is None:
             from distributed import Client, LocalCluster
-            self._cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+            self._cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
             self._client = Client(self._cluster)
         run_sweep(self.sweep, store, self._client, progress=False)
 
