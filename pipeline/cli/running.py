@@ -281,8 +281,10 @@ def work(store_path: Path, share_text: str, workers: int | None, progress: bool)
     from .. import store
     from ..engine import make_engine
     from ..spec import SweepFile
+    from ..store.lock import conflicts
     share = _parse_share(share_text)
     attrs = store.open_dataset(store_path).attrs          # a path that is no store: one line naming why
+    conflicts(store_path, share, tidy=False)              # refused before the cluster starts, not seconds after
     sweep = store.stored_sweep(store_path, attrs)
     sweep_file = SweepFile(sweep, f"{store_path} (its stored sweep)", attrs["sweep_canonical"])
     _run(sweep_file, store_path, make_engine("local", workers=workers or _node_cores()), progress, share=share)

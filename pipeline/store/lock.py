@@ -123,11 +123,13 @@ def _run_refusal(store: Path, info: dict | None) -> StoreError:
                       f"or stop it")
 
 
-def conflicts(store: str | Path, share: Share | None, lease: float = LEASE) -> None:
+def conflicts(store: str | Path, share: Share | None, lease: float = LEASE, tidy: bool = True) -> None:
     """Raise :class:`StoreError` if a lock that ``share`` (``None``: the whole store) excludes is live.
 
     Called once the caller holds its own lock (module docstring, "Shares"). A stale lock found here is
-    removed as a take-over would (so a killed array does not block the next one beyond its lease).
+    removed as a take-over would (so a killed array does not block the next one beyond its lease); with
+    ``tidy=False`` it is left alone: a look before taking any lock, to refuse early what the check under
+    the lock would refuse anyway.
     """
     store = Path(store)
     excluded = [((s, path), "share") for s, path in share_locks(store) if share is None or s[1] != share[1]]
@@ -136,7 +138,8 @@ def conflicts(store: str | Path, share: Share | None, lease: float = LEASE) -> N
     for (other, path), kind in excluded:
         state, info = judge(path, lease)
         if state == "stale":
-            _remove_stale(path, info)
+            if tidy:
+                _remove_stale(path, info)
         elif state == "live":
             if share is None:
                 raise StoreError(f"{store}: an array job is computing this store (element {other[0]} of {other[1]}, "

@@ -134,6 +134,10 @@ def test_locks_let_one_array_in_and_keep_overlapping_writers_out(medium, tmp_pat
             StoreLock(store, share=(0, 2)).acquire()
         with pytest.raises(StoreError, match=r"an array job is computing this store"):
             ready_store(sweep, store, 2)                            # a resubmission while elements work
+        other = element(store, 1, 3)                                # an element of an array of another size
+        _, err = other.communicate(timeout=60)
+        assert other.returncode == 2 and "an array of 2 elements is computing this store" in err, err
+        assert "dask LocalCluster" not in err, err                  # refused before any cluster started
         assert [w["share"] for w in holders(store)] == [(0, 2)]
     with StoreLock(store):
         with pytest.raises(StoreError, match=r"another rmtsweep run is writing this store"):
