@@ -212,3 +212,35 @@ def test_an_array_larger_than_the_site_takes_is_cut_into_arrays_that_cover_every
                                          env={"SLURM_ARRAY_TASK_ID": str(index)}).stdout.strip())
     assert sorted(shares) == sorted(f"{i}/10" for i in range(10))                # every share once
     assert open_dataset(store).attrs["sweep_name"] == MEDIUM["name"]             # the store was made
+
+
+@pytest.mark.slow
+def test_an_element_cut_by_its_walltime_stops_cleanly_losing_only_its_tasks_in_flight(tmp_path):
+    """The PBS array script itself, run as element 0 of 2: its ``timeout`` prefix (a 60 s walltime with a 45 s
+    warning) sends SIGTERM after 15 s, and the element stops in one line with its finished tasks whole."""
+    from rmtsweep.arrays import array_script
+    from rmtsweep.clusters import ClusterConfig
+    sweep = tmp_path / "long.yaml"
+    sweep.write_text(yaml.safe_dump({**MEDIUM, "name": "long", "replicates": 4096, "replicates_per_task": 16}))
+    store = tmp_path / "cut.zarr"
+    ready_store(sweep, store, 1)
+    script = tmp_path / "element.sh"
+    script.write_text(array_script("pbs", ClusterConfig(walltime="00:01:00", driver_stop_warning=45), store, 2))
+    start = time.monotonic()
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PBS_ARRAY_INDEX": "0"})
+    assert proc.returncode == 143, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
+    assert "Traceback" not in proc.stderr
+    assert time.monotonic() - start < 15 + 10                       # stopped within 10 s of the signal
+    assert not lock_file(store, (0, 2)).exists()
+    assert 0 < writes_of(store, (0, 2)) < 1024                      # part of its share (2048 tasks / 2) done
+    from rmtsweep.store import JOURNAL_NAME
+    (run,) = [r["run"] for r in open_dataset(store).attrs["runs"] if tuple(r.get("share", ())) == (0, 2)]
+    events = [line.split()[2] for line in (store / JOURNAL_NAME).read_text().splitlines()
+              if line.startswith(f"run {run} ")]
+    assert events.count("submit") - events.count("write") <= 4      # lost: at most the tasks in flight (4 a thread)
+    from rmtsweep import status, verify
+    state = status(store)
+    assert (state["tasks_done"], state["tasks_total"]) == (events.count("write"), 2048)   # done where it wrote
+    assert verify(store) == []                                       # what was done is whole
