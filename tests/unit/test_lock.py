@@ -206,3 +206,34 @@ def test_cli_refuses_a_store_another_run_writes(reference, tmp_path):
                                "--workers", "1", "--no-progress"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(f"rmtsweep: error: {store}: another rmtsweep run")
+
+
+def test_the_metadata_lock_passes_from_hand_to_hand_without_failing_a_patient_waiter(tmp_path):
+    """Twenty holders of 0.15 s each, one at a time: the last waits about 3 s, three times the lock's 1 s
+    timeout, and still gets it, since the lock kept changing hands (the elements of an array starting together)."""
+    import threading
+
+    from rmtsweep.store.lock import metadata_lock
+    inside, most, got, errors = [0], [0], [], []
+    guard = threading.Lock()
+
+    def take(i: int) -> None:
+        try:
+            with metadata_lock(tmp_path, timeout=1.0):
+                with guard:
+                    inside[0] += 1
+                    most[0] = max(most[0], inside[0])
+                time.sleep(0.15)
+                with guard:
+                    inside[0] -= 1
+                got.append(i)
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors[:3]
+    assert sorted(got) == list(range(20)) and most[0] == 1          # every one, and never two at once
