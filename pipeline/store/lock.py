@@ -350,8 +350,9 @@ def metadata_lock(store: Path, timeout: float = 30.0) -> Iterator[None]:
     died mid-write and is broken. While it changes hands a waiter waits on: the elements of a job array
     that start together each record their run under it, one after another (a fixed one-minute deadline
     failed an element of 100 that had waited behind the others, in ``benchmarks/array_elements.py`` with
-    the elements as threads of one process, where every join was slowed by their shared zarr I/O loop). Waiters look again after a growing, jittered pause (up to about a
-    second), so hundreds of them do not flood a shared file system's metadata server.
+    the elements as threads of one process, where every join was slowed by their shared zarr I/O loop).
+    Waiters look again after a growing, jittered pause (up to about a second), so hundreds of them do not
+    flood a shared file system's metadata server.
     """
     path = Path(store) / METADATA_LOCK_NAME
     seen, since, tries = None, time.monotonic(), 0
