@@ -35,7 +35,7 @@ import zarr
 from .. import theory
 from ..dims import D, has_d_axis, store_dims
 from ..errors import SelectionError
-from ..store import ZARR_FORMAT, metadata_lock, open_dataset
+from ..store import ZARR_FORMAT, locate, metadata_lock, open_dataset, open_zarr
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
                         signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
@@ -56,11 +56,12 @@ def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr
     """A store (``group=None``) or one of its groups (e.g. ``"comparison"``), opened lazily."""
     if isinstance(source, xr.Dataset):
         return source
+    source = locate(source)
     ds = open_dataset(source)
     if group is None:
         return ds
     try:
-        sub = xr.open_zarr(str(source), group=group)
+        sub = open_zarr(source, group=group)
     except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
         raise SelectionError(f"{source}: no group {group!r} (valid: none, or 'comparison' after "
                              f"`rmtsweep compare {source}`)") from None

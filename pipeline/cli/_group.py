@@ -10,14 +10,13 @@ import logging
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import click
 
 from ..errors import RmtsweepError, RunError
 
-__all__ = ["STORE_PATH", "Stopped", "cli", "main"]
+__all__ = ["STORE_LOCATION", "STORE_PATH", "Stopped", "cli", "main", "storage_options"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,17 +26,46 @@ def cli() -> None:
 
 
 class _StorePath(click.ParamType):
-    """A store's path. A URL (``s3://...``) is refused in one line (:func:`rmtsweep.store.local_path`): as a
-    ``click.Path`` it would become the local directory ``s3:/...``."""
+    """A store's path, or a URL of object storage (:func:`rmtsweep.store.location.locate`): as a ``click.Path``
+    a URL would become the local directory ``s3:/...``. With ``writes=True`` a URL is refused in one line
+    (:func:`rmtsweep.store.location.local_path`)."""
 
     name = "path"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
-        from ..store.location import local_path
-        return local_path(value)                   # a StoreError is a user mistake: one line, exit 2
+    def __init__(self, writes: bool) -> None:
+        self.writes = writes
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from ..store.location import local_path, locate
+        return local_path(value) if self.writes else locate(value)   # StoreError: a user mistake, exit 2
 
 
-STORE_PATH = _StorePath()
+STORE_PATH = _StorePath(writes=True)
+"""A store that the command writes: a path on a file system."""
+STORE_LOCATION = _StorePath(writes=False)
+"""A store that the command reads: a path, or a URL (``s3://bucket/run.zarr``) with ``--storage-option``."""
+
+
+def storage_options(command: Any) -> Any:
+    """``--storage-option KEY=VALUE`` (repeatable), applied to the command's store arguments that are URLs."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapped(*args: Any, storage_option: tuple[str, ...], **kwargs: Any) -> Any:
+        if storage_option:
+            from ..store.location import locate, parse_storage_options
+            options = parse_storage_options(storage_option)
+            for key in ("store_path", "stores"):
+                if key in kwargs:
+                    value = kwargs[key]
+                    kwargs[key] = (tuple(locate(v, options) for v in value) if isinstance(value, tuple)
+                                   else locate(value, options))
+        return command(*args, **kwargs)
+
+    return click.option("--storage-option", "storage_option", multiple=True, metavar="KEY=VALUE",
+                        help="An option of a store at a URL (fsspec storage_options), e.g. "
+                             "endpoint_url=http://127.0.0.1:9000 or anon=true; dotted keys nest "
+                             "(client_kwargs.region_name=eu-west-1). Repeatable.")(wrapped)
 
 
 class Stopped(BaseException):

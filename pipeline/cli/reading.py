@@ -14,13 +14,14 @@ from pathlib import Path
 import click
 
 from ..errors import RmtsweepError, StoreError, UserError
-from ._group import STORE_PATH, cli
+from ._group import STORE_LOCATION, cli, storage_options
 
 __all__ = ["compare", "export", "figures", "plot", "status", "verify"]
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=STORE_PATH)
+@click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
+@storage_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead (for scripts and dashboards).")
 def status(store_path: Path, as_json: bool) -> None:
     """Show how much of the sweep in STORE is done, and what produced it."""
@@ -69,7 +70,10 @@ def _writers(store_path: Path, st: dict) -> list[dict]:
     from .. import store
     from ..run import Blocking
     from ..run.grid import tasks_left
+    from ..store.location import Remote
     from ..store.lock import holders
+    if isinstance(store_path, Remote):
+        return []                           # nothing writes a store on object storage yet: it holds no lock
     found = holders(store_path)
     if any(w["share"] is not None for w in found):
         sweep = store.stored_sweep(store_path, st["attrs"])
@@ -87,12 +91,15 @@ VERIFY_LINES = 20
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=STORE_PATH)
+@click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
+@storage_options
 @click.option("--repair", is_flag=True, help="Clear the done flags of corrupt tasks, so the next run recomputes them.")
 def verify(store_path: Path, repair: bool) -> None:
     """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
     tasks, one line each (exit 1 if any): done without data, or corrupt."""
     from .. import store
+    if repair:
+        store.local_path(store_path)                        # repairs write: a path on a file system, for now
     store.open_dataset(store_path)                          # a one-line error if it is not a store
     bad = store.corrupt_tasks(store_path)
     if not bad:
@@ -138,7 +145,8 @@ def _detection_options(command):
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=STORE_PATH)
+@click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
+@storage_options
 @_detection_options
 @click.option("--write/--no-write", default=True, show_default=True,
               help="Write the comparison into STORE as the zarr group 'comparison'.")
@@ -150,7 +158,11 @@ def compare(store_path: Path, false_alarm: float | None, margin_factor: float | 
     with _corruption_named(store_path):
         cmp = compare_store(store_path, false_alarm=false_alarm, margin_factor=margin_factor)
     click.echo(summary(cmp, worst))
-    if write:
+    from ..store.location import Remote
+    if write and isinstance(store_path, Remote):
+        click.echo(f"{store_path}: the comparison is not written into a store on object storage (not supported "
+                   f"yet); --no-write silences this", err=True)
+    elif write:
         write_comparison(store_path, cmp)
         click.echo(f"written: xr.open_zarr('{store_path}', group='comparison')")
 
@@ -166,7 +178,8 @@ def _selection(values: tuple[str, ...]) -> dict[str, str]:
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=STORE_PATH)
+@click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
+@storage_options
 @click.option("--x", "x", required=True, help="Grid axis across: delta, gamma, snr, T, weights (or d, if an axis).")
 @click.option("--y", "y", required=True, help="Grid axis up: delta, gamma, snr, T, weights (or d, if an axis).")
 @click.option("--var", "var", required=True, help="Store or comparison variable, e.g. overlap, lambda1_z.")
@@ -196,7 +209,8 @@ def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | 
 
 
 @cli.command()
-@click.argument("stores", metavar="STORE...", nargs=-1, required=True, type=STORE_PATH)
+@click.argument("stores", metavar="STORE...", nargs=-1, required=True, type=STORE_LOCATION)
+@storage_options
 @click.option("--out", type=click.Path(path_type=Path), default=Path("figures"), show_default=True,
               help="Directory for the figures (one subdirectory per store).")
 @click.option("--select", "select", multiple=True, metavar="DIM=VALUE",
@@ -213,7 +227,8 @@ def figures(stores: tuple[Path, ...], out: Path, select: tuple[str, ...]) -> Non
 
 
 @cli.command()
-@click.argument("store_path", metavar="STORE", type=STORE_PATH)
+@click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
+@storage_options
 @click.option("--format", "fmt", default="csv", show_default=True, help="csv (tidy table) or netcdf.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output file.")
 @click.option("--group", default=None, help="Export a group of the store instead, e.g. comparison.")

@@ -24,6 +24,8 @@ _LAZY: dict[str, str] = {
     "create": "io",
     "is_store": "io",
     "open_dataset": "io",
+    "open_group": "io",
+    "open_zarr": "io",
     "record_run": "io",
     "status": "io",
     "store_problem": "io",
@@ -37,7 +39,9 @@ _LAZY: dict[str, str] = {
     "now": "layout",
     "provenance": "layout",
     "template": "layout",
+    "Remote": "location",
     "local_path": "location",
+    "locate": "location",
     "StoreLock": "lock",
     "lock_file": "lock",
     "metadata_lock": "lock",
@@ -49,18 +53,18 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .handle import JOURNAL_NAME, PreparedRun, Store
-    from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, record_run, status,
-                     store_problem, stored_sweep, write_template)
+    from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, open_group, open_zarr,
+                     record_run, status, store_problem, stored_sweep, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
-    from .location import local_path
+    from .location import Remote, local_path, locate
     from .lock import StoreLock, lock_file, metadata_lock
     from .verify import Corrupt, corrupt_tasks, repair
     from .writer import Writer
 
 __all__ = [
-    "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Store", "StoreLock",
-    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store", "local_path", "lock_file", "metadata_lock", "now",
-    "open_dataset", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "template", "write_template",
+    "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Remote", "Store", "StoreLock",
+    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store",
+    "local_path", "locate", "lock_file", "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "template", "write_template",
 ]
 
 

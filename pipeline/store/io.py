@@ -17,11 +17,45 @@ from ..dims import has_d_axis
 from ..errors import StoreError
 from ..spec import Sweep, parse_sweep
 from .layout import FORMAT, ZARR_FORMAT, Template
-from .location import local_path
+from .location import Remote, StorePath, locate
 from .lock import metadata_lock
 
-__all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "record_run", "status", "stored_sweep",
-           "write_template"]
+__all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
+           "record_run", "status", "stored_sweep", "write_template"]
+
+
+def open_group(path: StorePath, mode: str = "r") -> zarr.Group:
+    """The store's root zarr group, on a file system or at a URL (:class:`~rmtsweep.store.location.Remote`)."""
+    if isinstance(path, Remote):
+        return zarr.open_group(path.zarr_store(read_only=mode == "r"), mode=mode)
+    return zarr.open_group(str(path), mode=mode)
+
+
+def _remote_problem(path: Remote) -> str | None:
+    """:func:`store_problem` at a URL: one small read of ``.zattrs`` (and a listing when it is absent)."""
+    fs = path.fs
+    try:
+        attrs = json.loads(fs.cat_file(path.key(".zattrs")))
+    except FileNotFoundError:
+        try:
+            return f"not an rmtsweep store (no '{FORMAT}' marker)" if fs.exists(path.url) else "does not exist"
+        except FileNotFoundError:
+            return "does not exist"
+        except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
+            return f"cannot read it ({_first_line(exc)})"
+    except PermissionError as exc:
+        return f"cannot read it (access denied: {_first_line(exc)})"
+    except ValueError as exc:
+        return f"cannot read its metadata (.zattrs is truncated or corrupt: {_first_line(exc)})"
+    except Exception as exc:  # noqa: BLE001 - an unreachable endpoint, missing credentials, ...
+        return f"cannot read it ({_first_line(exc)})"
+    return None if isinstance(attrs, dict) and attrs.get("rmtsweep_format") == FORMAT else \
+        f"not an rmtsweep store (no '{FORMAT}' marker)"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
 
 
 def store_problem(path: str | Path) -> str | None:
@@ -30,7 +64,9 @@ def store_problem(path: str | Path) -> str | None:
     Tells "does not exist" and "not an rmtsweep store" (no zarr group, or no format marker) from
     "cannot read it" (permission denied, truncated or corrupt metadata), and says which.
     """
-    path = local_path(path)
+    path = locate(path)
+    if isinstance(path, Remote):
+        return _remote_problem(path)
     meta = path / ".zattrs"
     if not path.exists():
         return "does not exist"
@@ -52,26 +88,36 @@ def store_problem(path: str | Path) -> str | None:
     return f"not an rmtsweep store (no '{FORMAT}' marker)"
 
 
-def is_store(path: Path) -> bool:
+def is_store(path: StorePath) -> bool:
     """Whether ``path`` holds a readable rmtsweep store."""
     return store_problem(path) is None
 
 
-def open_dataset(path: str | Path) -> xr.Dataset:
+def open_dataset(path: str | StorePath, storage_options: dict | None = None) -> xr.Dataset:
     """Open a store with xarray (lazy, dask-chunked as stored; works while a sweep is still writing).
+
+    ``path`` is a path or a URL of object storage (``s3://bucket/run.zarr``), with fsspec's
+    ``storage_options`` for the latter (credentials and endpoint also come from the environment).
 
     Opened with ``mask_and_scale=False``, so ``run`` reads -1 where no run computed a replicate (a
     plain ``xr.open_zarr`` turns zarr fill values into NaN and ``run`` into floats); every float
     variable already uses NaN for "not computed".
     """
-    path = local_path(path)
+    path = locate(path, storage_options)
     problem = store_problem(path)
     if problem:
         raise StoreError(f"{path}: {problem}")
-    return xr.open_zarr(str(path), mask_and_scale=False)
+    return open_zarr(path, mask_and_scale=False)
 
 
-def stored_sweep(path: str | Path, attrs: dict) -> Sweep:
+def open_zarr(path: StorePath, **kwargs) -> xr.Dataset:
+    """``xr.open_zarr`` of the store at a path or a URL (its storage options passed on); ``kwargs`` as xarray's."""
+    if isinstance(path, Remote):
+        return xr.open_zarr(path.url, storage_options=path.storage_options, **kwargs)
+    return xr.open_zarr(str(path), **kwargs)
+
+
+def stored_sweep(path: str | StorePath, attrs: dict) -> Sweep:
     """The sweep a store was created from (re-validated from its canonical form)."""
     return parse_sweep(json.loads(attrs["sweep_canonical"]), f"{path} (stored sweep)")
 
@@ -126,9 +172,9 @@ def record_run(path: Path, info: dict) -> int:
     return len(runs) - 1
 
 
-def blocking_of(path: str | Path) -> tuple[int, int, int, int]:
+def blocking_of(path: str | StorePath) -> tuple[int, int, int, int]:
     """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``)."""
-    done = zarr.open_array(str(Path(path) / "done"), mode="r")
+    done = open_group(locate(path))["done"]
     chunks = dict(zip(done.attrs["_ARRAY_DIMENSIONS"], done.chunks))
     return chunks["delta"], chunks["gamma"], chunks["T"], chunks["replicate"]
 
@@ -142,12 +188,12 @@ def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-def status(path: str | Path) -> dict:
+def status(path: str | StorePath, storage_options: dict | None = None) -> dict:
     """Counts of done tasks (chunks of ``done``) and replicates, replicates per run, the attrs, and the
     ``d`` axis (``d_axis``: its values, or ``None`` for a store with a top-level ``d``)."""
-    path = Path(path)
+    path = locate(path, storage_options)
     open_dataset(path)                                  # raises StoreError if it is not a store
-    group = zarr.open_group(str(path), mode="r")
+    group = open_group(path)
     done = group["done"][...]
     attrs = dict(group.attrs)
     per_task = chunk_done(done, group["done"].chunks)

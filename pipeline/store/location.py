@@ -1,24 +1,185 @@
-"""Where a store may live: a path on a file system (local, or shared with the workers).
+"""Where a store lives: a path on a file system, or a URL of object storage (``s3://``, ``gs://``, any fsspec URL).
 
-A URL (``s3://bucket/run.zarr``, ``gs://...``, ``file://...``) is refused in one line rather than taken as
-a path: ``pathlib`` would fold ``s3://bucket/x.zarr`` into the local directory ``s3:/bucket/x.zarr``, and a
-run would then write there and report success.
+:func:`locate` parses what a user gave once, at the boundary: a path stays a :class:`~pathlib.Path`
+(the store code's POSIX protocol: ``O_EXCL`` locks, renames); a URL becomes a :class:`Remote`, read
+through its fsspec filesystem (zarr's ``FsspecStore``; xarray's ``storage_options``). ``file://`` URLs are
+paths. A URL is never taken as a path: ``pathlib`` would fold ``s3://bucket/x.zarr`` into the local
+directory ``s3:/bucket/x.zarr``, and a run would write there and report success.
+
+Reading commands take a :class:`Remote`; writing to one (``run``, ``verify --repair``, ``compare --write``)
+is refused in one line by :func:`local_path` until the store's lock has its object-storage form.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import StoreError
+from ..errors import StoreError, UserError
 
-__all__ = ["local_path"]
+__all__ = ["Remote", "StorePath", "local_path", "locate", "parse_storage_options"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
+# the packages that give fsspec its object-storage filesystems, by protocol (fsspec names them only in prose)
+_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
+             "abfss": "adlfs", "adl": "adlfs", "oci": "ocifs", "hf": "huggingface_hub", "webdav": "webdav4"}
 
-def local_path(path: str | Path) -> Path:
-    """``path`` as a :class:`~pathlib.Path`, or :class:`~rmtsweep.errors.StoreError` if it is a URL.
+
+@dataclass(frozen=True)
+class Remote:
+    """A store at a URL of an fsspec filesystem, with the options that filesystem is made with.
+
+    ``str(remote)`` is the URL (as the user wrote it, without a trailing ``/``). ``options`` are
+    fsspec's ``storage_options`` (for S3: ``key``, ``secret``, ``endpoint_url``, ``anon``, ...), kept as
+    sorted JSON so that the type stays frozen and hashable; credentials and endpoints also come from the
+    filesystem's usual environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...).
+    """
+
+    url: str
+    options_json: str = "{}"
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def protocol(self) -> str:
+        """The URL's scheme (``s3``)."""
+        return self.url.split("://", 1)[0].lower()
+
+    @property
+    def name(self) -> str:
+        """The store's last path component (``run.zarr``)."""
+        return self.url.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def stem(self) -> str:
+        """:attr:`name` without its suffix (``run``), as ``Path.stem``."""
+        return Path(self.name).stem
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        """The filesystem's options as a dict (what ``xr.open_zarr(url, storage_options=...)`` takes)."""
+        return json.loads(self.options_json)
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem of the URL (made once per protocol and options)."""
+        return _filesystem(self.protocol, self.options_json)
+
+    def key(self, *parts: str) -> str:
+        """The full URL of an object inside the store (``key(".zattrs")``)."""
+        return "/".join((self.url, *parts))
+
+    def zarr_store(self, read_only: bool = True) -> Any:
+        """A zarr ``FsspecStore`` on the store's prefix (what ``zarr.open_group`` takes)."""
+        from zarr.storage import FsspecStore
+        self.fs                                     # noqa: B018 - the one-line error when the package is missing
+        return FsspecStore.from_url(self.url, storage_options=self.storage_options, read_only=read_only)
+
+
+StorePath = Path | Remote
+"""Where a store is: a path on a file system or a :class:`Remote` URL."""
+
+
+def _package_error(protocol: str, url: str) -> StoreError:
+    package = _PACKAGES.get(protocol)
+    if package:
+        return StoreError(f"{url}: stores at {protocol}:// are read through the package {package}, which is not "
+                          f"installed: pip install {package}")
+    return StoreError(f"{url}: no filesystem is known for {protocol}:// (fsspec has none registered; a package "
+                      f"such as s3fs, gcsfs or adlfs adds its scheme)")
+
+
+@functools.lru_cache(maxsize=16)
+def _filesystem(protocol: str, options_json: str) -> Any:
+    import fsspec
+    try:
+        cls = fsspec.get_filesystem_class(protocol)
+    except (ImportError, ValueError):
+        raise _package_error(protocol, f"{protocol}://...") from None
+    try:
+        return cls(**json.loads(options_json))
+    except TypeError as exc:
+        raise UserError(f"--storage-option: {protocol}:// does not take these options ({exc})") from None
+
+
+def parse_storage_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items as fsspec ``storage_options``: a dotted key nests (``client_kwargs.region_name=x``),
+    a value is read as JSON when it parses (``anon=true``, ``retries=2``) and kept as text otherwise.
+
+    Examples
+    --------
+    >>> parse_storage_options(["anon=true", "endpoint_url=http://127.0.0.1:9000", "config_kwargs.connect_timeout=5"])
+    {'anon': True, 'endpoint_url': 'http://127.0.0.1:9000', 'config_kwargs': {'connect_timeout': 5}}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip() or any(not part for part in key.split(".")):
+            raise UserError(f"--storage-option {item!r}: expected KEY=VALUE, e.g. endpoint_url=http://127.0.0.1:9000")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        *parents, leaf = key.strip().split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise UserError(f"--storage-option {item!r}: {part} was given a value and options below it")
+        node[leaf] = value
+    return out
+
+
+def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None = None) -> StorePath:
+    """Where a store is: a :class:`~pathlib.Path`, or a :class:`Remote` for a URL (``file://`` is a path).
+
+    Raises
+    ------
+    StoreError
+        A URL whose scheme has no installed filesystem (one line naming the package to install).
+    UserError
+        ``storage_options`` given for a path on a file system.
+
+    Examples
+    --------
+    >>> locate("store/demo.zarr")
+    PosixPath('store/demo.zarr')
+    >>> locate("file:///tmp/run.zarr")
+    PosixPath('/tmp/run.zarr')
+    """
+    if isinstance(path, Remote):
+        if storage_options:
+            return Remote(path.url, json.dumps({**path.storage_options, **storage_options}, sort_keys=True))
+        return path
+    if isinstance(path, str) and (m := _URL.match(path)):
+        protocol = m[1].lower()
+        if protocol == "file":
+            path = path[len("file://"):]
+        else:
+            remote = Remote(path.rstrip("/"), json.dumps(dict(storage_options or {}), sort_keys=True))
+            import fsspec
+            try:
+                fsspec.get_filesystem_class(protocol)
+            except (ImportError, ValueError):
+                raise _package_error(protocol, remote.url) from None
+            return remote
+    if storage_options:
+        raise UserError(f"{path}: --storage-option is for stores at a URL (s3://..., gs://...), not on a file system")
+    return Path(path)
+
+
+def local_path(path: str | Path | Remote) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, or :class:`~rmtsweep.errors.StoreError` for object storage.
+
+    What the commands that write a store use (``run``, ``submit``, ``work``, ``verify --repair``,
+    ``compare --write``): the store's lock and its extension need a file system for now.
 
     Examples
     --------
@@ -27,10 +188,15 @@ def local_path(path: str | Path) -> Path:
     >>> try:
     ...     local_path("s3://bucket/run.zarr")
     ... except StoreError as exc:
-    ...     print(str(exc)[:69])
-    s3://bucket/run.zarr: stores live on a file system (a local or shared
+    ...     print(str(exc)[:66])
+    s3://bucket/run.zarr: writing a store on object storage (s3://) is
     """
-    if isinstance(path, str) and (m := _URL.match(path)):
-        raise StoreError(f"{path}: stores live on a file system (a local or shared path); object storage "
-                         f"({m[1]}://) is not supported yet: copy the store between the bucket and a file system")
-    return Path(path)
+    if isinstance(path, Remote):
+        url, protocol = path.url, path.protocol
+    elif isinstance(path, str) and (m := _URL.match(path)) and m[1].lower() != "file":
+        url, protocol = path, m[1]
+    else:
+        return locate(path)              # type: ignore[return-value]
+    raise StoreError(f"{url}: writing a store on object storage ({protocol}://) is not supported yet; run the "
+                     f"sweep to a file system and copy the store to the bucket (status, verify, compare --no-write, "
+                     f"plot, figures, export and open_store read it there)")

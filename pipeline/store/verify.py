@@ -19,6 +19,8 @@ import zarr
 from zarr.core.sync import sync
 
 from ..dims import has_d_axis, store_dims
+from .io import open_group
+from .location import StorePath, local_path, locate
 from .writer import per_replicate_arrays
 
 __all__ = ["ABSENT", "Corrupt", "chunk_keys", "corrupt_tasks", "repair"]
@@ -56,12 +58,13 @@ def _span(values: np.ndarray) -> str:
     return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
 
 
-def corrupt_tasks(path: str | Path, limit: int | None = None) -> list[Corrupt]:
+def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corrupt]:
     """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode.
 
-    One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once.
+    One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once, and
+    lists each variable's chunks once (on object storage: one listing per variable, not a request per chunk).
     """
-    group = zarr.open_group(str(path), mode="r")
+    group = open_group(locate(path))
     arrays = per_replicate_arrays(group)
     done = arrays["done"]
     dims = tuple(done.attrs["_ARRAY_DIMENSIONS"])
@@ -102,7 +105,7 @@ def corrupt_tasks(path: str | Path, limit: int | None = None) -> list[Corrupt]:
 
 def repair(path: str | Path, corrupt: list[Corrupt]) -> int:
     """Clear ``done`` over every corrupt task (rewriting a corrupt ``done`` chunk whole); returns how many."""
-    done = zarr.open_group(str(path), mode="r+")["done"]
+    done = zarr.open_group(str(local_path(path)), mode="r+")["done"]
     regions = {tuple((s.start, s.stop) for s in c.region): c.region for c in corrupt}    # one per task
     for region in regions.values():
         done[region] = False
