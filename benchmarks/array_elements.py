@@ -7,7 +7,7 @@ Run from the repository root::
 
 Each element does what ``rmtsweep work STORE --share I/N`` does around its tasks, with the package's own
 code: it joins the store (:meth:`rmtsweep.store.Store.join`: its share's lock with a heartbeat, the conflict
-check, its run recorded in the store's attrs under the metadata lock, the journal), then for each task of
+check, the run that ``submit --array`` recorded for its share found, the journal), then for each task of
 its share (:func:`rmtsweep.run.grid.share_tasks`) sleeps the task's seconds instead of computing, writes
 the task's chunks through the fenced :func:`rmtsweep.run.work.write_task` (the data of a task of the same
 shape, computed once), checks its lock, marks the task done and journals it. No dask: an element's
@@ -15,8 +15,8 @@ LocalCluster costs the same at any array size, and what grows with the array is 
 run as threads of ``--processes`` separate processes (each process has its own zarr I/O loop and GIL, as
 separate nodes would; threads of one process share both, and then they, not the store, set the pace).
 
-Measured per row: the time for every element to join (the claims: the metadata lock serialises the runs'
-records), the tasks per second reached against the sleeping bound (elements / task seconds), and the
+Measured per row: the time for every element to join (``--each-records``: each records its own run under
+the metadata lock, which serialises them, as before ``submit`` recorded them all), the tasks per second reached against the sleeping bound (elements / task seconds), and the
 coordination CPU per task (the processes' CPU after their imports, over the tasks written: joins, lock checks, chunk and ``done``
 writes, journal, heartbeats; the sleeps cost none). An element's share of a core for coordination is that
 CPU per task over its task's length (about 1 s as ``submit --array`` sizes them).
@@ -98,13 +98,15 @@ def host(path: str, data: dict, shares: list[tuple[int, int]], seconds: float, o
     out.put((joined, errors, time.process_time() - cpu0))
 
 
-def measure(elements: int, tasks_each: int, seconds: float, processes: int) -> dict:
+def measure(elements: int, tasks_each: int, seconds: float, processes: int, each_records: bool = False) -> dict:
     data = sweep_data(elements * tasks_each)
     sf = SweepFile(parse_sweep(data), "<benchmark>", json.dumps(data))
     ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "elements.zarr"
-        total, _ = ready_store(sf, path, 1)
+        # as `submit --array N` does: the N elements' runs recorded once, before they start (with --each-records,
+        # as before: each element records its own as it joins, under the metadata lock)
+        total, _ = ready_store(sf, path, 1, None if each_records else elements)
         out = ctx.Queue()
         groups = [[(i, elements) for i in range(k, elements, processes)] for k in range(processes)]
         procs = [ctx.Process(target=host, args=(str(path), data, g, seconds, out)) for g in groups if g]
@@ -129,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="20 elements only")
     p.add_argument("--processes", type=int, default=50, help="processes the elements are spread over (default 50)")
+    p.add_argument("--each-records", action="store_true",
+                   help="the baseline: each element records its own run as it joins (a store readied without N)")
     args = p.parse_args(argv)
     rows = [(20, 50, 0.2)] if args.quick else [(100, 10, 1.0), (1000, 5, 5.0)]
     cmd = "python benchmarks/array_elements.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|")
     for elements, each, seconds in rows:
         procs = min(args.processes, elements)
-        r = measure(elements, each, seconds, procs)
+        r = measure(elements, each, seconds, procs, args.each_records)
         print(f"| {elements} ({procs}) | {r['tasks']} ({r['done']}) | {seconds} | {r['join_max']:.1f} "
               f"({r['join_median']:.1f}) | {r['tasks_per_s']:.0f} ({r['bound']:.0f}) | {r['cpu_per_task_ms']:.1f} ms | "
               f"{r['runs_recorded']} |", flush=True)

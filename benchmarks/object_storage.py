@@ -1,14 +1,15 @@
-"""Reading a store from object storage against reading it from disk: each command's time and S3 requests.
+"""A store in object storage against one on disk: the sweep written, then each reading command; times and S3 requests.
 
 Run from the repository root (needs the test extras: s3fs and moto's server)::
 
     python benchmarks/object_storage.py            # the 20,000-point store of benchmarks/scale.py (about 2 min)
     python benchmarks/object_storage.py --quick    # a 2,000-point store
 
-Builds the store once on disk (a LocalCluster run), copies it into a bucket of a moto S3 server on
-loopback, then runs ``status``, ``verify``, ``compare --no-write`` and ``export`` as fresh processes on the
-path and on the ``s3://`` URL. Prints one Markdown table (seconds on disk, seconds on S3, their ratio,
-the requests the server answered) and a JSON line of the raw numbers. Loopback has no latency: a real
+Runs the sweep twice in this process on a 2-worker LocalCluster, into a directory and into a bucket of a moto
+S3 server on loopback (the workers writing their chunks there), then runs ``status``, ``verify``, ``compare
+--no-write`` and ``export`` as fresh processes on the path and on the ``s3://`` URL. Prints one Markdown table
+(seconds on disk, seconds on S3, their ratio, the requests the server answered) and a JSON line of the raw
+numbers. Loopback has no latency: a real
 bucket adds its round trip to every request, so the request count is the number to carry over.
 """
 
@@ -25,6 +26,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import throughput, trivial_sweep  # noqa: E402
+
+
+def into_bucket(sweep: dict, url: str, endpoint: str, workers: int) -> dict:
+    """:func:`scale.throughput` with the store at ``url``: the sweep run end to end into the bucket."""
+    from distributed import Client, LocalCluster
+
+    from rmtsweep import SweepFile, parse_sweep, run_sweep
+    sf = SweepFile(parse_sweep(sweep, "<benchmark>"), "<benchmark>", json.dumps(sweep))
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        client.run(lambda: None)
+        t0 = time.perf_counter()
+        report = run_sweep(sf, url, client, progress=False, storage_options={"endpoint_url": endpoint})
+        wall = time.perf_counter() - t0
+    return {"wall": wall, "cells": report.cells_computed, "tasks": report.tasks_computed}
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -72,13 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict[str, tuple[float, int]]] = {}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        made = throughput(trivial_sweep("objects", *grid), tmp, 2, keep=True)
+        sweep = trivial_sweep("objects", *grid)
+        made = throughput(sweep, tmp, 2, keep=True)
         store = tmp / "objects.zarr"
         server = Counting()
         with server as endpoint:
             fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
             fs.mkdir("bench")
-            fs.put(str(store), "bench/objects.zarr", recursive=True)
+            before = server.requests
+            written = into_bucket(sweep, "s3://bench/objects.zarr", endpoint, 2)
+            run_requests = server.requests - before
             objects = len(fs.find("bench/objects.zarr"))
             env = {**os.environ, "AWS_ENDPOINT_URL": endpoint}
             for name, template in COMMANDS.items():
@@ -99,9 +118,13 @@ def main(argv: list[str] | None = None) -> int:
           f"bucket\n")
     print("| command | disk (s) | S3 on loopback (s) | ratio | S3 requests |")
     print("|---|---|---|---|---|")
+    print(f"| run (2 workers; cells/s) | {made['wall']:.2f} ({points / made['wall']:,.0f}) | {written['wall']:.2f} "
+          f"({points / written['wall']:,.0f}) | {written['wall'] / made['wall']:.2f}x | {run_requests} "
+          f"({run_requests / written['tasks']:.0f} per task) |")
     for name, t in rows.items():
         print(f"| {name} | {t['disk'][0]:.2f} | {t['s3'][0]:.2f} | {t['s3'][0] / t['disk'][0]:.2f}x | {t['s3'][1]} |")
-    print(json.dumps({"points": points, "tasks": made["tasks"], "objects": objects,
+    print(json.dumps({"points": points, "tasks": made["tasks"], "objects": objects, "run_disk_s": made["wall"],
+                      "run_s3_s": written["wall"], "run_requests": run_requests,
                       "rows": {k: {"disk_s": v["disk"][0], "s3_s": v["s3"][0], "requests": v["s3"][1]}
                                for k, v in rows.items()}}))
     return 0

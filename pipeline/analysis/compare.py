@@ -35,7 +35,7 @@ import zarr
 from .. import theory
 from ..dims import D, has_d_axis, store_dims
 from ..errors import SelectionError
-from ..store import ZARR_FORMAT, locate, metadata_lock, open_dataset, open_zarr
+from ..store import ZARR_FORMAT, Remote, locate, metadata_lock, open_dataset, open_zarr
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
                         signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
@@ -255,24 +255,37 @@ def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
     are merged into the root's consolidated ``.zmetadata`` (atomically replaced; the root entries
     are kept as they are), so ``xr.open_zarr(store, group="comparison")`` reads it.
     """
+    path = locate(path)
     open_dataset(path)  # raises StoreError if it is not a store
     cmp = cmp.assign_coords(weights=np.array([str(w) for w in cmp["weights"].values], dtype=object))
     for v in cmp.variables.values():
         v.encoding = {}
-    with metadata_lock(Path(path)):        # a run recording itself rewrites .zmetadata too
-        _write_group(Path(path), cmp)
+    with metadata_lock(path):              # a run recording itself rewrites .zmetadata too
+        _write_group(path, cmp)
 
 
-def _write_group(path: Path, cmp: xr.Dataset) -> None:
-    cmp.to_zarr(str(path), group=GROUP, mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
-    zarr.consolidate_metadata(str(path), path=GROUP, zarr_format=ZARR_FORMAT)
-    root = Path(path) / ".zmetadata"
-    merged = json.loads(root.read_text())
-    sub = json.loads((Path(path) / GROUP / ".zmetadata").read_text())["metadata"]
+def _write_group(path: Path | Remote, cmp: xr.Dataset) -> None:
+    remote = isinstance(path, Remote)
+    target = path.zarr_store(read_only=False) if remote else str(path)
+    cmp.to_zarr(target, group=GROUP, mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
+    zarr.consolidate_metadata(path.zarr_store(read_only=False) if remote else str(path), path=GROUP,
+                              zarr_format=ZARR_FORMAT)
+    if remote:                             # an object is replaced whole: readers see the old or the new
+        root = path.child(".zmetadata")
+        merged = json.loads(root.read())
+        sub = json.loads(path.child(f"{GROUP}/.zmetadata").read())["metadata"]
+    else:
+        root = path / ".zmetadata"
+        merged = json.loads(root.read_text())
+        sub = json.loads((path / GROUP / ".zmetadata").read_text())["metadata"]
     meta = {k: v for k, v in merged["metadata"].items() if not k.startswith(GROUP + "/")}
     meta.update({f"{GROUP}/{k}": v for k, v in sub.items()})
     merged["metadata"] = meta
-    (tmp := root.with_name(f".zmetadata.{os.getpid()}.tmp")).write_text(json.dumps(merged, indent=4, sort_keys=True))
+    text = json.dumps(merged, indent=4, sort_keys=True)
+    if remote:
+        root.write(text.encode())
+        return
+    (tmp := root.with_name(f".zmetadata.{os.getpid()}.tmp")).write_text(text)
     os.replace(tmp, root)
 
 

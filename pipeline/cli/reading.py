@@ -98,8 +98,6 @@ def verify(store_path: Path, repair: bool) -> None:
     """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
     tasks, one line each (exit 1 if any): done without data, or corrupt."""
     from .. import store
-    if repair:
-        store.local_path(store_path)                        # repairs write: a path on a file system, for now
     store.open_dataset(store_path)                          # a one-line error if it is not a store
     bad = store.corrupt_tasks(store_path)
     if not bad:
@@ -158,11 +156,7 @@ def compare(store_path: Path, false_alarm: float | None, margin_factor: float | 
     with _corruption_named(store_path):
         cmp = compare_store(store_path, false_alarm=false_alarm, margin_factor=margin_factor)
     click.echo(summary(cmp, worst))
-    from ..store.location import Remote
-    if write and isinstance(store_path, Remote):
-        click.echo(f"{store_path}: the comparison is not written into a store on object storage (not supported "
-                   f"yet); --no-write silences this", err=True)
-    elif write:
+    if write:
         write_comparison(store_path, cmp)
         click.echo(f"written: xr.open_zarr('{store_path}', group='comparison')")
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import ClusterError, RmtsweepError
-from ._group import STORE_PATH, cli
+from ._group import STORE_LOCATION, STORE_PATH, cli, storage_options
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -66,6 +66,9 @@ _dashboard = click.option("--dashboard-address", default=None, metavar="HOST:POR
                           help="Where the dashboard listens (default: loopback; reach it through ssh -L).")
 _store = click.option("--store", "store_path", type=STORE_PATH, default=None,
                       help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr).")
+_store_or_url = click.option("--store", "store_path", type=STORE_LOCATION, default=None,
+                             help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr), or a URL "
+                                  "of object storage (s3://bucket/run.zarr; with --storage-option).")
 
 
 def _batch_options(f):
@@ -93,7 +96,8 @@ _overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]..
 @cli.command()
 @click.argument("sweep", type=click.Path(path_type=Path))
 @_overrides
-@_store
+@_store_or_url
+@storage_options
 @click.option("--cluster", type=click.Choice(["local", "slurm", "pbs"]), default="local", show_default=True,
               help="Where workers run: an embedded LocalCluster, or jobs of a batch system (dask-jobqueue).")
 @_workers
@@ -109,7 +113,7 @@ _overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]..
 @click.option("--force", is_flag=True, help="Run even if the memory estimate per task exceeds the workers'.")
 @click.option("--writes", type=click.Choice(["workers", "driver"]), default="workers", show_default=True,
               help="Who writes each task's data chunks: the workers (the store must be on a filesystem they "
-                   "see) or this process.")
+                   "see, or in a bucket they can reach) or this process.")
 @click.option("--dry-run", is_flag=True, help="Print the points, tasks, memory per task and the cost model's "
               "core-hours, and the store a run would write; start nothing, write nothing.")
 @_progress
@@ -243,7 +247,7 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
             click.echo(f"# {len(parts)} arrays: this {engine.cluster} site takes at most {limit} elements in one")
         return
     path.absolute().parent.mkdir(parents=True, exist_ok=True)
-    total, left = ready_store(sweep_file, path, config.cores)       # tasks sized for one element's threads
+    total, left = ready_store(sweep_file, path, config.cores, elements)   # tasks sized for one element's threads
     if not left:
         click.echo(f"{path}: all {total} tasks are done; nothing submitted")
         return

@@ -28,6 +28,7 @@ from distributed import Client, Future, as_completed
 from ..errors import RunError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
 from ..store.lock import Share
+from ..store.location import Remote
 from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
@@ -124,6 +125,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     window = window or Window(client)
     token = uuid.uuid4().hex
     writer = Writer(path) if writes == "driver" else None
+    where = path if isinstance(path, Remote) else str(path)    # a URL store travels with its storage options
     pending = iter(tasks)
     by_key: dict[str, Task] = {}              # submitted and not yet handed to on_done
     futures: dict[str, Future] = {}
@@ -138,7 +140,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
                 exhausted = True
                 return
             key = f"rmtsweep-task-{task.key}-{token[:8]}"
-            fut = (client.submit(write_task, task, str(path), run, token, fence, share, retries=retries, key=key) if writer is None
+            fut = (client.submit(write_task, task, where, run, token, fence, share, retries=retries, key=key) if writer is None
                    else client.submit(compute_block, task, retries=retries, key=key))
             by_key[fut.key] = task
             futures[fut.key] = fut

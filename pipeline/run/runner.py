@@ -37,7 +37,7 @@ from distributed import Client
 from ..errors import StoreWriteError
 from ..shipped import resolve_sweep
 from ..spec import Sweep, SweepFile, load_sweep
-from ..store import Store, Template, local_path, now, provenance, template
+from ..store import Store, Template, local_path, locate, now, provenance, template
 from ..store.lock import Share
 from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
@@ -47,7 +47,8 @@ from .grid import Task, n_tasks, share_tasks, task_memory_bytes, tasks, tasks_le
 from .work import WORKER_ENV
 from .progress import Progress
 
-__all__ = ["git_revision", "make_template", "package_version", "prepare_store", "ready_store", "run_sweep"]
+__all__ = ["git_revision", "make_template", "package_version", "prepare_store", "ready_store", "run_info",
+           "run_sweep"]
 
 
 def package_version() -> str:
@@ -80,7 +81,7 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int]) ->
 def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
               progress: bool = True, force: bool = False, writes: Writes = "workers", expected_threads: int = 0,
               memory_per_thread: float | None = None, notes: Callable[[str], None] | None = None,
-              share: Share | None = None) -> RunReport:
+              share: Share | None = None, storage_options: dict | None = None) -> RunReport:
     """Run, resume or extend a sweep into the store at ``path``; only unfinished tasks are computed.
 
     Parameters
@@ -106,6 +107,10 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
         Memory limit per worker thread to check against while no worker has joined (bytes).
     notes
         Where one-line notes go (the memory check, the batching); default: nowhere.
+    storage_options
+        For a store at a URL (``s3://bucket/run.zarr``): fsspec's options of its filesystem (``endpoint_url``,
+        ``key``, ...; credentials and endpoint also come from the environment). They travel with each task to
+        the workers, which write their chunks straight to the bucket.
     share
         ``(i, n)``: compute only element ``i``'s share of an array of ``n`` (:func:`rmtsweep.run.grid.share_tasks`),
         beside the array's other elements, in a store that :func:`ready_store` made (it must hold this sweep).
@@ -113,14 +118,14 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     Raises
     ------
     StoreError
-        The path is not a store, holds an incompatible sweep, or another run is writing it; or it is a URL
-        (``s3://...``: stores live on a file system).
+        The path is not a store, holds an incompatible sweep, or another run is writing it; or a URL whose
+        filesystem is not installed, or that holds a smaller sweep (extending on object storage: not yet).
     UserError
         The memory estimate exceeds the workers' (unless ``force``).
     TaskFailedError
         A task kept failing; finished tasks stay done.
     """
-    sweep_file, path = _as_sweep_file(sweep_file), local_path(path)
+    sweep_file, path = _as_sweep_file(sweep_file), locate(path, storage_options)
     try:
         with _client_or_default(client) as client:
             return _run(sweep_file, path, client, progress, force, writes, expected_threads, memory_per_thread,
@@ -169,10 +174,8 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
     sweep = sweep_file.sweep
     note = notes or (lambda _: None)
     note(check_memory(client, task_memory_bytes(sweep), force, memory_per_thread))
-    store = Store(local_path(path))
-    info = {"started": now(), "host": socket.gethostname(), "pid": os.getpid(),
-            "rmtsweep_version": package_version(), "git_revision": git_revision() or "unknown",
-            "sweep_hash": sweep.digest(), "sweep_file": sweep_file.path, "sweep_overrides": list(sweep_file.overrides)}
+    store = Store(path)
+    info = run_info(sweep_file)
     threads = max(expected_threads, sum(client.nthreads().values()))
     new = choose_blocking(sweep, task_target(threads)).as_tuple()       # used only if the store is new
     opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) if share is None \
@@ -211,11 +214,23 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
             run.writer.close()
 
 
-def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, threads: int) -> tuple[int, int]:
-    """Create or extend the store for an array job before its elements start; record no run.
+def run_info(sweep_file: SweepFile) -> dict:
+    """What ``attrs['runs']`` records of a run started here and now (JSON-able)."""
+    return {"started": now(), "host": socket.gethostname(), "pid": os.getpid(),
+            "rmtsweep_version": package_version(), "git_revision": git_revision() or "unknown",
+            "sweep_hash": sweep_file.sweep.digest(), "sweep_file": sweep_file.path,
+            "sweep_overrides": list(sweep_file.overrides)}
+
+
+def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, threads: int,
+                elements: int | None = None) -> tuple[int, int]:
+    """Create or extend the store for an array job before its elements start.
 
     Tasks are sized for ``threads`` worker threads (one element's: each element drives its own cores, so no
     single driver sets a pace, and a stopped element loses at most a task per thread, of about a second).
+    With ``elements`` (the array's size N), the runs of its N elements are recorded here, once, under the
+    store's lock (``attrs['runs']``: one entry per share, ``"array": N``), so that an element starting
+    finds its run and records nothing itself; without it, each element records its own run as it joins.
     Returns ``(tasks in all, tasks left to compute)``.
 
     Raises
@@ -228,7 +243,8 @@ def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, th
     sweep = sweep_file.sweep
     store = Store(path)
     new = choose_blocking(sweep, task_target(threads)).as_tuple()
-    with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), None, new) as run:
+    info = None if elements is None else {**run_info(sweep_file), "array": elements}
+    with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) as run:
         blocking = Blocking(*run.blocking)
         total = n_tasks(sweep, blocking)
         return total, tasks_left(sweep, blocking, run.writer.done_mask())

@@ -44,7 +44,7 @@ _LAZY: dict[str, str] = {
     "locate": "location",
     "StoreLock": "lock",
     "lock_file": "lock",
-    "metadata_lock": "lock",
+    "metadata_lock": "metalock",
     "Corrupt": "verify",
     "corrupt_tasks": "verify",
     "repair": "verify",
@@ -57,7 +57,8 @@ if TYPE_CHECKING:
                      record_run, status, store_problem, stored_sweep, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
     from .location import Remote, local_path, locate
-    from .lock import StoreLock, lock_file, metadata_lock
+    from .lock import StoreLock, lock_file
+    from .metalock import metadata_lock
     from .verify import Corrupt, corrupt_tasks, repair
     from .writer import Writer
 

@@ -26,9 +26,10 @@ import zarr
 from ..errors import StoreError, StoreWriteError
 from ..spec import SweepFile
 from . import migrate
-from .io import blocking_of, create, record_run, store_problem, stored_sweep, write_template
+from .io import (array_run, blocking_of, create, half_created, open_group, record_run, store_problem, stored_sweep,
+                 write_template)
 from .layout import Template
-from .location import local_path
+from .location import Remote, StorePath, locate
 from .lock import Share, StoreLock, conflicts, lock_file
 from .writer import Writer
 
@@ -71,23 +72,30 @@ class PreparedRun:
         e.g. by a scratch purge), so nothing more is marked done in what is no longer a store.
         """
         self.lock.check()
-        if not (self.writer.path / ".zattrs").exists():
+        path = self.writer.path
+        if not (path.child(".zattrs") if isinstance(path, Remote) else path / ".zattrs").exists():
             raise StoreWriteError(f"{self.writer.path}: the store was removed while the run wrote it; remove what "
                                   f"is left of it and rerun the same command to start again")
 
     def log(self, event: str, name: str) -> None:
-        """One line in the run's journal (``submit`` / ``write`` of a task)."""
-        self.journal.write(f"run {self.index} {event} {name}\n")
+        """One line in the run's journal (``submit`` / ``write`` of a task); none on object storage (no appends)."""
+        if self.journal is not None:
+            self.journal.write(f"run {self.index} {event} {name}\n")
 
 
 @dataclass
 class Store:
     """The store at ``path``: everything that knows its file names and how it changes."""
 
-    path: Path
+    path: StorePath
 
     def __post_init__(self) -> None:
-        self.path = local_path(self.path)
+        self.path = locate(self.path)
+
+    @property
+    def remote(self) -> bool:
+        """Whether the store is on object storage (no journal, no extension: see :meth:`prepare`)."""
+        return isinstance(self.path, Remote)
 
     @property
     def journal_path(self) -> Path:
@@ -105,6 +113,13 @@ class Store:
         Reads only: an extension killed half way is finished or undone by :meth:`prepare`, under the lock.
         """
         path = self.path
+        if isinstance(path, Remote):
+            problem = store_problem(path)
+            if problem and problem.startswith("not an rmtsweep store"):
+                raise StoreError(f"{path}: exists and is not an rmtsweep store; choose another --store URL")
+            if problem and problem != "does not exist" and not problem.startswith("its creation was cut"):
+                raise StoreError(f"{path}: {problem}")
+            return
         if not path.exists() and migrate.interrupted(path):
             return                                   # prepare puts the store back first
         if path.exists():
@@ -130,6 +145,12 @@ class Store:
         fill a store by hand.
         """
         self.check()
+        if isinstance(self.path, Remote):
+            if half_created(self.path):                  # a creation cut before its end: under the lock, start over
+                self.path.remove(recursive=True)
+            if not self.path.child(".zattrs").exists():
+                create(self.path, make_template(blocking))
+            return
         if not self.path.exists():
             self.path.absolute().parent.mkdir(parents=True, exist_ok=True)
             create(self.path, make_template(blocking))
@@ -153,13 +174,17 @@ class Store:
         self.check()
         with StoreLock(self.path) as lock:
             conflicts(self.path, None)                  # no array job is computing it
-            migrate.recover(self.path)                  # under the lock: no other run is extending it now
+            if not self.remote:
+                migrate.recover(self.path)              # under the lock: no other run is extending it now
             self.create_if_missing(make_template, blocking)
-            attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)      # the one read of the attrs
+            attrs = dict(open_group(self.path).attrs)   # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
             plan = migrate.plan(stored, sweep_file.sweep, self.path)
             carried, recompute = 0, None
             own = blocking_of(self.path)
+            if plan == "extend" and self.remote:
+                raise StoreError(f"{self.path}: holds a smaller sweep; extending a store on object storage is not "
+                                 f"supported yet: run the larger sweep to a new URL")
             if plan == "extend":
                 tpl = make_template(own)
                 recompute = migrate.recompute_reason(stored, sweep_file.sweep, self.path, tpl)
@@ -169,6 +194,9 @@ class Store:
                 yield PreparedRun(-1, Writer(self.path), None, own, lock, carried, plan, recompute)
                 return
             index = record_run(self.path, run_info)
+            if self.remote:                             # object storage has no appends: no journal
+                yield PreparedRun(index, Writer(self.path), None, own, lock, carried, plan, recompute)
+                return
             with open(self.journal_path, "a", buffering=1) as journal:
                 yield PreparedRun(index, Writer(self.path), journal, own, lock, carried, plan, recompute)
 
@@ -186,6 +214,9 @@ class Store:
             No store at the path, an extension left half done, a store of another sweep than
             ``sweep_file``'s, or a lock it excludes is live.
         """
+        if self.remote:
+            raise StoreError(f"{self.path}: job arrays on object storage are not supported yet; use a file system "
+                             f"the elements share, or `rmtsweep run` with a dask cluster")
         self.check()
         if not self.path.exists():
             raise StoreError(f"{self.path}: no store here; `rmtsweep submit SWEEP --array N` makes it before the "
@@ -195,14 +226,23 @@ class Store:
                              f"again to finish it")
         with StoreLock(self.path, share=share) as lock:
             conflicts(self.path, share)
-            stored = stored_sweep(self.path, dict(zarr.open_group(str(self.path), mode="r").attrs))
+            attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)
+            stored = stored_sweep(self.path, attrs)
             if migrate.plan(stored, sweep_file.sweep, self.path) != "same":
                 raise StoreError(f"{self.path}: holds another sweep than {sweep_file.path}; `rmtsweep submit` it "
                                  f"again to extend the store before the array starts")
             own = blocking_of(self.path)
             lock.check()
-            index = record_run(self.path, {**run_info, "share": list(share)})
+            # the run submit recorded for this share (no write to the metadata: a thousand elements starting
+            # together would queue on its lock); else, an array made without one, record it now
+            index = array_run(attrs.get("runs", []), share)
+            joined = index is not None
+            if not joined:
+                index = record_run(self.path, {**run_info, "share": list(share)})
             with open(self.journal_path, "a", buffering=1) as journal:
+                if joined:             # who computed the share: in the journal, one line
+                    journal.write(f"run {index} joined share-{share[0]}-of-{share[1]} host {run_info.get('host')} "
+                                  f"pid {run_info.get('pid')} at {run_info.get('started')}\n")
                 yield PreparedRun(index, Writer(self.path), journal, own, lock)
 
     def _extend(self, tpl: Template, attrs: dict, recompute_all: bool) -> int:

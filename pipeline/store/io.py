@@ -18,10 +18,10 @@ from ..errors import StoreError
 from ..spec import Sweep, parse_sweep
 from .layout import FORMAT, ZARR_FORMAT, Template
 from .location import Remote, StorePath, locate
-from .lock import metadata_lock
+from .metalock import metadata_lock
 
 __all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
-           "record_run", "status", "stored_sweep", "write_template"]
+           "array_run", "half_created", "record_run", "status", "stored_sweep", "write_template"]
 
 
 def open_group(path: StorePath, mode: str = "r") -> zarr.Group:
@@ -49,8 +49,14 @@ def _remote_problem(path: Remote) -> str | None:
         return f"cannot read its metadata (.zattrs is truncated or corrupt: {_first_line(exc)})"
     except Exception as exc:  # noqa: BLE001 - an unreachable endpoint, missing credentials, ...
         return f"cannot read it ({_first_line(exc)})"
-    return None if isinstance(attrs, dict) and attrs.get("rmtsweep_format") == FORMAT else \
-        f"not an rmtsweep store (no '{FORMAT}' marker)"
+    if not (isinstance(attrs, dict) and attrs.get("rmtsweep_format") == FORMAT):
+        return f"not an rmtsweep store (no '{FORMAT}' marker)"
+    try:
+        whole = fs.exists(path.key(".zmetadata"))
+    except Exception as exc:  # noqa: BLE001
+        return f"cannot read it ({_first_line(exc)})"
+    return None if whole else ("its creation was cut before the end (no consolidated metadata); rerun the same "
+                               "command to make it again")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -122,11 +128,15 @@ def stored_sweep(path: str | StorePath, attrs: dict) -> Sweep:
     return parse_sweep(json.loads(attrs["sweep_canonical"]), f"{path} (stored sweep)")
 
 
-def write_template(path: Path, tpl: Template) -> None:
+def write_template(path: StorePath, tpl: Template) -> None:
     """Write a template at ``path``: the frame through xarray, empty data arrays through zarr, then the
-    consolidated metadata (so a plain ``xr.open_zarr`` reads it). No chunk of data is written."""
-    tpl.frame.to_zarr(str(path), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
-    group = zarr.open_group(str(path), mode="r+", zarr_format=ZARR_FORMAT)
+    consolidated metadata (so a plain ``xr.open_zarr`` reads it; on object storage, its presence is what
+    says the template is whole). No chunk of data is written."""
+    if isinstance(path, Remote):
+        tpl.frame.to_zarr(path.zarr_store(read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
+    else:
+        tpl.frame.to_zarr(str(path), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
+    group = open_group(path, mode="r+")
     for v in tpl.variables:
         group.create_array(v.name, shape=v.shape, chunks=v.chunks, dtype=v.dtype, fill_value=v.fill_value,
                            filters=[numcodecs.CRC32()] if v.checksum else None,
@@ -134,19 +144,27 @@ def write_template(path: Path, tpl: Template) -> None:
     consolidate(path)
 
 
-def consolidate(path: Path) -> None:
+def consolidate(path: StorePath) -> None:
     """Rewrite the consolidated metadata (the run's lock and journal files are not zarr nodes, by design)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
-        zarr.consolidate_metadata(str(path))
+        zarr.consolidate_metadata(path.zarr_store(read_only=False) if isinstance(path, Remote) else str(path))
 
 
 def create(path: Path, tpl: Template) -> None:
     """Write the template (coords, attrs, theory arrays; data chunks come later).
 
     The template is written into a temporary sibling directory and renamed into place, so a store
-    at ``path`` is never a half-written template.
+    at ``path`` is never a half-written template. Object storage has no rename: the template is written in
+    place and its consolidated metadata last, so a prefix without it is a creation that was cut
+    (:func:`half_created`), which :meth:`rmtsweep.store.Store.prepare` removes and writes again.
     """
+    if isinstance(path, Remote):
+        try:
+            write_template(path, tpl)
+        except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
+            raise StoreError(f"{path}: cannot create the store ({_first_line(exc)})") from None
+        return
     parent = path.absolute().parent
     if not parent.is_dir():
         raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
@@ -161,15 +179,35 @@ def create(path: Path, tpl: Template) -> None:
         raise StoreError(f"{path}: cannot create the store ({exc.strerror or exc})") from None
 
 
-def record_run(path: Path, info: dict) -> int:
-    """Append a run's provenance to ``attrs['runs']`` and return its index."""
+def half_created(path: StorePath) -> bool:
+    """A store on object storage whose template was cut before its consolidated metadata (see :func:`create`)."""
+    return isinstance(path, Remote) and path.child(".zattrs").exists() and not path.child(".zmetadata").exists()
+
+
+def record_run(path: StorePath, info: dict) -> int:
+    """Append a run's provenance to ``attrs['runs']`` and return its index.
+
+    An array job's (``info["array"] = N``, :func:`rmtsweep.run.ready_store`) is N runs, one per share
+    (``"share": [i, N]``), recorded together; the index returned is the first.
+    """
+    n = info.get("array")
+    entries = [info] if n is None else [{**info, "share": [i, n]} for i in range(n)]
     with metadata_lock(path):
-        group = zarr.open_group(str(path), mode="r+")
+        group = open_group(path, mode="r+")
         runs = list(group.attrs.get("runs", []))
-        runs.append({"run": len(runs), **info})
+        first = len(runs)
+        runs += [{"run": first + k, **entry} for k, entry in enumerate(entries)]
         group.attrs["runs"] = runs
         consolidate(path)
-    return len(runs) - 1
+    return first
+
+
+def array_run(runs: list[dict], share: tuple[int, int]) -> int | None:
+    """The index of the run recorded for ``share`` when its array was submitted (the latest such), or ``None``."""
+    for run in reversed(runs):
+        if run.get("array") == share[1] and tuple(run.get("share", ())) == tuple(share):
+            return int(run["run"])
+    return None
 
 
 def blocking_of(path: str | StorePath) -> tuple[int, int, int, int]:

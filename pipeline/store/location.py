@@ -6,8 +6,9 @@ through its fsspec filesystem (zarr's ``FsspecStore``; xarray's ``storage_option
 paths. A URL is never taken as a path: ``pathlib`` would fold ``s3://bucket/x.zarr`` into the local
 directory ``s3:/bucket/x.zarr``, and a run would write there and report success.
 
-Reading commands take a :class:`Remote`; writing to one (``run``, ``verify --repair``, ``compare --write``)
-is refused in one line by :func:`local_path` until the store's lock has its object-storage form.
+``run``, ``verify`` and the reading commands take a :class:`Remote` (the store's lock is an object made with a
+conditional write: :mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse one in one line
+(:func:`local_path`).
 """
 
 from __future__ import annotations
@@ -76,11 +77,59 @@ class Remote:
         """The full URL of an object inside the store (``key(".zattrs")``)."""
         return "/".join((self.url, *parts))
 
+    def child(self, name: str) -> "Remote":
+        """The object ``name`` inside this prefix, with the same options (``path / name`` of a path)."""
+        return Remote(self.key(name), self.options_json)
+
+    def sibling(self, name: str) -> "Remote":
+        """The object ``name`` beside this one (``path.with_name(name)`` of a path)."""
+        return Remote(f"{self.url.rsplit('/', 1)[0]}/{name}", self.options_json)
+
     def zarr_store(self, read_only: bool = True) -> Any:
         """A zarr ``FsspecStore`` on the store's prefix (what ``zarr.open_group`` takes)."""
         from zarr.storage import FsspecStore
         self.fs                                     # noqa: B018 - the one-line error when the package is missing
-        return FsspecStore.from_url(self.url, storage_options=self.storage_options, read_only=read_only)
+        return FsspecStore.from_url(self.url, storage_options=_fresh(self.storage_options), read_only=read_only)
+
+    # --- single objects: what the lock and the store's markers need (each one request) ---------------------
+
+    def read(self) -> bytes | None:
+        """The object's bytes, or ``None`` when it is absent."""
+        try:
+            return self.fs.cat_file(self.url)
+        except FileNotFoundError:
+            return None
+
+    def exists(self) -> bool:
+        """Whether the object (or a prefix with objects under it) is there."""
+        return bool(self.fs.exists(self.url))
+
+    def create(self, data: bytes) -> bool:
+        """Write the object only if it is absent (a conditional write): ``False`` when it was there already."""
+        try:
+            with self.fs.open(self.url, "xb") as f:
+                f.write(data)
+        except FileExistsError:
+            return False
+        return True
+
+    def write(self, data: bytes) -> None:
+        """Write (or replace) the object: readers see the old bytes or the new, never a part."""
+        self.fs.pipe_file(self.url, data)
+
+    def remove(self, recursive: bool = False) -> None:
+        """Delete the object (``recursive``: every object under the prefix); absent is not an error."""
+        try:
+            self.fs.rm(self.url, recursive=recursive)
+        except FileNotFoundError:
+            pass
+
+    def glob(self, pattern: str) -> list["Remote"]:
+        """The objects beside this one whose names match ``pattern`` (fnmatch syntax)."""
+        parent = self.url.rsplit("/", 1)[0]
+        protocol = self.protocol
+        found = self.fs.glob(f"{parent}/{pattern}")
+        return [Remote(f"{protocol}://{f.split('://', 1)[-1]}", self.options_json) for f in found]
 
 
 StorePath = Path | Remote
@@ -96,6 +145,11 @@ def _package_error(protocol: str, url: str) -> StoreError:
                       f"such as s3fs, gcsfs or adlfs adds its scheme)")
 
 
+def _fresh(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with fsspec's listings cache off (unless asked for): a lock or a marker is read as it is now."""
+    return {"use_listings_cache": False, **options}
+
+
 @functools.lru_cache(maxsize=16)
 def _filesystem(protocol: str, options_json: str) -> Any:
     import fsspec
@@ -104,7 +158,7 @@ def _filesystem(protocol: str, options_json: str) -> Any:
     except (ImportError, ValueError):
         raise _package_error(protocol, f"{protocol}://...") from None
     try:
-        return cls(**json.loads(options_json))
+        return cls(**_fresh(json.loads(options_json)))
     except TypeError as exc:
         raise UserError(f"--storage-option: {protocol}:// does not take these options ({exc})") from None
 
@@ -178,8 +232,8 @@ def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None 
 def local_path(path: str | Path | Remote) -> Path:
     """``path`` as a :class:`~pathlib.Path`, or :class:`~rmtsweep.errors.StoreError` for object storage.
 
-    What the commands that write a store use (``run``, ``submit``, ``work``, ``verify --repair``,
-    ``compare --write``): the store's lock and its extension need a file system for now.
+    What the commands that need a file system use: job arrays (``submit --array``, ``work``: their elements
+    share a store through its share locks and journal) and ``demo`` (its maps go beside the store).
 
     Examples
     --------
@@ -188,8 +242,8 @@ def local_path(path: str | Path | Remote) -> Path:
     >>> try:
     ...     local_path("s3://bucket/run.zarr")
     ... except StoreError as exc:
-    ...     print(str(exc)[:66])
-    s3://bucket/run.zarr: writing a store on object storage (s3://) is
+    ...     print(str(exc)[:72])
+    s3://bucket/run.zarr: this command needs a store on a file system; object
     """
     if isinstance(path, Remote):
         url, protocol = path.url, path.protocol
@@ -197,6 +251,5 @@ def local_path(path: str | Path | Remote) -> Path:
         url, protocol = path, m[1]
     else:
         return locate(path)              # type: ignore[return-value]
-    raise StoreError(f"{url}: writing a store on object storage ({protocol}://) is not supported yet; run the "
-                     f"sweep to a file system and copy the store to the bucket (status, verify, compare --no-write, "
-                     f"plot, figures, export and open_store read it there)")
+    raise StoreError(f"{url}: this command needs a store on a file system; object storage ({protocol}://) is for "
+                     f"`rmtsweep run` and the reading commands (job arrays on it are not supported yet)")

@@ -40,22 +40,21 @@ import contextlib
 import glob
 import json
 import os
-import random
 import re
 import socket
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from ..errors import RunError, StoreError
+from .location import Remote
 
-__all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "METADATA_LOCK_NAME", "Share", "StoreLock", "conflicts", "holds",
-           "holders", "judge", "lock_file", "metadata_lock", "share_locks"]
+__all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "Share", "StoreLock", "conflicts", "holds",
+           "holders", "judge", "lock_file", "share_locks"]
 
 LOCK_SUFFIX = ".lock"
-METADATA_LOCK_NAME = ".rmtsweep-metadata.lock"
 HEARTBEAT = 5.0
 LEASE = float(os.environ.get("RMTSWEEP_LOCK_LEASE", 60.0))
 """Seconds without a heartbeat after which a lock is stale (``RMTSWEEP_LOCK_LEASE``; tests shorten it)."""
@@ -67,18 +66,25 @@ Share = tuple[int, int]
 _SHARE = re.compile(r"\.share-(\d+)-of-(\d+)\.lock$")
 
 
-def lock_file(store: str | Path, share: Share | None = None) -> Path:
+def lock_file(store: str | Path | Remote, share: Share | None = None) -> Path | Remote:
     """The lock of the store at ``store``: a file beside it (``demo.zarr`` -> ``demo.zarr.lock``); a share's
-    is ``demo.zarr.share-I-of-N.lock``."""
-    store = Path(store)
+    is ``demo.zarr.share-I-of-N.lock``. On object storage, the object of that name beside the store's prefix."""
     middle = "" if share is None else f".share-{share[0]}-of-{share[1]}"
+    if isinstance(store, Remote):
+        return store.sibling(store.name + middle + LOCK_SUFFIX)
+    store = Path(store)
     return store.with_name(store.name + middle + LOCK_SUFFIX)
 
 
-def share_locks(store: str | Path) -> list[tuple[Share, Path]]:
+def share_locks(store: str | Path | Remote) -> list[tuple[Share, Path | Remote]]:
     """The share lock files beside ``store`` (live or not), by share."""
+    found: list = []
+    if isinstance(store, Remote):
+        for obj in store.glob(glob.escape(store.name) + ".share-*-of-*.lock"):
+            if m := _SHARE.search(obj.name[len(store.name):]):
+                found.append(((int(m[1]), int(m[2])), obj))
+        return sorted(found, key=lambda item: item[0])
     store = Path(store)
-    found = []
     for path in store.absolute().parent.glob(glob.escape(store.name) + ".share-*-of-*.lock"):
         if m := _SHARE.search(path.name[len(store.name):]):
             found.append(((int(m[1]), int(m[2])), path))
@@ -95,10 +101,18 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _read(path: Path) -> dict | None:
+def _read(path: Path | Remote) -> dict | None:
     try:
-        info = json.loads(path.read_text())
+        if isinstance(path, Remote):
+            raw = path.read()
+            if raw is None:
+                return None
+            info = json.loads(raw)
+        else:
+            info = json.loads(path.read_text())
     except (OSError, ValueError):
+        return None
+    except Exception:  # noqa: BLE001 - a storage service's own errors (an endpoint that does not answer)
         return None
     return info if isinstance(info, dict) else None
 
@@ -132,7 +146,7 @@ def conflicts(store: str | Path, share: Share | None, lease: float = LEASE, tidy
     ``tidy=False`` it is left alone: a look before taking any lock, to refuse early what the check under
     the lock would refuse anyway.
     """
-    store = Path(store)
+    store = store if isinstance(store, Remote) else Path(store)
     excluded = [((s, path), "share") for s, path in share_locks(store) if share is None or s[1] != share[1]]
     if share is not None:
         excluded.insert(0, ((None, lock_file(store)), "store"))
@@ -169,8 +183,17 @@ def holders(store: str | Path) -> list[dict]:
     return found
 
 
-def _remove_stale(path: Path, judged: dict | None) -> None:
-    """Delete the lock at ``path`` if it is still the stale one ``judged``; put back anything else moved meanwhile."""
+def _remove_stale(path: Path | Remote, judged: dict | None) -> None:
+    """Delete the lock at ``path`` if it is still the stale one ``judged``; put back anything else moved meanwhile.
+
+    Object storage has no rename: the lock is read and deleted if it is still the one judged. A run that took
+    it over in the instant between loses it, sees so at its next beat and stops (as in point 4 of the
+    protocol), so there is still at most one holder.
+    """
+    if isinstance(path, Remote):
+        if _identity(_read(path)) == _identity(judged):
+            path.remove()
+        return
     aside = path.with_name(f"{path.name}.stale-{uuid.uuid4().hex[:12]}")
     try:
         os.rename(path, aside)
@@ -225,7 +248,7 @@ class StoreLock:
 
     def __init__(self, store: str | Path, heartbeat: float = HEARTBEAT, lease: float = LEASE,
                  share: Share | None = None) -> None:
-        self.store, self.share = Path(store), share
+        self.store, self.share = (store if isinstance(store, Remote) else Path(store)), share
         self.path = lock_file(self.store, share)
         self.heartbeat, self.lease = heartbeat, lease
         self.token = uuid.uuid4().hex
@@ -239,6 +262,10 @@ class StoreLock:
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "beat": self.beat}
 
     def _create(self) -> bool:
+        if isinstance(self.path, Remote):              # a conditional write (create if absent)
+            if not self.path.create(json.dumps(self._info()).encode()):
+                return False
+            return (_read(self.path) or {}).get("token") == self.token
         try:
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
@@ -264,7 +291,8 @@ class StoreLock:
         seen not to move before it may be taken over); refuses at once when its owner is alive on
         this host or its heartbeat moves.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not isinstance(self.path, Remote):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(5):
             if self._create():
                 break
@@ -286,6 +314,14 @@ class StoreLock:
         if (held or {}).get("token") != self.token:
             raise LookupError("taken over")
         self.beat += 1
+        if isinstance(self.path, Remote):
+            try:
+                self.path.write(json.dumps({**held, "beat": self.beat}).encode())
+            except OSError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the storage service's errors: retried as an OSError is
+                raise OSError(str(exc)) from None
+            return
         tmp = self.path.with_name(f"{self.path.name}.beat-{self.token[:12]}")
         tmp.write_text(json.dumps({**held, "beat": self.beat}))
         os.replace(tmp, self.path)
@@ -324,7 +360,12 @@ class StoreLock:
         if self._thread is not None:
             self._thread.join()
         if holds(self.store, self.token, self.share):
+            if isinstance(self.path, Remote):
+                self.path.remove()
+                return
             self.path.unlink(missing_ok=True)
+        if isinstance(self.path, Remote):
+            return
         for tmp in (f"beat-{self.token[:12]}", f"stale-{self.token[:12]}"):
             self.path.with_name(f"{self.path.name}.{tmp}").unlink(missing_ok=True)
 
@@ -338,42 +379,3 @@ class StoreLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-@contextlib.contextmanager
-def metadata_lock(store: Path, timeout: float = 30.0) -> Iterator[None]:
-    """Exclusive right to rewrite the store's consolidated metadata, held for one read-merge-replace.
-
-    A run (recording itself) and ``rmtsweep compare --write`` (adding its group) both rewrite
-    ``.zmetadata``; taking this short-lived lock first means neither loses the other's entries. A
-    lock that has not changed for ``timeout`` seconds of this process's clock belongs to a process that
-    died mid-write and is broken. While it changes hands a waiter waits on: the elements of a job array
-    that start together each record their run under it, one after another (a fixed one-minute deadline
-    failed an element of 100 that had waited behind the others, in ``benchmarks/array_elements.py`` with
-    the elements as threads of one process, where every join was slowed by their shared zarr I/O loop).
-    Waiters look again after a growing, jittered pause (up to about a second), so hundreds of them do not
-    flood a shared file system's metadata server.
-    """
-    path = Path(store) / METADATA_LOCK_NAME
-    seen, since, tries = None, time.monotonic(), 0
-    while True:
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
-            try:
-                stamp = path.stat().st_ino, path.stat().st_mtime_ns
-            except FileNotFoundError:
-                continue
-            if stamp != seen:
-                seen, since = stamp, time.monotonic()
-            elif time.monotonic() - since > timeout:
-                path.unlink(missing_ok=True)
-                continue
-            tries += 1
-            time.sleep(min(1.0, 0.02 * 1.5 ** tries) * random.uniform(0.5, 1.5))
-    os.close(fd)
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)

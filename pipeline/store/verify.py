@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import zarr
@@ -20,7 +19,7 @@ from zarr.core.sync import sync
 
 from ..dims import has_d_axis, store_dims
 from .io import open_group
-from .location import StorePath, local_path, locate
+from .location import StorePath, locate
 from .writer import per_replicate_arrays
 
 __all__ = ["ABSENT", "Corrupt", "chunk_keys", "corrupt_tasks", "repair"]
@@ -103,9 +102,9 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
     return found
 
 
-def repair(path: str | Path, corrupt: list[Corrupt]) -> int:
+def repair(path: str | StorePath, corrupt: list[Corrupt]) -> int:
     """Clear ``done`` over every corrupt task (rewriting a corrupt ``done`` chunk whole); returns how many."""
-    done = zarr.open_group(str(local_path(path)), mode="r+")["done"]
+    done = open_group(locate(path), mode="r+")["done"]
     regions = {tuple((s.start, s.stop) for s in c.region): c.region for c in corrupt}    # one per task
     for region in regions.values():
         done[region] = False

@@ -18,6 +18,7 @@ import numpy as np
 import zarr
 
 from ..dims import has_d_axis, store_dims
+from .location import Remote, StorePath
 
 __all__ = ["DONE_WRITERS", "Writer", "open_for_writing", "per_replicate_arrays"]
 
@@ -35,7 +36,13 @@ def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
     return out
 
 
-def open_for_writing(path: str | Path) -> dict[str, zarr.Array]:
+def _group(path: str | StorePath) -> zarr.Group:
+    if isinstance(path, Remote):
+        return zarr.open_group(path.zarr_store(read_only=False), mode="r+")
+    return zarr.open_group(str(path), mode="r+")
+
+
+def open_for_writing(path: str | StorePath) -> dict[str, zarr.Array]:
     """The store's arrays by name, opened so that every chunk written is stored, also one of fill values only.
 
     zarr 3 skips such chunks by default (``array.write_empty_chunks``); here a chunk's presence is
@@ -43,16 +50,16 @@ def open_for_writing(path: str | Path) -> dict[str, zarr.Array]:
     array objects (``group[name]`` would open the array again with zarr's default).
     """
     with zarr.config.set({"array.write_empty_chunks": True}):
-        return dict(zarr.open_group(str(path), mode="r+").arrays())
+        return dict(_group(path).arrays())
 
 
 class Writer:
     """The per-replicate arrays of an existing store, opened once, written chunk by chunk."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | StorePath) -> None:
+        self.path = path if isinstance(path, Remote) else Path(path)
         with zarr.config.set({"array.write_empty_chunks": True}):
-            self.arrays = per_replicate_arrays(zarr.open_group(str(self.path), mode="r+"))
+            self.arrays = per_replicate_arrays(_group(self.path))
         self.done = self.arrays["done"]
         self._pool: ThreadPoolExecutor | None = None
 

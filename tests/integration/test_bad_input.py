@@ -130,8 +130,7 @@ def test_real_process_prints_one_line(tmp_path):
 
 # --- a URL where a store's path goes ------------------------------------------------------------------------
 
-URL_COMMANDS = [            # the commands that write a store (reading one at a URL: tests/integration/test_object_storage.py)
-    ["run", "{sweep}", "--store", "{url}"],
+URL_COMMANDS = [            # the commands that need a file system (`run` and reading: tests/integration/test_object_storage.py)
     ["demo", "--store", "{url}"],
     ["work", "{url}", "--share", "0/2"],
 ]
@@ -146,16 +145,16 @@ def test_a_url_store_is_one_line_and_creates_no_local_directory(argv, url, tmp_p
     sweep.write_text(yaml.safe_dump(BASE))
     scheme = url.split(":")[0]
     _expect_exit_2([a.format(sweep=sweep, url=url) for a in argv], capsys,
-                   rf"^rmtsweep: error: {url}: writing a store on object storage \({scheme}://\) is not supported yet")
+                   rf"^rmtsweep: error: {url}: this command needs a store on a file system; object storage "
+                   rf"\({scheme}://\) is for `rmtsweep run`")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]
 
 
-def test_the_python_api_refuses_a_url_store_before_starting_anything(tmp_path, monkeypatch):
-    import rmtsweep
+def test_the_python_api_refuses_a_url_store_for_a_job_array_before_starting_anything(tmp_path, monkeypatch):
     from rmtsweep.errors import StoreError
+    from rmtsweep.run import ready_store
+    from rmtsweep.spec import parse_sweep
     monkeypatch.chdir(tmp_path)
-    for call in (lambda: rmtsweep.run_sweep(rmtsweep.parse_sweep(copy.deepcopy(BASE)), "s3://bucket/run.zarr",
-                                            client=object()),):    # refused before the client is touched
-        with pytest.raises(StoreError, match=r"^s3://bucket/run\.zarr: writing a store on object storage"):
-            call()
+    with pytest.raises(StoreError, match=r"^s3://bucket/run\.zarr: this command needs a store on a file system"):
+        ready_store(parse_sweep(copy.deepcopy(BASE)), "s3://bucket/run.zarr", 1, 2)
     assert not list(tmp_path.iterdir())

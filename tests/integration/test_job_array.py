@@ -79,11 +79,19 @@ def test_the_shares_of_an_array_partition_what_is_left(n, data, shape):
                 assert max(map(len, shares)) - min(map(len, shares)) <= 1
 
 
-def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path):
+@pytest.mark.parametrize("recorded", [True, False], ids=["runs recorded by submit", "each element records its run"])
+def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path, recorded):
+    """``submit --array N`` records the N elements' runs (``ready_store(..., elements=N)``), so an element joining
+    writes no metadata (a thousand joins used to queue on its lock); a store readied without N still works,
+    each element recording its own run."""
     sweep, reference = medium
     store = tmp_path / "array.zarr"
-    assert ready_store(sweep, store, 3) == (MEDIUM_TASKS, MEDIUM_TASKS)
+    assert ready_store(sweep, store, 3, 3 if recorded else None) == (MEDIUM_TASKS, MEDIUM_TASKS)
     assert not open_dataset(store)["done"].values.any()           # the store made, nothing computed
+    before = open_dataset(store).attrs["runs"]
+    metadata = {name: (store / name).read_bytes() for name in (".zattrs", ".zmetadata")}
+    if recorded:
+        assert [(r["run"], tuple(r["share"]), r["array"]) for r in before] == [(i, (i, 3), 3) for i in range(3)]
     procs = [element(store, i, 3) for i in range(3)]
     for proc in procs:
         _, err = proc.communicate(timeout=180)
@@ -91,8 +99,20 @@ def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path):
     assert_stores_equal(store, reference)
     runs = open_dataset(store).attrs["runs"]
     assert sorted(tuple(r["share"]) for r in runs) == [(0, 3), (1, 3), (2, 3)]
+    from rmtsweep.store import blocking_of
+    blocking = Blocking(*blocking_of(store))
+    for i in range(3):                                             # each share's writes carry its own run index
+        assert writes_of(store, (i, 3)) == tasks_left(parse_sweep(MEDIUM), blocking, None, (i, 3))
     assert writes(store) == MEDIUM_TASKS                           # no task written twice
     assert not holders(store)                                      # every lock released
+    from rmtsweep.store import JOURNAL_NAME
+    joined = [line for line in (store / JOURNAL_NAME).read_text().splitlines() if " joined " in line]
+    if recorded:
+        assert runs == before                                      # the elements recorded nothing more ...
+        assert {name: (store / name).read_bytes() for name in metadata} == metadata   # ... nor rewrote metadata
+        assert sorted(line.split()[3] for line in joined) == [f"share-{i}-of-3" for i in range(3)]
+    else:
+        assert not joined and len(runs) == 3 and not before
 
 
 def test_a_killed_element_loses_only_its_own_tasks_and_rerunning_it_finishes_the_store(medium, tmp_path):

@@ -1,24 +1,32 @@
-"""Stores on object storage, read through fsspec, against a real S3 API server on loopback (moto's server mode).
+"""Stores on object storage, through fsspec, against a real S3 API server on loopback (moto's server mode).
 
-A finished store copied to a bucket reads there as it does on disk: the Python API, plain xarray and every
-reading command (status, verify, compare, export, plot, figures), with the endpoint and credentials given as
-``--storage-option`` or by the environment. Writing a store there is refused in one line (not yet supported),
-and nothing is ever created under a local ``s3:`` directory.
+A store copied to a bucket reads there as it does on disk: the Python API, plain xarray and every reading
+command (status, verify, compare, export, plot, figures), with the endpoint and credentials given as
+``--storage-option`` or by the environment. A sweep run into a bucket (its workers writing their chunks
+there) is bit-identical to the same sweep on disk, survives SIGKILL and resumes, holds one writer by a lock
+object made with a conditional write, and is verified and repaired there. Nothing is ever created under a
+local ``s3:`` directory.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
+import yaml
 
 from rmtsweep.cli import main
+from rmtsweep.testing import assert_stores_equal
+from tests.helpers import BASE, MEDIUM, build_store
 
 s3fs = pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
@@ -105,9 +113,6 @@ def test_the_reading_commands_answer_from_a_bucket_as_from_the_disk(bucket, tiny
     assert results["s3"] == results["disk"]
     for name in ("{}.csv", "{}-cmp.csv"):
         assert (tmp_path / name.format("s3")).read_bytes() == (tmp_path / name.format("disk")).read_bytes()
-    # compare writes its group by default: on a bucket it says that it did not, and nothing else changes
-    code, out, err = _cli(["compare", url, *opt], capsys)
-    assert code == 0 and "not written into a store on object storage" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["disk-cmp.csv", "disk.csv", "s3-cmp.csv", "s3.csv"]
 
 
@@ -142,10 +147,6 @@ def test_verify_finds_a_corrupt_and_an_absent_object_in_the_bucket(bucket, tiny_
     assert any("eigenvalues chunk is corrupt" in line for line in lines), out
     assert any("alpha chunk is absent (done without data)" in line for line in lines), out
     assert lines[-1].endswith("--repair` clears them for the next run")
-    # repairing writes the store: refused in one line on object storage, the bucket left as it was
-    code, out, err = _cli(["verify", broken, "--repair", *opt], capsys)
-    assert code == 2 and err.strip().startswith(f"rmtsweep: error: {broken}: writing a store on object storage")
-    assert fs.cat_file(chunks[0]) == bytes(raw)
 
 
 def test_the_environment_gives_the_endpoint_to_a_fresh_process(bucket, tiny_store):
@@ -209,3 +210,147 @@ def test_storage_options_parse_as_fsspec_takes_them_and_are_refused_for_a_path(t
     assert code == 2 and "--storage-option is for stores at a URL" in err
     code, out, err = _cli(["status", "s3://b/x.zarr", "--storage-option", "anon"], capsys)
     assert code == 2 and "expected KEY=VALUE" in err
+
+
+# --- writing a store into the bucket -------------------------------------------------------------------------
+
+
+def _opened(url: str, endpoint: str) -> xr.Dataset:
+    import rmtsweep
+    return rmtsweep.open_store(url, storage_options={"endpoint_url": endpoint}).load()
+
+
+def _run_argv(sweep: Path, url: str, endpoint: str) -> list[str]:
+    return ["run", str(sweep), "--store", url, "--storage-option", f"endpoint_url={endpoint}", "--workers", "1",
+            "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def base_sweep(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("sweeps") / "tiny.yaml"
+    path.write_text(yaml.safe_dump(BASE))
+    return path
+
+
+def test_a_sweep_run_into_a_bucket_equals_the_same_sweep_on_disk(endpoint, bucket, base_sweep, reference, tmp_path,
+                                                                  capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = "s3://rmtsweep/run.zarr"
+    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+    assert code == 0, err
+    assert f"{url}: 2/2 tasks done (2 computed now)" in out
+    assert_stores_equal(_opened(url, endpoint), reference[1])             # bit for bit, as the same sweep on disk
+    plain = xr.open_zarr(url, storage_options={"endpoint_url": endpoint})  # a plain zarr, read without rmtsweep
+    assert plain.attrs["rmtsweep_format"] == "rmtsweep-store-1" and len(plain.attrs["runs"]) == 1
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
+    assert not fs.exists("rmtsweep/run.zarr.lock")                        # the lock object released
+    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)   # a rerun: nothing left to do
+    assert code == 0 and "(0 computed now)" in out
+    # compare writes its group into the bucket; xarray reads it there
+    code, out, err = _cli(["compare", url, "--storage-option", f"endpoint_url={endpoint}"], capsys)
+    assert code == 0, err
+    group = xr.open_zarr(url, group="comparison", storage_options={"endpoint_url": endpoint})
+    assert "lambda1_z" in group and int(group.attrs["done_replicates"]) == int(_opened(url, endpoint)["done"].sum())
+    assert not list(tmp_path.iterdir())                                   # nothing local, no `s3:` directory
+
+
+@pytest.mark.slow
+def test_sigkill_three_times_then_resume_in_the_bucket_is_identical(endpoint, bucket, tmp_path):
+    import rmtsweep
+    sweep = tmp_path / "medium.yaml"
+    data = {**MEDIUM, "name": "killed", "replicates": 8}                     # 32 small tasks: kills land mid-sweep
+    sweep.write_text(yaml.safe_dump(data))
+    clean = build_store(tmp_path / "clean.zarr", data)
+    url = "s3://rmtsweep/killed.zarr"
+    env = {**os.environ, **CREDENTIALS, "AWS_ENDPOINT_URL": endpoint}
+    cmd = [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep), "--store", url, "--workers", "1", "--no-progress"]
+    options = {"endpoint_url": endpoint}
+    rng = np.random.default_rng(20261203)
+    targets = sorted(rng.choice(np.arange(3, 17), size=3, replace=False))
+
+    def state() -> tuple[int, int]:
+        """(tasks done, runs recorded) as the bucket holds them now."""
+        try:
+            st = rmtsweep.status(url, storage_options=options)
+        except rmtsweep.StoreError:                     # not created yet
+            return 0, 0
+        return st["tasks_done"], len(st["attrs"]["runs"])
+
+    for k, target in enumerate(targets):                # kill run k once `target` tasks are done in all and it
+        before = state()[0]                             # has recorded itself and finished one of its own
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 180
+        while proc.poll() is None and time.monotonic() < deadline:
+            done, runs = state()
+            if runs > k and done >= max(target, before + 1):
+                break
+            time.sleep(0.2)                             # each look reads every done chunk: keep the server free
+        assert proc.poll() is None, f"the run ended before the kill at {target}: {proc.stderr.read()[-2000:]}"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert state()[0] < 32, "the kill landed after the sweep had finished"
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)   # the lock judged stale: its
+    assert done.returncode == 0, done.stderr[-3000:]                                   # pid is gone on this host
+    assert_stores_equal(_opened(url, endpoint), clean)
+    assert len(_opened(url, endpoint).attrs["runs"]) == 4
+    code = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "verify", url], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert code.returncode == 0, code.stdout + code.stderr
+
+
+@pytest.mark.slow
+def test_one_writer_a_live_lock_refuses_a_second_run_and_a_stale_one_is_taken_over(endpoint, bucket, base_sweep,
+                                                                                   tmp_path, capsys):
+    from rmtsweep.store import locate
+    from rmtsweep.store.lock import StoreLock, lock_file
+    url = "s3://rmtsweep/locked.zarr"
+    where = locate(url, {"endpoint_url": endpoint})
+    with StoreLock(where) as held:                      # another run holds the store (alive, on this host)
+        code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+        assert code == 2 and "another rmtsweep run is writing this store" in err, err
+        assert json.loads(lock_file(where).read())["token"] == held.token        # the live lock untouched
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
+    assert not fs.exists("rmtsweep/locked.zarr.lock")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = {"token": "gone", "host": socket.gethostname(), "pid": int(dead.stdout), "started": "earlier", "beat": 3}
+    fs.pipe_file("rmtsweep/locked.zarr.lock", json.dumps(stale).encode())       # a run killed on this host
+    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+    assert code == 0, err
+    assert "2/2 tasks done" in out and not fs.exists("rmtsweep/locked.zarr.lock")
+
+
+@pytest.mark.slow
+def test_a_creation_cut_short_is_made_again_and_verify_repairs_in_the_bucket(endpoint, bucket, base_sweep,
+                                                                             reference, tmp_path, capsys):
+    url = "s3://rmtsweep/cut.zarr"
+    opt = ["--storage-option", f"endpoint_url={endpoint}"]
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
+    fs.put(str(reference[1] / ".zattrs"), "rmtsweep/cut.zarr/.zattrs")        # a template cut after its first object
+    fs.put(str(reference[1] / ".zgroup"), "rmtsweep/cut.zarr/.zgroup")
+    code, out, err = _cli(["status", url, *opt], capsys)
+    assert code == 2 and "its creation was cut before the end" in err
+    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+    assert code == 0, err
+    assert_stores_equal(_opened(url, endpoint), reference[1])
+    # a finished chunk overwritten in the bucket: verify names it, --repair clears its done, a rerun recomputes it
+    chunk = sorted(k for k in fs.find("rmtsweep/cut.zarr/overlap") if not k.rsplit("/", 1)[-1].startswith("."))[0]
+    raw = bytearray(fs.cat_file(chunk))
+    raw[len(raw) // 2] ^= 0xFF
+    fs.pipe_file(chunk, bytes(raw))
+    code, out, err = _cli(["verify", url, *opt], capsys)
+    assert code == 1 and "overlap chunk is corrupt" in out
+    code, out, err = _cli(["verify", url, "--repair", *opt], capsys)
+    assert code == 0 and "cleared the done flags of 1 task(s)" in out
+    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+    assert code == 0 and "(1 computed now)" in out, out + err
+    assert_stores_equal(_opened(url, endpoint), reference[1])
+
+
+def test_extending_a_store_in_a_bucket_is_refused_in_one_line(endpoint, bucket, reference, tmp_path, capsys):
+    url = _copy(endpoint, reference[1], "smaller.zarr")
+    bigger = tmp_path / "bigger.yaml"
+    bigger.write_text(yaml.safe_dump({**BASE, "replicates": 2 * BASE["replicates"]}))
+    code, out, err = _cli(_run_argv(bigger, url, endpoint), capsys)
+    assert code == 2 and err.strip().endswith("extending a store on object storage is not supported yet: run the "
+                                              "larger sweep to a new URL"), err

@@ -213,7 +213,7 @@ def test_the_metadata_lock_passes_from_hand_to_hand_without_failing_a_patient_wa
     timeout, and still gets it, since the lock kept changing hands (the elements of an array starting together)."""
     import threading
 
-    from rmtsweep.store.lock import metadata_lock
+    from rmtsweep.store.metalock import metadata_lock
     inside, most, got, errors = [0], [0], [], []
     guard = threading.Lock()
 
