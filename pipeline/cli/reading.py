@@ -70,11 +70,8 @@ def _writers(store_path: Path, st: dict) -> list[dict]:
     from .. import store
     from ..run import Blocking
     from ..run.grid import tasks_left
-    from ..store.location import Remote
     from ..store.lock import holders
-    if isinstance(store_path, Remote):
-        return []                           # nothing writes a store on object storage yet: it holds no lock
-    found = holders(store_path)
+    found = holders(store_path)             # on object storage too: the lock is an object beside the store
     if any(w["share"] is not None for w in found):
         sweep = store.stored_sweep(store_path, st["attrs"])
         blocking = Blocking(*store.blocking_of(store_path))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from ..spec import Sweep, sizes
 from ..types import Centering
 from .cost import Blocking
 
-__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_tasks", "spawn_key", "tasks_left", "task_memory_bytes", "tasks",
+__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks", "spawn_key", "tasks_left", "task_memory_bytes", "tasks",
            "value_key"]
 
 
@@ -302,6 +302,18 @@ def share_tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None, share
     for task in tasks(sweep, blocking, done):
         if int(np.ravel_multi_index((task.d_pos or 0, *task.index), counts)) % n == i:
             yield task
+
+
+def share_done(sweep: Sweep, blocking: Blocking, share: tuple[int, int], shape: tuple[int, ...],
+               read: Callable[[tuple], np.ndarray]) -> np.ndarray:
+    """The ``done`` mask as element ``share`` needs it: the chunks of its own tasks read (``read(region)``, one
+    chunk each), every other chunk set, so :func:`share_tasks` and :func:`tasks_left` give what they give on the
+    whole mask. An element of an array of N reads 1/N of ``done``, not all of it (1,000 elements each
+    reading the 1,000 chunks of a store was a million reads)."""
+    done = np.ones(shape, bool)
+    for task in share_tasks(sweep, blocking, None, share):
+        done[task.region] = read(task.region)
+    return done
 
 
 def task_memory_bytes(sweep: Sweep) -> int:

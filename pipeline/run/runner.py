@@ -43,7 +43,7 @@ from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
-from .grid import Task, n_tasks, share_tasks, task_memory_bytes, tasks, tasks_left
+from .grid import Task, n_tasks, share_done, share_tasks, task_memory_bytes, tasks, tasks_left
 from .work import WORKER_ENV
 from .progress import Progress
 
@@ -182,7 +182,8 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
         else store.join(sweep_file, share, info)
     with opened as run:
         blocking = Blocking(*run.blocking)
-        done = run.writer.done_mask()
+        done = run.writer.done_mask() if share is None else \
+            share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done.__getitem__)
         total = n_tasks(sweep, blocking)
         left = tasks_left(sweep, blocking, done, share)          # the tasks themselves are made as the window takes them
         todo = tasks(sweep, blocking, done) if share is None else share_tasks(sweep, blocking, done, share)

@@ -22,7 +22,7 @@ import yaml
 
 from rmtsweep.errors import StoreError
 from rmtsweep.run import Blocking, ready_store
-from rmtsweep.run.grid import share_tasks, tasks, tasks_left
+from rmtsweep.run.grid import share_done, share_tasks, tasks, tasks_left
 from rmtsweep.spec import parse_sweep
 from rmtsweep.store import open_dataset
 from rmtsweep.store.lock import StoreLock, conflicts, holders, lock_file
@@ -77,6 +77,26 @@ def test_the_shares_of_an_array_partition_what_is_left(n, data, shape):
             assert [tasks_left(sweep, blocking, done, (i, n)) for i in range(n)] == list(map(len, shares))
             if done is None:                                   # balanced: sizes differ by at most one
                 assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+
+@pytest.mark.parametrize("n", [1, 3, 64])
+@pytest.mark.parametrize("data, shape", [({**MEDIUM, "d": 24}, (2, 2, 2, 3, 16)), (ON_D_AXIS, (3, 2, 2, 2, 3, 16))],
+                         ids=["top-level d", "d axis"])
+def test_an_element_reads_only_its_own_chunks_of_done_and_finds_the_same_tasks(n, data, shape):
+    sweep, blocking = parse_sweep(data), Blocking(2, 1, 2, 3)
+    rng = np.random.default_rng(n)
+    full = rng.random(shape) < 0.5
+    for i in range(n):
+        reads = []
+
+        def read(region):
+            reads.append(region)
+            return full[region]
+
+        mine = share_done(sweep, blocking, (i, n), full.shape, read)
+        assert keys(share_tasks(sweep, blocking, mine, (i, n))) == keys(share_tasks(sweep, blocking, full, (i, n)))
+        assert tasks_left(sweep, blocking, mine, (i, n)) == tasks_left(sweep, blocking, full, (i, n))
+        assert len(reads) == tasks_left(sweep, blocking, None, (i, n))      # one chunk per task of its share
 
 
 @pytest.mark.parametrize("recorded", [True, False], ids=["runs recorded by submit", "each element records its run"])

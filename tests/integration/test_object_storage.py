@@ -318,6 +318,9 @@ def test_one_writer_a_live_lock_refuses_a_second_run_and_a_stale_one_is_taken_ov
     code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
     assert code == 0, err
     assert "2/2 tasks done" in out and not fs.exists("rmtsweep/locked.zarr.lock")
+    with StoreLock(where):                              # status names who holds the store, from the bucket
+        code, out, err = _cli(["status", url, "--json", "--storage-option", f"endpoint_url={endpoint}"], capsys)
+        assert code == 0 and [(w["pid"], w["alive"]) for w in json.loads(out)["writers"]] == [(os.getpid(), True)]
 
 
 @pytest.mark.slow
