@@ -8,7 +8,7 @@ Run from the repository root::
 Each element does what ``rmtsweep work STORE --share I/N`` does around its tasks, with the package's own
 code: it joins the store (:meth:`rmtsweep.store.Store.join`: its share's lock with a heartbeat, the conflict
 check, the run that ``submit --array`` recorded for its share found, the journal), then for each task of
-its share (:func:`rmtsweep.run.grid.share_tasks`) sleeps the task's seconds instead of computing, writes
+its share (:func:`rmtsweep.run.grid.share_tasks`, reading only its chunks of ``done``) sleeps the task's seconds instead of computing, writes
 the task's chunks through the fenced :func:`rmtsweep.run.work.write_task` (the data of a task of the same
 shape, computed once), checks its lock, marks the task done and journals it. No dask: an element's
 LocalCluster costs the same at any array size, and what grows with the array is the store. The elements
@@ -40,7 +40,7 @@ import numpy as np
 from rmtsweep import SweepFile, parse_sweep, status
 from rmtsweep.run import Blocking, ready_store
 from rmtsweep.run import work
-from rmtsweep.run.grid import share_tasks
+from rmtsweep.run.grid import share_done, share_tasks
 from rmtsweep.store import Store
 
 
@@ -61,7 +61,8 @@ def element(path: Path, sf: SweepFile, share: tuple[int, int], seconds: float, j
         with Store(path).join(sf, share, {"benchmark": True}) as run:
             joined.append(time.perf_counter() - start)
             blocking = Blocking(*run.blocking)
-            for task in share_tasks(sf.sweep, blocking, run.writer.done_mask(), share):
+            done = share_done(sf.sweep, blocking, share, run.writer.done.shape, run.writer.done.__getitem__)
+            for task in share_tasks(sf.sweep, blocking, done, share):
                 time.sleep(seconds)
                 result = work.write_task(task, str(path), run.index, run.token, run.token, share)
                 if result.get("written") is not True:
