@@ -315,12 +315,7 @@ class StoreLock:
             raise LookupError("taken over")
         self.beat += 1
         if isinstance(self.path, Remote):
-            try:
-                self.path.write(json.dumps({**held, "beat": self.beat}).encode())
-            except OSError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the storage service's errors: retried as an OSError is
-                raise OSError(str(exc)) from None
+            self.path.write(json.dumps({**held, "beat": self.beat}).encode())
             return
         tmp = self.path.with_name(f"{self.path.name}.beat-{self.token[:12]}")
         tmp.write_text(json.dumps({**held, "beat": self.beat}))
@@ -335,11 +330,12 @@ class StoreLock:
             except LookupError:
                 self.failure = f"the lock ({self.path}) now belongs to another run"
                 return
-            except OSError as exc:
-                # transient (an NFS hiccup): try again at the next beat, unless the lease would lapse first
+            except Exception as exc:  # noqa: BLE001 - an OSError, or a storage service's own error
+                # transient (an NFS hiccup, a bucket's endpoint not answering): try again at the next beat, unless
+                # the lease would lapse first
                 if time.monotonic() - last_ok + self.heartbeat >= self.lease:
-                    self.failure = (f"cannot refresh the store's lock ({exc.strerror or exc}) for "
-                                    f"{time.monotonic() - last_ok:.0f} s")
+                    self.failure = (f"cannot refresh the store's lock ({getattr(exc, 'strerror', None) or exc}) "
+                                    f"for {time.monotonic() - last_ok:.0f} s")
                     return
 
     def check(self) -> None:

@@ -156,7 +156,11 @@ def test_six_processes_taking_over_one_stale_lock_leave_one_holder(tmp_path):
     assert outcomes.count("lost") == 0, outcomes
 
 
-def test_the_heartbeat_retries_transient_errors_until_the_lease_would_lapse(tmp_path, monkeypatch):
+@pytest.mark.parametrize("error, words", [(OSError(5, "Input/output error"), "Input/output error"),
+                                          (RuntimeError("Could not connect to the endpoint URL"),
+                                           "Could not connect to the endpoint URL")],
+                         ids=["file system", "a bucket's endpoint (not an OSError)"])
+def test_the_heartbeat_retries_transient_errors_until_the_lease_would_lapse(tmp_path, monkeypatch, error, words):
     lock = StoreLock(tmp_path / "s.zarr", heartbeat=0.05, lease=1.0)
     real = StoreLock._write_beat
     failures = {"left": 3}                                            # -1: fail for ever
@@ -164,7 +168,7 @@ def test_the_heartbeat_retries_transient_errors_until_the_lease_would_lapse(tmp_
     def flaky(self):
         if failures["left"] != 0:
             failures["left"] -= failures["left"] > 0
-            raise OSError(5, "Input/output error")
+            raise error
         real(self)
     monkeypatch.setattr(StoreLock, "_write_beat", flaky)
     lock.acquire()
@@ -176,7 +180,7 @@ def test_the_heartbeat_retries_transient_errors_until_the_lease_would_lapse(tmp_
         time.sleep(0.4)
         lock.check()                                                  # within the lease: still running
         time.sleep(1.0)
-        with pytest.raises(RunError, match=r"cannot refresh the store's lock \(Input/output error\)"):
+        with pytest.raises(RunError, match=rf"cannot refresh the store's lock \({words}\)"):
             lock.check()
     finally:
         lock.release()
