@@ -218,6 +218,9 @@ def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None 
             path = path[len("file://"):]
         else:
             remote = Remote(path.rstrip("/"), json.dumps(dict(storage_options or {}), sort_keys=True))
+            if "/" not in remote.url.split("://", 1)[1]:
+                raise StoreError(f"{path}: a store is a prefix inside a bucket, e.g. {remote.url}/run.zarr (its lock "
+                                 f"object goes beside it)")
             import fsspec
             try:
                 fsspec.get_filesystem_class(protocol)

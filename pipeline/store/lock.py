@@ -25,6 +25,13 @@ The protocol, and why a crash anywhere is safe:
 5. **Fence**: every task carries the run's token, and a worker reads the lock file before it writes
    (:func:`holds`): a worker still running for a run that no longer holds the store writes nothing.
 
+**On object storage** (a store at ``s3://bucket/run.zarr``) the lock is the object ``s3://bucket/run.zarr.lock``,
+taken with a conditional write (create only if absent: S3's ``If-None-Match``, GCS's and Azure's
+equivalents, through fsspec's ``"xb"`` mode) and read back as in 1; a heartbeat replaces the object whole
+(readers see the old or the new beat); a take-over reads the stale lock and deletes it if it is still the
+one judged (there is no rename: a run that took the store over in that instant sees its token gone at
+its next beat and stops, as in 4); fencing reads the object before each task's write, as in 5.
+
 **Shares** (the elements of a job array, ``rmtsweep work STORE --share I/N``): element ``I`` of ``N``
 writes only its own tasks, so it takes the lock of its share, ``demo.zarr.share-I-of-N.lock``, by the same
 protocol; the elements of one array then run side by side. After taking its lock, each party looks for

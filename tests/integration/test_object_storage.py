@@ -162,12 +162,14 @@ def test_the_environment_gives_the_endpoint_to_a_fresh_process(bucket, tiny_stor
 
 @pytest.mark.parametrize("path, problem", [("s3://rmtsweep/absent.zarr", "does not exist"),
                                            ("s3://no-such-bucket/run.zarr", "does not exist"),
-                                           ("s3://rmtsweep", "not an rmtsweep store")])
+                                           ("s3://rmtsweep/tiny.zarr/T", "not an rmtsweep store (no 'rmtsweep-store-1' "
+                                                                         "marker)"),
+                                           ("s3://rmtsweep", "a store is a prefix inside a bucket, e.g. "
+                                                             "s3://rmtsweep/run.zarr (its lock object goes beside it)")])
 def test_what_is_not_a_store_in_a_bucket_is_one_line(bucket, path, problem, capsys):
     url, options = bucket
     code, out, err = _cli(["status", path, "--storage-option", f"endpoint_url={options['endpoint_url']}"], capsys)
-    assert code == 2 and err.strip() == f"rmtsweep: error: {path}: {problem}" + (
-        " (no 'rmtsweep-store-1' marker)" if problem.startswith("not") else "")
+    assert code == 2 and err.strip() == f"rmtsweep: error: {path}: {problem}"
 
 
 def test_an_unreachable_endpoint_is_one_line(tmp_path, capsys, monkeypatch):
