@@ -36,11 +36,15 @@ _PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "
 class Remote:
     """A store at a URL of an fsspec filesystem, with the options that filesystem is made with.
 
-    ``str(remote)`` is the URL (as the user wrote it, without a trailing ``/``). ``options`` are
-    fsspec's ``storage_options`` (for S3: ``key``, ``secret``, ``endpoint_url``, ``anon``, ...), kept as
-    sorted JSON so that the type stays frozen and hashable; credentials and endpoints also come from the
-    filesystem's usual environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...).
+    ``str(remote)`` is the URL (as the user wrote it, without a trailing ``/``). ``options_json`` holds
+    fsspec's ``storage_options`` (for S3: ``key``, ``secret``, ``endpoint_url``, ``anon``, ...) as sorted JSON,
+    so that the type stays frozen and hashable (it travels with each task to the workers); credentials and
+    endpoints also come from the filesystem's usual environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...),
+    which is where secrets belong. Its ``repr`` leaves the options out.
     """
+
+    def __repr__(self) -> str:
+        return f"Remote({self.url!r})"
 
     url: str
     options_json: str = "{}"
