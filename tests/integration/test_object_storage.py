@@ -87,6 +87,9 @@ def test_a_store_in_a_bucket_opens_as_on_disk_and_with_plain_xarray(bucket, tiny
     assert plain.attrs["rmtsweep_format"] == on_disk.attrs["rmtsweep_format"]
     np.testing.assert_array_equal(plain["eigenvalues"].values, on_disk["eigenvalues"].values)
     assert rmtsweep.status(url, storage_options=options)["tasks_done"] == rmtsweep.status(tiny_store)["tasks_done"]
+    a, b = there.rmt.compare(), on_disk.rmt.compare()            # the accessor on the bucket's dataset
+    for name in ("lambda1_z", "overlap_mean", "detection_rate"):
+        np.testing.assert_array_equal(a[name].values, b[name].values)
 
 
 def test_the_reading_commands_answer_from_a_bucket_as_from_the_disk(bucket, tiny_store, tmp_path, capsys,
