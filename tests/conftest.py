@@ -31,7 +31,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # Under pytest-xdist (`pytest -n auto`; pyproject.toml sets --dist loadgroup) each module's tests run in one process, so a
 # module-scoped fixture (a demo run, a cluster, a pip install) is built once; the tests of these modules share
 # nothing costly and take long, so they are spread over every process.
-SPREAD = {"test_fault_table.py", "test_startup_failures.py"}
+SPREAD = {"test_fault_table.py", "test_startup_failures.py", "test_object_storage.py"}
 
 
 @pytest.hookimpl(tryfirst=True)            # before xdist reads the groups

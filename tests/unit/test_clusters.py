@@ -473,7 +473,7 @@ def test_kubernetes_manifest_and_image():
     instructions = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
     assert instructions[0] == "FROM python:3.11-slim"
     assert "COPY pipeline ./pipeline" in instructions
-    assert any(line.startswith("RUN pip install .") for line in instructions)
+    assert any(line.startswith("RUN pip install '.[s3]'") for line in instructions)    # s3fs: stores in a bucket
     assert 'ENTRYPOINT ["dask"]' in instructions
     assert f"-t rmtsweep:{version}" in dockerfile
 
