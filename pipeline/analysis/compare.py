@@ -36,6 +36,7 @@ from .. import theory
 from ..dims import D, has_d_axis, store_dims
 from ..errors import SelectionError
 from ..store import ZARR_FORMAT, Remote, locate, metadata_lock, open_dataset, open_zarr
+from ..store.location import zarr_target
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
                         signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
@@ -266,10 +267,9 @@ def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
 
 def _write_group(path: Path | Remote, cmp: xr.Dataset) -> None:
     remote = isinstance(path, Remote)
-    target = path.zarr_store(read_only=False) if remote else str(path)
-    cmp.to_zarr(target, group=GROUP, mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
-    zarr.consolidate_metadata(path.zarr_store(read_only=False) if remote else str(path), path=GROUP,
-                              zarr_format=ZARR_FORMAT)
+    cmp.to_zarr(zarr_target(path, read_only=False), group=GROUP, mode="w", zarr_format=ZARR_FORMAT,
+                consolidated=False)
+    zarr.consolidate_metadata(zarr_target(path, read_only=False), path=GROUP, zarr_format=ZARR_FORMAT)
     if remote:                             # an object is replaced whole: readers see the old or the new
         root = path.child(".zmetadata")
         merged = json.loads(root.read())

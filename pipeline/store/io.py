@@ -17,7 +17,7 @@ from ..dims import has_d_axis
 from ..errors import StoreError
 from ..spec import Sweep, parse_sweep
 from .layout import FORMAT, ZARR_FORMAT, Template
-from .location import Remote, StorePath, locate
+from .location import Remote, StorePath, locate, zarr_target
 from .metalock import metadata_lock
 
 __all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
@@ -26,9 +26,7 @@ __all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "st
 
 def open_group(path: StorePath, mode: str = "r") -> zarr.Group:
     """The store's root zarr group, on a file system or at a URL (:class:`~rmtsweep.store.location.Remote`)."""
-    if isinstance(path, Remote):
-        return zarr.open_group(path.zarr_store(read_only=mode == "r"), mode=mode)
-    return zarr.open_group(str(path), mode=mode)
+    return zarr.open_group(zarr_target(path, read_only=mode == "r"), mode=mode)
 
 
 def _remote_problem(path: Remote) -> str | None:
@@ -132,10 +130,7 @@ def write_template(path: StorePath, tpl: Template) -> None:
     """Write a template at ``path``: the frame through xarray, empty data arrays through zarr, then the
     consolidated metadata (so a plain ``xr.open_zarr`` reads it; on object storage, its presence is what
     says the template is whole). No chunk of data is written."""
-    if isinstance(path, Remote):
-        tpl.frame.to_zarr(path.zarr_store(read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
-    else:
-        tpl.frame.to_zarr(str(path), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
+    tpl.frame.to_zarr(zarr_target(path, read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
     group = open_group(path, mode="r+")
     for v in tpl.variables:
         group.create_array(v.name, shape=v.shape, chunks=v.chunks, dtype=v.dtype, fill_value=v.fill_value,
@@ -148,7 +143,7 @@ def consolidate(path: StorePath) -> None:
     """Rewrite the consolidated metadata (the run's lock and journal files are not zarr nodes, by design)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
-        zarr.consolidate_metadata(path.zarr_store(read_only=False) if isinstance(path, Remote) else str(path))
+        zarr.consolidate_metadata(zarr_target(path, read_only=False))
 
 
 def create(path: Path, tpl: Template) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import StoreError, UserError
 
-__all__ = ["Remote", "StorePath", "local_path", "locate", "parse_storage_options"]
+__all__ = ["Remote", "StorePath", "local_path", "locate", "parse_storage_options", "zarr_target"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -138,6 +138,12 @@ class Remote:
 
 StorePath = Path | Remote
 """Where a store is: a path on a file system or a :class:`Remote` URL."""
+
+
+def zarr_target(path: StorePath, read_only: bool = True) -> Any:
+    """What zarr and xarray's ``to_zarr`` take for the store: its path as text, or a :class:`Remote`'s
+    ``FsspecStore``."""
+    return path.zarr_store(read_only=read_only) if isinstance(path, Remote) else str(path)
 
 
 def _package_error(protocol: str, url: str) -> StoreError:

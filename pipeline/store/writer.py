@@ -12,13 +12,12 @@ an absent chunk file always means "never written" (:func:`rmtsweep.store.verify.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import zarr
 
 from ..dims import has_d_axis, store_dims
-from .location import Remote, StorePath
+from .location import StorePath, locate, zarr_target
 
 __all__ = ["DONE_WRITERS", "Writer", "open_for_writing", "per_replicate_arrays"]
 
@@ -36,12 +35,6 @@ def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
     return out
 
 
-def _group(path: str | StorePath) -> zarr.Group:
-    if isinstance(path, Remote):
-        return zarr.open_group(path.zarr_store(read_only=False), mode="r+")
-    return zarr.open_group(str(path), mode="r+")
-
-
 def open_for_writing(path: str | StorePath) -> dict[str, zarr.Array]:
     """The store's arrays by name, opened so that every chunk written is stored, also one of fill values only.
 
@@ -50,16 +43,16 @@ def open_for_writing(path: str | StorePath) -> dict[str, zarr.Array]:
     array objects (``group[name]`` would open the array again with zarr's default).
     """
     with zarr.config.set({"array.write_empty_chunks": True}):
-        return dict(_group(path).arrays())
+        return dict(zarr.open_group(zarr_target(locate(path), read_only=False), mode="r+").arrays())
 
 
 class Writer:
     """The per-replicate arrays of an existing store, opened once, written chunk by chunk."""
 
     def __init__(self, path: str | StorePath) -> None:
-        self.path = path if isinstance(path, Remote) else Path(path)
+        self.path = locate(path)
         with zarr.config.set({"array.write_empty_chunks": True}):
-            self.arrays = per_replicate_arrays(_group(self.path))
+            self.arrays = per_replicate_arrays(zarr.open_group(zarr_target(self.path, read_only=False), mode="r+"))
         self.done = self.arrays["done"]
         self._pool: ThreadPoolExecutor | None = None
 
