@@ -263,7 +263,7 @@ def test_a_sweep_run_into_a_bucket_equals_the_same_sweep_on_disk(endpoint, bucke
 def test_sigkill_three_times_then_resume_in_the_bucket_is_identical(endpoint, bucket, tmp_path):
     import rmtsweep
     sweep = tmp_path / "medium.yaml"
-    data = {**MEDIUM, "name": "killed", "replicates": 8}                     # 32 small tasks: kills land mid-sweep
+    data = {**MEDIUM, "name": "killed", "d": 200, "replicates": 8}   # 32 tasks, long enough that kills land mid-sweep
     sweep.write_text(yaml.safe_dump(data))
     clean = build_store(tmp_path / "clean.zarr", data)
     url = "s3://rmtsweep/killed.zarr"
