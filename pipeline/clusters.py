@@ -312,12 +312,13 @@ def driver_script(
     kind: Kind,
     config: ClusterConfig,
     sweep_path: Path,
-    store_path: Path,
+    store_path: Path | str,
     cluster_config_path: Path | None,
     jobs: int | None,
     insecure: bool = False,
     dashboard_address: str | None = None,
     overrides: tuple[str, ...] = (),
+    storage_options: tuple[str, ...] = (),
 ) -> str:
     """A batch script for the driver: the process that holds the scheduler and writes the store.
 
@@ -330,6 +331,8 @@ def driver_script(
     ``kill_delay``, often a few seconds), so the script runs rmtsweep under coreutils ``timeout
     --foreground`` (the signal reaches rmtsweep alone, which shuts its cluster down). The driver makes
     its run's TLS credentials itself, on its node, unless ``insecure``.
+
+    A ``store_path`` given as text is a URL, passed on with ``storage_options`` (``KEY=VALUE`` items).
     """
     if config.driver_stop_warning >= config.driver_walltime_seconds:
         raise ClusterError(f"driver_stop_warning {config.driver_stop_warning} s must be shorter than the driver's "
@@ -343,8 +346,10 @@ def driver_script(
         job_extra_directives=[*config.job_extra_directives, *warning],
     ).job_header
     cfg = Path(cluster_config_path) if cluster_config_path else cluster_config(kind)
-    cmd = [rmtsweep_command(), "run", str(Path(sweep_path).resolve()), *overrides, "--store",
-           str(Path(store_path).resolve()), "--cluster", kind, "--cluster-config", str(cfg.resolve())]
+    store = store_path if isinstance(store_path, str) else str(Path(store_path).resolve())
+    cmd = [rmtsweep_command(), "run", str(Path(sweep_path).resolve()), *overrides, "--store", store,
+           *(arg for item in storage_options for arg in ("--storage-option", item)),
+           "--cluster", kind, "--cluster-config", str(cfg.resolve())]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
     cmd += ["--insecure"] if insecure else []

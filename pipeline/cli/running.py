@@ -186,7 +186,8 @@ def _duration(seconds: float) -> str:
 @cli.command()
 @click.argument("sweep", type=click.Path(path_type=Path))
 @_overrides
-@_store
+@_store_or_url
+@storage_options
 @click.option("--cluster", type=click.Choice(["slurm", "pbs"]), required=True,
               help="The batch system that runs the driver job and its workers.")
 @_batch_options
@@ -208,22 +209,26 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     from ..clusters import driver_script, submit_driver, worker_job_script
     from ..engine import make_engine
 
+    from ..store.location import Remote, format_storage_options, local_path
+
     sweep_file = _load(sweep, overrides)
     path = _store_path(sweep_file, store_path, create=False)       # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
     config = eng.batch_config()
     if elements is not None:
-        _submit_array(sweep_file, path, eng, config, elements, max_running, dry_run)
+        _submit_array(sweep_file, local_path(path), eng, config, elements, max_running, dry_run)
         return
     if max_running is not None:
         raise click.UsageError("--max-running goes with --array")
-    script = driver_script(eng.cluster, config, Path(sweep_file.path), path, eng.cluster_config, eng.jobs,
-                           eng.insecure, eng.dashboard_address, overrides)
+    remote = isinstance(path, Remote)       # the driver runs `rmtsweep run ... --store URL`; the script stays here
+    script = driver_script(eng.cluster, config, Path(sweep_file.path), str(path) if remote else path,
+                           eng.cluster_config, eng.jobs, eng.insecure, eng.dashboard_address, overrides,
+                           format_storage_options(path.storage_options) if remote else ())
     if dry_run:
         workers = worker_job_script(eng.cluster, config, eng.insecure)
         click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
         return
-    job = submit_driver(eng.cluster, script, path.absolute().parent)
+    job = submit_driver(eng.cluster, script, Path.cwd() if remote else path.absolute().parent)
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
 
 

@@ -119,7 +119,7 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     ------
     StoreError
         The path is not a store, holds an incompatible sweep, or another run is writing it; or a URL whose
-        filesystem is not installed, or that holds a smaller sweep (extending on object storage: not yet).
+        filesystem is not installed.
     UserError
         The memory estimate exceeds the workers' (unless ``force``).
     TaskFailedError
@@ -190,6 +190,8 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
         per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
         if run.recompute:
             note(f"{path}: extended; {run.recompute}")
+        elif run.plan == "extend":
+            note(f"{path}: extended; {run.carried} finished replicate(s) carried over")
         mine = "" if share is None else f"; element {share[0]} of {share[1]}: one task in {share[1]}"
         note(f"{total} tasks of up to {blocking.cells} points x {blocking.replicate} replicates{per_d}{mine} "
              f"({left} to compute)")

@@ -26,8 +26,8 @@ import zarr
 from ..errors import StoreError, StoreWriteError
 from ..spec import SweepFile
 from . import migrate
-from .io import (array_run, blocking_of, create, half_created, open_group, record_run, store_problem, stored_sweep,
-                 write_template)
+from .io import (CUT_SHORT, array_run, blocking_of, create, half_created, open_group, record_run, store_problem,
+                 stored_sweep, write_template)
 from .layout import Template
 from .location import Remote, StorePath, locate
 from .lock import Share, StoreLock, conflicts, lock_file
@@ -94,7 +94,7 @@ class Store:
 
     @property
     def remote(self) -> bool:
-        """Whether the store is on object storage (no journal, no extension: see :meth:`prepare`)."""
+        """Whether the store is on object storage (no journal: see :meth:`prepare`; no job arrays: :meth:`join`)."""
         return isinstance(self.path, Remote)
 
     @property
@@ -115,9 +115,11 @@ class Store:
         path = self.path
         if isinstance(path, Remote):
             problem = store_problem(path)
+            if problem and migrate.interrupted(path):
+                return                               # an extension cut short: prepare finishes or undoes it first
             if problem and problem.startswith("not an rmtsweep store"):
                 raise StoreError(f"{path}: exists and is not an rmtsweep store; choose another --store URL")
-            if problem and problem != "does not exist" and not problem.startswith("its creation was cut"):
+            if problem and problem != "does not exist" and not problem.startswith(CUT_SHORT):
                 raise StoreError(f"{path}: {problem}")
             return
         if not path.exists() and migrate.interrupted(path):
@@ -174,17 +176,13 @@ class Store:
         self.check()
         with StoreLock(self.path) as lock:
             conflicts(self.path, None)                  # no array job is computing it
-            if not self.remote:
-                migrate.recover(self.path)              # under the lock: no other run is extending it now
+            migrate.recover(self.path)                  # under the lock: no other run is extending it now
             self.create_if_missing(make_template, blocking)
             attrs = dict(open_group(self.path).attrs)   # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
             plan = migrate.plan(stored, sweep_file.sweep, self.path)
             carried, recompute = 0, None
             own = blocking_of(self.path)
-            if plan == "extend" and self.remote:
-                raise StoreError(f"{self.path}: holds a smaller sweep; extending a store on object storage is not "
-                                 f"supported yet: run the larger sweep to a new URL")
             if plan == "extend":
                 tpl = make_template(own)
                 recompute = migrate.recompute_reason(stored, sweep_file.sweep, self.path, tpl)
@@ -247,12 +245,12 @@ class Store:
 
     def _extend(self, tpl: Template, attrs: dict, recompute_all: bool) -> int:
         """Rebuild the store for the larger sweep, carrying finished replicates over. Returns how many."""
-        new_path = self.path.with_name(self.path.name + migrate.NEW_SUFFIX)
+        new_path = migrate.beside(self.path, migrate.NEW_SUFFIX)
         tpl.frame.attrs["runs"] = attrs.get("runs", [])
         tpl.frame.attrs["created"] = attrs.get("created")
         write_template(new_path, tpl)
         carried = migrate.copy_finished(self.path, new_path, recompute_all)
-        if self.journal_path.exists():
+        if not self.remote and self.journal_path.exists():
             shutil.copy2(self.journal_path, new_path / JOURNAL_NAME)
         migrate.swap(self.path, new_path)
         return carried

@@ -20,8 +20,12 @@ from .layout import FORMAT, ZARR_FORMAT, Template
 from .location import Remote, StorePath, locate, zarr_target
 from .metalock import metadata_lock
 
-__all__ = ["blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
+__all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
            "array_run", "half_created", "record_run", "status", "stored_sweep", "write_template"]
+
+
+CUT_SHORT = "its creation or extension was cut before the end"
+"""How :func:`store_problem` starts for a store on object storage whose metadata is not whole yet."""
 
 
 def open_group(path: StorePath, mode: str = "r") -> zarr.Group:
@@ -53,8 +57,7 @@ def _remote_problem(path: Remote) -> str | None:
         whole = fs.exists(path.key(".zmetadata"))
     except Exception as exc:  # noqa: BLE001
         return f"cannot read it ({_first_line(exc)})"
-    return None if whole else ("its creation was cut before the end (no consolidated metadata); rerun the same "
-                               "command to make it again")
+    return None if whole else f"{CUT_SHORT} (no consolidated metadata); rerun the same command to finish it"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -6,9 +6,9 @@ through its fsspec filesystem (zarr's ``FsspecStore``; xarray's ``storage_option
 paths. A URL is never taken as a path: ``pathlib`` would fold ``s3://bucket/x.zarr`` into the local
 directory ``s3:/bucket/x.zarr``, and a run would write there and report success.
 
-``run``, ``verify`` and the reading commands take a :class:`Remote` (the store's lock is an object made with a
-conditional write: :mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse one in one line
-(:func:`local_path`).
+``run``, ``submit`` (its driver job), ``verify`` and the reading commands take a :class:`Remote` (the store's
+lock is an object made with a conditional write: :mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse
+one in one line (:func:`local_path`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any
 
 from ..errors import StoreError, UserError
 
-__all__ = ["Remote", "StorePath", "local_path", "locate", "parse_storage_options", "zarr_target"]
+__all__ = ["Remote", "StorePath", "format_storage_options", "local_path", "locate", "parse_storage_options",
+           "zarr_target"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -201,6 +202,36 @@ def parse_storage_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return out
 
 
+def format_storage_options(options: Mapping[str, Any]) -> tuple[str, ...]:
+    """``options`` as the ``KEY=VALUE`` items :func:`parse_storage_options` reads back (nested keys dotted,
+    values as JSON unless plain text), e.g. for the command of a job that opens the same store.
+
+    Examples
+    --------
+    >>> items = format_storage_options({"anon": True, "endpoint_url": "http://127.0.0.1:9000",
+    ...                                 "config_kwargs": {"connect_timeout": 5}})
+    >>> items
+    ('anon=true', 'endpoint_url=http://127.0.0.1:9000', 'config_kwargs.connect_timeout=5')
+    >>> parse_storage_options(items) == {"anon": True, "endpoint_url": "http://127.0.0.1:9000",
+    ...                                  "config_kwargs": {"connect_timeout": 5}}
+    True
+    """
+    out: list[str] = []
+    for key, value in options.items():
+        if isinstance(value, Mapping) and value:
+            out += [f"{key}.{item}" for item in format_storage_options(value)]
+            continue
+        text = value if isinstance(value, str) else json.dumps(value)
+        if isinstance(value, str):
+            try:
+                json.loads(value)                      # text that would parse as JSON ("true", "5") stays text
+                text = json.dumps(value)
+            except ValueError:
+                pass
+        out.append(f"{key}={text}")
+    return tuple(out)
+
+
 def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None = None) -> StorePath:
     """Where a store is: a :class:`~pathlib.Path`, or a :class:`Remote` for a URL (``file://`` is a path).
 
@@ -255,7 +286,7 @@ def local_path(path: str | Path | Remote) -> Path:
     >>> try:
     ...     local_path("s3://bucket/run.zarr")
     ... except StoreError as exc:
-    ...     print(str(exc)[:72])
+    ...     print(str(exc)[:73])
     s3://bucket/run.zarr: this command needs a store on a file system; object
     """
     if isinstance(path, Remote):

@@ -3,7 +3,10 @@
 Adding replicates or adding values on the ``d`` (when it is a grid axis), ``delta``, ``gamma``, ``T``
 or ``weights`` axes extends the store: a new template (with the store's own batching) is written
 beside it, every finished replicate is copied over by coordinate *value*, chunk by chunk, and the two
-directories are swapped; only the new work is then computed. A change of ``cells_per_task`` or ``replicates_per_task`` alone changes
+directories are swapped; only the new work is then computed. Object storage has no rename: there the
+extended store is written under the prefix beside it, a marker object commits to it, and its objects are
+copied over the store's (consolidated metadata last, as at creation); :func:`recover` finishes a copy that
+was cut, or drops an extension that never reached its marker. A change of ``cells_per_task`` or ``replicates_per_task`` alone changes
 nothing: the store keeps the batching it was made with. Because each
 replicate's random stream is keyed by its coordinate values, the copied results are exactly what a
 fresh run of the larger sweep would compute.
@@ -31,18 +34,25 @@ import zarr
 from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
+from .location import Remote, StorePath, zarr_target
 from .writer import open_for_writing, per_replicate_arrays
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
 OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
+SWAP_SUFFIX = ".rmtsweep-swap"   # object storage: the marker that commits an extension (see swap)
 
 
 # variables a sweep can add to a store, and how a carried replicate of fixed weights gets them: from
 # which stored variable, broadcast over the SNR axis (None: NaN, the fill value)
 DERIVED = {"kappa_snr": "kappa", "alpha_snr": "alpha", "attention_distance": None}
 
-__all__ = ["DERIVED", "FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "copy_finished", "interrupted", "plan", "recompute_reason",
-           "recover", "swap"]
+__all__ = ["DERIVED", "FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "SWAP_SUFFIX", "beside", "copy_finished", "interrupted",
+           "plan", "recompute_reason", "recover", "swap"]
+
+
+def beside(path: StorePath, suffix: str) -> StorePath:
+    """The directory (or prefix) beside the store whose name is the store's with ``suffix``."""
+    return path.sibling(path.name + suffix) if isinstance(path, Remote) else path.with_name(path.name + suffix)
 
 
 def _labels(sweep: Sweep, axis: str) -> list:
@@ -104,20 +114,24 @@ def recompute_reason(stored: Sweep, new: Sweep, path: Path, tpl) -> str | None:
     if stored.grid.snr != new.grid.snr:
         return (f"grid.snr changes ({list(stored.grid.snr)} in the store, {list(new.grid.snr)} in the file) and a "
                 f"task computes every SNR value of a cell from the same draws: every replicate is recomputed")
-    old = set(per_replicate_arrays(zarr.open_group(str(path), mode="r")))
+    old = set(per_replicate_arrays(zarr.open_group(zarr_target(path), mode="r")))
     lacking = sorted(v.name for v in tpl.variables if v.name not in old and v.name not in DERIVED and v.name != "run")
     if lacking:
         return f"the sweep adds the variables {lacking}, which the stored replicates lack: every replicate is recomputed"
     return None
 
 
-def interrupted(path: Path) -> bool:
+def interrupted(path: StorePath) -> bool:
     """Whether an extension of the store at ``path`` was killed half way (see :func:`recover`)."""
-    return any(path.with_name(path.name + s).exists() for s in (OLD_SUFFIX, NEW_SUFFIX))
+    suffixes = (SWAP_SUFFIX, NEW_SUFFIX) if isinstance(path, Remote) else (OLD_SUFFIX, NEW_SUFFIX)
+    return any(beside(path, s).exists() for s in suffixes)
 
 
-def recover(path: Path) -> None:
+def recover(path: StorePath) -> None:
     """Finish or undo an extension that was killed half way (called under the store's lock, first)."""
+    if isinstance(path, Remote):
+        _recover_remote(path)
+        return
     old, new = path.with_name(path.name + OLD_SUFFIX), path.with_name(path.name + NEW_SUFFIX)
     if old.exists():
         if path.exists():
@@ -134,7 +148,7 @@ def _positions(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return np.array([lookup.get(v, -1) for v in new.tolist()], dtype=np.int64)
 
 
-def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
+def copy_finished(old_path: StorePath, new_path: StorePath, recompute_all: bool) -> int:
     """Copy every per-replicate array of ``old_path`` into ``new_path``, matching coordinate values.
 
     Streams chunk by chunk of the new store: memory holds one chunk of one variable at a time, and
@@ -143,7 +157,7 @@ def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
     """
     if recompute_all:
         return 0
-    old, new = zarr.open_group(str(old_path), mode="r"), open_for_writing(new_path)
+    old, new = zarr.open_group(zarr_target(old_path), mode="r"), open_for_writing(new_path)
     axes = store_dims(has_d_axis(new["done"].attrs["_ARRAY_DIMENSIONS"])).replicate
     where = [_positions(old[a][...], new[a][...]) for a in axes]
     chunks = new["done"].chunks
@@ -174,9 +188,45 @@ def copy_finished(old_path: Path, new_path: Path, recompute_all: bool) -> int:
     return carried
 
 
-def swap(path: Path, new_path: Path) -> None:
-    """Replace the store at ``path`` by ``new_path`` (two renames; :func:`recover` handles a kill)."""
+def swap(path: StorePath, new_path: StorePath) -> None:
+    """Replace the store at ``path`` by ``new_path`` (two renames; :func:`recover` handles a kill).
+
+    On object storage (no rename): a marker object commits to ``new_path``, the store's objects are
+    replaced by copies of ``new_path``'s (its consolidated metadata first removed and last written back,
+    so no reader takes it for whole meanwhile), then the marker and ``new_path`` are removed.
+    """
+    if isinstance(path, Remote):
+        marker = beside(path, SWAP_SUFFIX)
+        marker.write(new_path.url.encode())
+        _copy_over(new_path, path)
+        marker.remove()
+        new_path.remove(recursive=True)
+        return
     old = path.with_name(path.name + OLD_SUFFIX)
     path.rename(old)
     new_path.rename(path)
     shutil.rmtree(old)
+
+
+def _recover_remote(path: Remote) -> None:
+    """:func:`recover` on object storage: past the marker, copy again; before it, drop the extension."""
+    marker, new = beside(path, SWAP_SUFFIX), beside(path, NEW_SUFFIX)
+    if marker.exists():
+        if new.child(".zmetadata").exists():        # committed: the copy over the store is finished
+            _copy_over(new, path)
+        marker.remove()
+    if new.exists():
+        new.remove(recursive=True)
+
+
+def _copy_over(src: Remote, dst: Remote) -> None:
+    """Replace every object under ``dst`` by a copy of ``src``'s, its consolidated metadata written last."""
+    fs = dst.fs
+    dst.child(".zmetadata").remove()                # from here on, readers see a store being made
+    dst.remove(recursive=True)
+    base = fs._strip_protocol(src.url).rstrip("/") + "/"
+    names = [key[len(base):] for key in fs.find(src.url) if key.startswith(base)]
+    body = [n for n in names if n != ".zmetadata"]
+    if body:
+        fs.copy([src.key(n) for n in body], [dst.key(n) for n in body])
+    fs.copy(src.key(".zmetadata"), dst.key(".zmetadata"))

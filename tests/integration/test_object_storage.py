@@ -217,6 +217,31 @@ def test_storage_options_parse_as_fsspec_takes_them_and_are_refused_for_a_path(t
     assert code == 2 and "expected KEY=VALUE" in err
 
 
+@pytest.mark.parametrize("options", [{"anon": True, "endpoint_url": "http://127.0.0.1:9000"},
+                                     {"client_kwargs": {"region_name": "eu-west-1"}, "retries": 3, "key": "5",
+                                      "profile": "lab account", "config_kwargs": {"retries": {"max_attempts": 1}}}])
+def test_a_driver_job_for_a_bucket_runs_the_same_store_with_the_same_options(options, base_sweep, tmp_path, capsys,
+                                                                             monkeypatch):
+    """submit's driver script names the URL and gives back every storage option, each as the command line
+    reads it (text that looks like JSON kept as text); job arrays on a bucket are one line."""
+    import shlex
+
+    from rmtsweep.store.location import format_storage_options, parse_storage_options
+    assert parse_storage_options(format_storage_options(options)) == options
+    monkeypatch.chdir(tmp_path)
+    items = [a for item in format_storage_options(options) for a in ("--storage-option", item)]
+    argv = ["submit", str(base_sweep), "--store", "s3://lab/runs/tiny.zarr", *items, "--cluster", "slurm", "--dry-run"]
+    code, out, err = _cli(argv, capsys)
+    assert code == 0, err
+    command = shlex.split(next(line for line in out.splitlines() if line.startswith("exec ")))
+    assert command[command.index("--store") + 1] == "s3://lab/runs/tiny.zarr"
+    given = [command[i + 1] for i, a in enumerate(command) if a == "--storage-option"]
+    assert parse_storage_options(given) == options
+    assert not list(tmp_path.iterdir())                               # a dry run: nothing here, no `s3:` directory
+    code, out, err = _cli([*argv, "--array", "4"], capsys)
+    assert code == 2 and "job arrays on it are not supported yet" in err and len(err.strip().splitlines()) == 1
+
+
 # --- writing a store into the bucket -------------------------------------------------------------------------
 
 
@@ -337,7 +362,7 @@ def test_a_creation_cut_short_is_made_again_and_verify_repairs_in_the_bucket(end
     fs.put(str(reference[1] / ".zattrs"), "rmtsweep/cut.zarr/.zattrs")        # a template cut after its first object
     fs.put(str(reference[1] / ".zgroup"), "rmtsweep/cut.zarr/.zgroup")
     code, out, err = _cli(["status", url, *opt], capsys)
-    assert code == 2 and "its creation was cut before the end" in err
+    assert code == 2 and "its creation or extension was cut before the end" in err
     code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
     assert code == 0, err
     assert_stores_equal(_opened(url, endpoint), reference[1])
@@ -355,10 +380,99 @@ def test_a_creation_cut_short_is_made_again_and_verify_repairs_in_the_bucket(end
     assert_stores_equal(_opened(url, endpoint), reference[1])
 
 
-def test_extending_a_store_in_a_bucket_is_refused_in_one_line(endpoint, bucket, reference, tmp_path, capsys):
+def _objects(endpoint: str, url: str) -> dict[str, bytes]:
+    """Every object under the store's prefix, by its name inside the store."""
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
+    base = url.split("://", 1)[1] + "/"
+    return {k[len(base):]: fs.cat_file(k) for k in fs.find(url)}
+
+
+def _files(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and not p.name.startswith(".rmtsweep")}
+
+
+@pytest.fixture(scope="module")
+def bigger(tmp_path_factory) -> tuple[Path, Path]:
+    """A larger sweep than BASE (replicates doubled, a delta value added between the two) and its store on
+    disk, made by one fresh run: (sweep file, store)."""
+    data = {**BASE, "replicates": 2 * BASE["replicates"], "grid": {**BASE["grid"], "delta": [0.5, 0.75, 1.0]}}
+    root = tmp_path_factory.mktemp("bigger")
+    (root / "bigger.yaml").write_text(yaml.safe_dump(data))
+    return root / "bigger.yaml", build_store(root / "fresh.zarr", data)
+
+
+@pytest.fixture(scope="module")
+def extended_on_disk(reference, bigger, tmp_path_factory) -> Path:
+    """The smaller store extended to the larger sweep on disk (its objects are what the bucket's should be:
+    an extended store keeps the smaller store's chunks, so its files are not a fresh run's)."""
+    import shutil
+
+    from distributed import Client, LocalCluster
+
+    from rmtsweep import load_sweep, run_sweep
+    path = tmp_path_factory.mktemp("extended") / "smaller.zarr"
+    shutil.copytree(reference[1], path)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
+            Client(c) as client:
+        run_sweep(load_sweep(bigger[0]), path, client, progress=False)
+    return path
+
+
+def test_extending_a_store_in_a_bucket_equals_a_fresh_run_of_the_larger_sweep(endpoint, bucket, reference, bigger,
+                                                                             extended_on_disk, tmp_path, capsys,
+                                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
     url = _copy(endpoint, reference[1], "smaller.zarr")
-    bigger = tmp_path / "bigger.yaml"
-    bigger.write_text(yaml.safe_dump({**BASE, "replicates": 2 * BASE["replicates"]}))
-    code, out, err = _cli(_run_argv(bigger, url, endpoint), capsys)
-    assert code == 2 and err.strip().endswith("extending a store on object storage is not supported yet: run the "
-                                              "larger sweep to a new URL"), err
+    code, out, err = _cli(_run_argv(bigger[0], url, endpoint), capsys)
+    assert code == 0, err
+    assert f"{url}: extended; 16 finished replicate(s) carried over" in err, err   # 2 delta x 2 weights x 4
+    assert_stores_equal(_opened(url, endpoint), bigger[1])             # bit for bit, as one fresh run on disk
+    assert set(_objects(endpoint, url)) == _files(extended_on_disk)      # no object of the smaller store is left
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
+    assert not fs.glob("rmtsweep/smaller.zarr.*")                      # nor the extension's prefix, marker or lock
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cut", ["before the marker", "in the copy"])
+def test_an_extension_cut_in_the_bucket_is_finished_or_undone_by_the_next_run(endpoint, bucket, reference, bigger,
+                                                                             extended_on_disk, cut, tmp_path, capsys,
+                                                                             monkeypatch):
+    """Killed while the extended store is made beside the store (the next run drops it and extends again),
+    or while its objects are copied over the store's (the next run finishes the copy): either way the store
+    then equals one fresh run of the larger sweep."""
+    from rmtsweep.store import migrate
+    monkeypatch.chdir(tmp_path)
+    name = "cut-" + cut.split()[-1] + ".zarr"
+    url = _copy(endpoint, reference[1], name)
+    original = migrate.copy_finished if cut == "before the marker" else migrate._copy_over
+
+    def cut_short(src, dst, *rest):
+        if cut == "before the marker":
+            original(src, dst, *rest)
+        else:                                          # half of the objects copied, the metadata not
+            fs = dst.fs
+            dst.child(".zmetadata").remove()
+            dst.remove(recursive=True)
+            keys = [k for k in sorted(fs.find(src.url)) if not k.endswith(".zmetadata")][::2]
+            fs.copy(keys, [dst.url + k[len(fs._strip_protocol(src.url)):] for k in keys])
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(migrate, "copy_finished" if cut == "before the marker" else "_copy_over", cut_short)
+    with pytest.raises(RuntimeError, match="killed"):
+        main(_run_argv(bigger[0], url, endpoint))
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
+    assert fs.exists(f"rmtsweep/{name}.rmtsweep-new/.zmetadata")
+    assert fs.exists(f"rmtsweep/{name}.rmtsweep-swap") == (cut == "in the copy")
+    code, out, err = _cli(["status", url, "--storage-option", f"endpoint_url={endpoint}"], capsys)
+    if cut == "in the copy":                           # what a reader sees meanwhile: not a whole store
+        assert code == 2 and "its creation or extension was cut before the end" in err, err
+    else:                                              # the store itself untouched
+        assert code == 0 and _objects(endpoint, url) == _objects(endpoint, _copy(endpoint, reference[1], "x.zarr"))
+    code, out, err = _cli(_run_argv(bigger[0], url, endpoint), capsys)
+    assert code == 0, err
+    assert_stores_equal(_opened(url, endpoint), bigger[1])
+    assert set(_objects(endpoint, url)) == _files(extended_on_disk)
+    assert not fs.glob(f"rmtsweep/{name}.*")
