@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from .location import Remote, StorePath, locate, zarr_target
 from .metalock import metadata_lock
 
 __all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
-           "array_run", "half_created", "record_run", "status", "stored_sweep", "write_template"]
+           "array_run", "half_created", "record_run", "status", "stored_sweep", "upload", "write_template"]
 
 
 CUT_SHORT = "its creation or extension was cut before the end"
@@ -132,7 +133,18 @@ def stored_sweep(path: str | StorePath, attrs: dict) -> Sweep:
 def write_template(path: StorePath, tpl: Template) -> None:
     """Write a template at ``path``: the frame through xarray, empty data arrays through zarr, then the
     consolidated metadata (so a plain ``xr.open_zarr`` reads it; on object storage, its presence is what
-    says the template is whole). No chunk of data is written."""
+    says the template is whole). No chunk of data is written.
+
+    On object storage the template is written to a local temporary directory and uploaded in one batch of
+    concurrent requests, its consolidated metadata last (written there object by object, each array's
+    metadata a round trip and the consolidation a read of every one, it took seconds on a local server).
+    """
+    if isinstance(path, Remote):
+        with tempfile.TemporaryDirectory(prefix="rmtsweep-template-") as tmp:
+            local = Path(tmp) / path.name
+            write_template(local, tpl)
+            upload(local, path)
+        return
     tpl.frame.to_zarr(zarr_target(path, read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
     group = open_group(path, mode="r+")
     for v in tpl.variables:
@@ -140,6 +152,16 @@ def write_template(path: StorePath, tpl: Template) -> None:
                            filters=[numcodecs.CRC32()] if v.checksum else None,
                            attributes={"_ARRAY_DIMENSIONS": list(v.dims), **v.attrs})
     consolidate(path)
+
+
+def upload(local: Path, path: Remote) -> None:
+    """Copy the store at ``local`` to ``path`` (whose prefix holds nothing of it), ``.zmetadata`` last."""
+    names = sorted(str(p.relative_to(local)) for p in local.rglob("*") if p.is_file())
+    body = [n for n in names if n != ".zmetadata"]
+    fs = path.fs
+    if body:
+        fs.put([str(local / n) for n in body], [path.key(n) for n in body])
+    fs.put_file(str(local / ".zmetadata"), path.key(".zmetadata"))
 
 
 def consolidate(path: StorePath) -> None:
@@ -196,8 +218,30 @@ def record_run(path: StorePath, info: dict) -> int:
         first = len(runs)
         runs += [{"run": first + k, **entry} for k, entry in enumerate(entries)]
         group.attrs["runs"] = runs
-        consolidate(path)
+        _reconsolidate_root_attrs(path)
     return first
+
+
+def _reconsolidate_root_attrs(path: StorePath) -> None:
+    """Copy the root's ``.zattrs`` (as zarr wrote it) into ``.zmetadata``: what :func:`consolidate` would change
+    when only the root's attributes changed, in one read of each and one write (it reads every node's metadata:
+    a round trip each on object storage). Called under the metadata lock."""
+    if isinstance(path, Remote):
+        attrs, meta = path.child(".zattrs").read(), path.child(".zmetadata").read()
+    else:
+        attrs, meta = (path / ".zattrs").read_bytes(), (path / ".zmetadata").read_bytes()
+    if attrs is None or meta is None:
+        consolidate(path)
+        return
+    merged = json.loads(meta)
+    merged["metadata"][".zattrs"] = json.loads(attrs)
+    data = json.dumps(merged, indent=4, sort_keys=True, ensure_ascii=True, allow_nan=True).encode()
+    if isinstance(path, Remote):
+        path.child(".zmetadata").write(data)
+        return
+    tmp = path / f".zmetadata.{os.getpid()}.tmp"
+    tmp.write_bytes(data)
+    os.replace(tmp, path / ".zmetadata")
 
 
 def array_run(runs: list[dict], share: tuple[int, int]) -> int | None:

@@ -380,6 +380,50 @@ def test_a_creation_cut_short_is_made_again_and_verify_repairs_in_the_bucket(end
     assert_stores_equal(_opened(url, endpoint), reference[1])
 
 
+@pytest.mark.slow
+def test_writes_the_bucket_refuses_mark_nothing_done_without_data(endpoint, bucket, tmp_path, monkeypatch):
+    """The bucket refuses some tasks' chunks (access denied): the run stops with a run failure, every done task
+    has all its objects, none of the refused tasks is done, and a rerun completes the same store."""
+    from distributed import Client, LocalCluster
+
+    import rmtsweep
+    from rmtsweep.spec import parse_sweep
+    from rmtsweep.store import verify
+    from rmtsweep.store.io import chunk_done
+    data = {**BASE, "name": "denied", "replicates": 8, "cells_per_task": 1}
+    clean = build_store(tmp_path / "clean.zarr", data)
+    keys = sorted(p.name for p in (clean / "overlap").iterdir() if p.name[0].isdigit())
+    denied = {keys[-3], keys[-1]}                                  # two of the last tasks cannot write their overlap
+    url, options = "s3://rmtsweep/denied.zarr", {"endpoint_url": endpoint}
+    original = s3fs.S3FileSystem._pipe_file
+
+    async def refusing(self, path, data, *args, **kwargs):
+        head, _, key = path.rpartition("/")
+        if head.endswith("denied.zarr/overlap") and key in denied:
+            raise PermissionError(f"Access Denied: {path}")
+        return await original(self, path, data, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_pipe_file", refusing)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as c, \
+            Client(c) as client:
+        with pytest.raises(rmtsweep.RunError):
+            rmtsweep.run_sweep(parse_sweep(data), url, client, progress=False, storage_options=options)
+        remote = rmtsweep.store.locate(url, options)
+        assert verify.corrupt_tasks(remote) == []                  # every done task has every object
+        group = rmtsweep.store.open_group(remote)
+        done = group["done"]
+        for key in denied:
+            coords = tuple(int(c) for c in key.split("."))[:done.ndim]
+            region = tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, done.chunks))
+            assert not done[region].any(), key
+        assert done[...].any()                                     # the others were written and are done
+        left = int((~chunk_done(done[...], done.chunks)).sum())
+        monkeypatch.undo()
+        report = rmtsweep.run_sweep(parse_sweep(data), url, client, progress=False, storage_options=options)
+        assert report.tasks_computed == left                      # exactly what was not done
+    assert_stores_equal(_opened(url, endpoint), clean)
+
+
 def _objects(endpoint: str, url: str) -> dict[str, bytes]:
     """Every object under the store's prefix, by its name inside the store."""
     fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
