@@ -44,14 +44,15 @@ from rmtsweep.run.grid import share_done, share_tasks
 from rmtsweep.store import Store
 
 
-def sweep_data(cells: int) -> dict:
-    """A sweep of at least ``cells`` points (one task each at the blocking ``ready_store`` gives one thread), d = 8."""
-    snr = max(1, cells // 1000)
-    data = {"name": "elements", "d": 8, "replicates": 1, "seed": 1, "correlation": {"model": "iid"}, "top_k": 1,
-            "cells_per_task": 1, "grid": {"delta": {"start": 0.5, "stop": 2.0, "num": 25},
-                                          "gamma": {"start": 0.5, "stop": 2.0, "num": 20},
-                                          "snr": {"start": 0.0, "stop": 2.0, "num": snr},
-                                          "T": [8, 16], "weights": ["mean"]}}
+def sweep_data(elements: int, tasks_each: int) -> dict:
+    """A sweep of about ``elements x tasks_each`` tasks, d = 8: 1,000 cells and as many replicates as make the
+    count, one cell and one replicate per task (the SNR axis lies inside a task, so more SNR values add none)."""
+    cells = 1000
+    replicates = max(1, elements * tasks_each // cells)
+    data = {"name": "elements", "d": 8, "replicates": replicates, "replicates_per_task": 1, "seed": 1,
+            "correlation": {"model": "iid"}, "top_k": 1, "cells_per_task": 1,
+            "grid": {"delta": {"start": 0.5, "stop": 2.0, "num": 25}, "gamma": {"start": 0.5, "stop": 2.0, "num": 20},
+                     "snr": [0.0, 1.0], "T": [8, 16], "weights": ["mean"]}}
     return data
 
 
@@ -75,8 +76,11 @@ def element(path: Path, sf: SweepFile, share: tuple[int, int], seconds: float, j
         errors.append(f"{share}: {exc!r}")
 
 
-def host(path: str, data: dict, shares: list[tuple[int, int]], seconds: float, out) -> None:
-    """One process: its elements as threads; puts (join seconds, errors, CPU seconds since its imports) on ``out``."""
+def host(path: str, data: dict, shares: list[tuple[int, int]], seconds: float, out, ready, go) -> None:
+    """One process: its elements as threads, started once every process has imported the package (``ready``,
+    then ``go``); puts (join seconds, errors, CPU seconds since the start) on ``out``."""
+    ready.put(os.getpid())
+    go.wait()
     cpu0 = time.process_time()
     sf = SweepFile(parse_sweep(data), "<benchmark>", json.dumps(data))
     cache: dict = {}                                   # one task's data per shape: the sleep stands for computing
@@ -100,7 +104,7 @@ def host(path: str, data: dict, shares: list[tuple[int, int]], seconds: float, o
 
 
 def measure(elements: int, tasks_each: int, seconds: float, processes: int, each_records: bool = False) -> dict:
-    data = sweep_data(elements * tasks_each)
+    data = sweep_data(elements, tasks_each)
     sf = SweepFile(parse_sweep(data), "<benchmark>", json.dumps(data))
     ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,12 +112,15 @@ def measure(elements: int, tasks_each: int, seconds: float, processes: int, each
         # as `submit --array N` does: the N elements' runs recorded once, before they start (with --each-records,
         # as before: each element records its own as it joins, under the metadata lock)
         total, _ = ready_store(sf, path, 1, None if each_records else elements)
-        out = ctx.Queue()
+        out, ready, go = ctx.Queue(), ctx.Queue(), ctx.Event()
         groups = [[(i, elements) for i in range(k, elements, processes)] for k in range(processes)]
-        procs = [ctx.Process(target=host, args=(str(path), data, g, seconds, out)) for g in groups if g]
-        t0 = time.perf_counter()
+        procs = [ctx.Process(target=host, args=(str(path), data, g, seconds, out, ready, go)) for g in groups if g]
         for p in procs:
             p.start()
+        for _ in procs:                                # the imports are not the array's: every process ready first
+            ready.get()
+        t0 = time.perf_counter()
+        go.set()
         results = [out.get() for _ in procs]
         wall = time.perf_counter() - t0
         for p in procs:
@@ -135,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--each-records", action="store_true",
                    help="the baseline: each element records its own run as it joins (a store readied without N)")
     args = p.parse_args(argv)
-    rows = [(20, 50, 0.2)] if args.quick else [(100, 10, 1.0), (1000, 5, 5.0)]
+    rows = [(20, 50, 0.2)] if args.quick else [(100, 20, 1.0), (1000, 10, 5.0)]
     cmd = "python benchmarks/array_elements.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
     print(f"command: `{cmd}`  (machine: {os.cpu_count()} cores)\n")
     print("| elements (processes) | tasks (done) | task sleep s | all joined in s (median) | tasks/s (sleeping bound) | "
