@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import warnings
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from .. import theory
 from ..dims import D, has_d_axis, store_dims
 from ..errors import SelectionError
 from ..store import ZARR_FORMAT, Remote, locate, metadata_lock, open_dataset, open_zarr
+from ..store.io import edit_consolidated, read_object
 from ..store.location import zarr_target
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
                         signal_pair, theory_detection_rate, threshold)
@@ -266,27 +266,17 @@ def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
 
 
 def _write_group(path: Path | Remote, cmp: xr.Dataset) -> None:
-    remote = isinstance(path, Remote)
     cmp.to_zarr(zarr_target(path, read_only=False), group=GROUP, mode="w", zarr_format=ZARR_FORMAT,
                 consolidated=False)
     zarr.consolidate_metadata(zarr_target(path, read_only=False), path=GROUP, zarr_format=ZARR_FORMAT)
-    if remote:                             # an object is replaced whole: readers see the old or the new
-        root = path.child(".zmetadata")
-        merged = json.loads(root.read())
-        sub = json.loads(path.child(f"{GROUP}/.zmetadata").read())["metadata"]
-    else:
-        root = path / ".zmetadata"
-        merged = json.loads(root.read_text())
-        sub = json.loads((path / GROUP / ".zmetadata").read_text())["metadata"]
-    meta = {k: v for k, v in merged["metadata"].items() if not k.startswith(GROUP + "/")}
-    meta.update({f"{GROUP}/{k}": v for k, v in sub.items()})
-    merged["metadata"] = meta
-    text = json.dumps(merged, indent=4, sort_keys=True)
-    if remote:
-        root.write(text.encode())
-        return
-    (tmp := root.with_name(f".zmetadata.{os.getpid()}.tmp")).write_text(text)
-    os.replace(tmp, root)
+    sub = json.loads(read_object(path, f"{GROUP}/.zmetadata"))["metadata"]
+
+    def merge(meta: dict) -> None:            # the group's entries replace its old ones in the root's copy
+        for key in [k for k in meta if k.startswith(GROUP + "/")]:
+            del meta[key]
+        meta.update({f"{GROUP}/{k}": v for k, v in sub.items()})
+
+    edit_consolidated(path, merge)
 
 
 def false_alarm_lines(cmp: xr.Dataset) -> list[str]:

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import numcodecs
 import numpy as np
@@ -22,7 +23,8 @@ from .location import Remote, StorePath, locate, zarr_target
 from .metalock import metadata_lock
 
 __all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
-           "array_run", "half_created", "record_run", "status", "stored_sweep", "upload", "write_template"]
+           "array_run", "edit_consolidated", "half_created", "read_object", "record_run", "status", "stored_sweep", "upload",
+           "write_template"]
 
 
 CUT_SHORT = "its creation or extension was cut before the end"
@@ -226,22 +228,37 @@ def _reconsolidate_root_attrs(path: StorePath) -> None:
     """Copy the root's ``.zattrs`` (as zarr wrote it) into ``.zmetadata``: what :func:`consolidate` would change
     when only the root's attributes changed, in one read of each and one write (it reads every node's metadata:
     a round trip each on object storage). Called under the metadata lock."""
-    if isinstance(path, Remote):
-        attrs, meta = path.child(".zattrs").read(), path.child(".zmetadata").read()
-    else:
-        attrs, meta = (path / ".zattrs").read_bytes(), (path / ".zmetadata").read_bytes()
-    if attrs is None or meta is None:
+    attrs = read_object(path, ".zattrs")
+    if attrs is None or not edit_consolidated(path, lambda meta: meta.update({".zattrs": json.loads(attrs)})):
         consolidate(path)
-        return
-    merged = json.loads(meta)
-    merged["metadata"][".zattrs"] = json.loads(attrs)
-    data = json.dumps(merged, indent=4, sort_keys=True, ensure_ascii=True, allow_nan=True).encode()
+
+
+def read_object(path: StorePath, name: str) -> bytes | None:
+    """The bytes of the file (or object) ``name`` inside the store, or ``None`` when it is absent."""
+    if isinstance(path, Remote):
+        return path.child(name).read()
+    try:
+        return (Path(path) / name).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def edit_consolidated(path: StorePath, edit: Callable[[dict], None]) -> bool:
+    """Apply ``edit`` to the entries of the store's ``.zmetadata`` and replace it whole (readers see the old or
+    the new; on disk through a rename). ``False`` when there is none. Call it under the metadata lock."""
+    raw = read_object(path, ".zmetadata")
+    if raw is None:
+        return False
+    merged = json.loads(raw)
+    edit(merged["metadata"])
+    data = json.dumps(merged, indent=4, sort_keys=True).encode()
     if isinstance(path, Remote):
         path.child(".zmetadata").write(data)
-        return
-    tmp = path / f".zmetadata.{os.getpid()}.tmp"
+        return True
+    tmp = Path(path) / f".zmetadata.{os.getpid()}.tmp"
     tmp.write_bytes(data)
-    os.replace(tmp, path / ".zmetadata")
+    os.replace(tmp, Path(path) / ".zmetadata")
+    return True
 
 
 def array_run(runs: list[dict], share: tuple[int, int]) -> int | None:
