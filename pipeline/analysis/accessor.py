@@ -9,8 +9,8 @@ Registered when :mod:`rmtsweep` is imported (this module is imported when ``ds.r
     cmp = ds.rmt.compare()                   # lazy: nothing is read or computed until asked
     ds.rmt.transition().compute()            # empirical transition SNR per (delta, gamma, T, weights)
     ds.rmt.phase_diagram()                   # ... with bootstrap intervals and theory's thresholds (a table)
-    ds.rmt.map("snr", "gamma", "overlap")     # a holoviews object: the notebook shows it
-    ds.rmt.plot(x="snr", y="gamma", var="overlap", out="maps/")     # HTML + PNG files
+    m = ds.rmt.plot("snr", "gamma", "overlap")   # a map: the notebook shows it
+    m.save("maps/")                              # its HTML + PNG files; m.hv is the holoviews object
 
 Every result shows a per-replicate value only where its ``done`` flag is set
 (:func:`rmtsweep.analysis.mask.only_done`, the rule the CLI's readers follow too).
@@ -18,7 +18,6 @@ Every result shows a per-replicate value only where its ``done`` flag is set
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import xarray as xr
 
@@ -62,16 +61,14 @@ class RmtAccessor:
         from .phase import phase_diagram
         return phase_diagram(self._ds, n_boot, level, seed, false_alarm=false_alarm, margin_factor=margin_factor)
 
-    def map(self, x: str, y: str, var: str, select: dict | None = None, clim: tuple[float, float] | None = None):
-        """The map of :meth:`plot` as an object, not files: a ``holoviews.HoloMap`` (one heat map per value
-        of the other axes, with the transition lines) that a notebook shows as it is; save it with
-        ``holoviews.save(m, "map.html")`` or write every format with :meth:`plot`."""
-        from .plots import heat_map, map_data
-        da, ds = map_data(self._ds, var, select)
-        return heat_map(da.rename(var), ds, x, y, clim)
+    def plot(self, x: str, y: str, var: str, select: dict | None = None,
+             clim: tuple[float, float] | None = None) -> "StoreMap":  # noqa: F821
+        """A map of ``var`` over ``x`` and ``y`` (:class:`rmtsweep.analysis.plots.StoreMap`): a notebook shows
+        it; ``.save("maps/")`` writes its HTML and PNG files (as ``rmtsweep plot`` does); ``.hv`` is the
+        ``holoviews.HoloMap``."""
+        from .plots import make_map
+        return make_map(self._ds, x, y, var, select, clim)
 
-    def plot(self, x: str, y: str, var: str, out: str | Path = "maps", select: dict | None = None,
-             widgets: bool | None = None) -> tuple[Path, Path]:
-        """A map of ``var`` over ``x`` and ``y`` (:func:`rmtsweep.analysis.plots.plot_map`); returns (html, png)."""
-        from .plots import plot_map
-        return plot_map(self._ds, x, y, var, out, widgets, select)
+    def map(self, x: str, y: str, var: str, select: dict | None = None, clim: tuple[float, float] | None = None):
+        """The map of :meth:`plot` as a ``holoviews.HoloMap`` (``ds.rmt.plot(...).hv``)."""
+        return self.plot(x, y, var, select, clim).hv

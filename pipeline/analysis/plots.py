@@ -40,7 +40,7 @@ from .map_static import save_static
 from .map_style import MapFigure, Panel, colour_label, colour_scale, statistic
 from .mask import NotDone, not_done, not_done_note, only_done
 
-__all__ = ["heat_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition", "title_points",
+__all__ = ["StoreMap", "heat_map", "make_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition", "title_points",
            "transition_curves"]
 
 MAX_PANELS = 24
@@ -182,7 +182,8 @@ def _backends():
     try:
         yield
     finally:
-        hv.Store.set_current_backend(before)
+        if before in hv.Store.renderers:           # a backend the caller loaded; holoviews' default before any
+            hv.Store.set_current_backend(before)   # is loaded names matplotlib, whose switch hvplot cannot handle
 
 
 def _fmt(value) -> str:
@@ -232,12 +233,7 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
 
 def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str, clim: tuple[float, float] | None = None):
     """A ``holoviews.HoloMap`` of heat maps (one per value of the remaining axes) with transition curves."""
-    import holoviews as hv
-
-    fig = map_figure(da, ds, x, y, clim)
-    with _backends():                                 # hvplot's import picks a backend too: import it inside
-        import hvplot.xarray  # noqa: F401  (registers .hvplot)
-        return _holomap(hv, fig)
+    return StoreMap(map_figure(da, ds, x, y, clim), str(da.name), ds, NotDone(0, 0)).hv
 
 
 def save_map(fig: MapFigure, out: Path, stem: str, widgets: bool | None = None, max_panels: int = MAX_PANELS,
@@ -260,6 +256,69 @@ def save_map(fig: MapFigure, out: Path, stem: str, widgets: bool | None = None, 
         else:
             paths += save_static(fig, out, stem, (fmt,), max_panels)
     return paths
+
+
+class StoreMap:
+    """A map of one store variable: a notebook shows it; :meth:`save` writes its files.
+
+    ``ds.rmt.plot(...)`` and :func:`make_map` return one. ``hv`` is the ``holoviews.HoloMap`` (one heat
+    map per value of the other axes, with the transition lines) for anything holoviews does next.
+    """
+
+    def __init__(self, fig: MapFigure, stem: str, source: str | Path | xr.Dataset, nd: NotDone) -> None:
+        self.figure, self.stem, self._source, self._not_done = fig, stem, source, nd
+
+    @property
+    def hv(self):
+        """The map as a ``holoviews.HoloMap`` (built on each access: holoviews objects are mutable)."""
+        import holoviews as hv
+
+        with _backends():                             # hvplot's import picks a backend too: import it inside
+            import hvplot.xarray  # noqa: F401  (registers .hvplot)
+            return _holomap(hv, self.figure)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        hmap = self.hv
+        with _backends():                             # rendered by bokeh whatever the notebook's current backend
+            return hmap._repr_mimebundle_(include, exclude)
+
+    def __repr__(self) -> str:
+        return f"<StoreMap {self.figure.title!r}: {len(self.figure.panels)} panel(s); .save(out) writes its files>"
+
+    def save(self, out: str | Path = "maps", widgets: bool | None = None, *,
+             formats: Iterable[str] | str | None = None, max_panels: int = MAX_PANELS,
+             notes: Callable[[str], None] | None = None) -> tuple[Path, ...]:
+        """Write the map as :func:`plot_map` does (``out``, ``widgets``, ``formats``, ``max_panels`` and
+        ``notes`` as there); returns the paths written, ``(html, png)`` by default."""
+        directory, stem, fmts = output_target(out, self.stem, formats)
+        fig = self.figure
+        paths = save_map(fig, directory, stem, widgets, max_panels, fmts)
+        say = notes or (lambda line: None)
+        if self._not_done:
+            say(not_done_note(self._source, self._not_done, "the map counts only the done ones"))
+        static = [p for p in paths if p.suffix != ".html"]
+        pages = len(static) // max(1, len([f for f in fmts if f != "html"]))
+        if pages > 1:
+            say(f"{len(fig.panels)} panels: each static format on {pages} pages of up to {max_panels} panels, "
+                f"whole groups of facets a page ({static[0].name} ... {static[pages - 1].name})")
+        if not fig.transitions and "snr" in (fig.x, fig.y):
+            cat = ", ".join(a for a in (fig.x, fig.y) if a in CATEGORICAL)
+            say(f"transitions not drawn: {cat} is categorical (see theory_snr_sample / theory_snr_population)")
+        return tuple(paths)
+
+
+def make_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, select: dict | None = None,
+             clim: tuple[float, float] | str | None = None) -> StoreMap:
+    """The map of ``var`` over ``x`` and ``y`` (arguments as :func:`plot_map`'s), not yet written."""
+    for name, axis in (("--x", x), ("--y", y)):
+        if axis not in ALL_AXES:
+            raise SelectionError(f"{name} {axis!r}: not a grid axis (valid: {', '.join(AXES)}; d where it is "
+                                 f"a grid axis)")
+    name = path.attrs.get("sweep_name", "store") if isinstance(path, xr.Dataset) else Path(str(path)).stem
+    da, ds = map_data(path, var, select)
+    fig = map_figure(da.rename(var), ds, x, y, parse_clim(clim))
+    nd = NotDone(da.attrs.get("replicates_not_done", 0), da.attrs.get("replicates_total", 0))
+    return StoreMap(fig, f"{name}-{var}-{x}-{y}", path, nd)
 
 
 def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str | Path, widgets: bool | None = None,
@@ -303,24 +362,5 @@ def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str |
     >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "maps/")  # doctest: +SKIP
     >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "paper/overlap.pdf", clim=(0, 1))  # doctest: +SKIP
     """
-    for name, axis in (("--x", x), ("--y", y)):
-        if axis not in ALL_AXES:
-            raise SelectionError(f"{name} {axis!r}: not a grid axis (valid: {', '.join(AXES)}; d where it is "
-                                 f"a grid axis)")
-    name = path.attrs.get("sweep_name", "store") if isinstance(path, xr.Dataset) else Path(str(path)).stem
-    directory, stem, fmts = output_target(out, f"{name}-{var}-{x}-{y}", formats)
-    da, ds = map_data(path, var, select)
-    fig = map_figure(da.rename(var), ds, x, y, parse_clim(clim))
-    paths = save_map(fig, directory, stem, widgets, max_panels, fmts)
-    say = notes or (lambda line: None)
-    if nd := NotDone(da.attrs.get("replicates_not_done", 0), da.attrs.get("replicates_total", 0)):
-        say(not_done_note(path, nd, "the map counts only the done ones"))
-    static = [p for p in paths if p.suffix != ".html"]
-    pages = len(static) // max(1, len([f for f in fmts if f != "html"]))
-    if pages > 1:
-        say(f"{len(fig.panels)} panels: each static format on {pages} pages of up to {max_panels} panels, "
-            f"whole groups of facets a page ({static[0].name} ... {static[pages - 1].name})")
-    if not fig.transitions and "snr" in (x, y):
-        cat = ", ".join(a for a in (x, y) if a in CATEGORICAL)
-        say(f"transitions not drawn: {cat} is categorical (see theory_snr_sample / theory_snr_population)")
-    return tuple(paths)
+    return make_map(path, x, y, var, select, clim).save(out, widgets, formats=formats, max_panels=max_panels,
+                                                         notes=notes)

@@ -27,10 +27,23 @@ def test_compare_and_transition_stay_lazy(reference):
     assert np.allclose(t.compute(), eager["transition_snr_empirical"], equal_nan=True)
 
 
-def test_plot_from_the_accessor(reference, tmp_path):
+def test_plot_from_the_accessor_shows_in_a_notebook_and_saves_its_files(reference, tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
     _, store = reference
-    html, png = rmtsweep.open_store(store).rmt.plot(x="snr", y="delta", var="overlap", out=tmp_path)
+    m = rmtsweep.open_store(store).rmt.plot(x="snr", y="delta", var="overlap")
+    assert not list(tmp_path.iterdir())                              # nothing written until saved
+    html, png = m.save(tmp_path)
     assert html.exists() and png.exists() and html.name == "tiny-overlap-snr-delta.html"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # shown by a real kernel as the last expression of a cell, as a notebook does
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"import rmtsweep\nrmtsweep.open_store({str(store)!r}).rmt.plot('snr', 'delta', 'overlap')")])
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    shown = [o for o in nb.cells[0].outputs if o.output_type == "execute_result"]
+    assert shown and "text/html" in shown[0].data, nb.cells[0].outputs
+    assert "bokeh" in shown[0].data["text/html"].lower()             # the interactive map, not its repr
 
 
 def test_map_from_the_accessor_is_an_object_a_notebook_shows(reference):
