@@ -35,7 +35,8 @@ def meaningful(err: str) -> list[str]:
 
 
 def start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", *args], cwd=cwd, env={**os.environ, **(env or {})},
+    return subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", *args], cwd=cwd,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})},   # SIGABRT: every stack
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -45,9 +46,13 @@ def finish(proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str, float
     try:
         _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate()
-        pytest.fail(f"still running after {timeout} s; stderr:\n{err[-3000:]}")
+        os.killpg(proc.pid, signal.SIGABRT)          # faulthandler prints where every thread of the run was
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, err = proc.communicate()
+        pytest.fail(f"still running after {timeout} s; stderr:\n{err[-12000:]}")
     return proc.returncode, err, time.monotonic() - t0
 
 
