@@ -67,6 +67,12 @@ def _phi(m: NDArray, z: NDArray, nu: DiscreteLaw, delta: float) -> tuple[NDArray
     return -1.0 / m + e1 - z, 1.0 / m**2 - delta * e2
 
 
+def _phi_value(m: NDArray, z: NDArray, nu: DiscreteLaw, delta: float) -> NDArray:
+    """:func:`_phi`'s first value alone (the same arithmetic): what the step-halving compares."""
+    t = 1.0 + delta * m[:, None] * nu.points
+    return -1.0 / m + (nu.points / t) @ nu.weights - z
+
+
 def stieltjes(z: ArrayLike, nu: DiscreteLaw, delta: float, *, tol: float = 1e-11, ratio: float = 0.3,
               max_newton: int = 60) -> NDArray[np.complex128]:
     """``m(z) = ∫ dmu(x)/(x - z)`` of the bulk law over ``nu``, for ``Im z > 0`` (vectorised).
@@ -102,7 +108,7 @@ def stieltjes(z: ArrayLike, nu: DiscreteLaw, delta: float, *, tol: float = 1e-11
                 good = trial.imag > 0
                 ft = np.full(idx.size, np.inf)
                 if np.any(good):
-                    ft[good] = np.abs(_phi(trial[good], zz[idx][good], nu, delta)[0])
+                    ft[good] = np.abs(_phi_value(trial[good], zz[idx][good], nu, delta))
                 acc = ~moved & good & (ft < np.abs(f))
                 m[idx[acc]] = trial[acc]
                 moved |= acc
@@ -159,7 +165,35 @@ def _moments_g(G: Float, nu: DiscreteLaw, delta: float) -> dict[str, Float]:
             "deb": delta * (p * beta**2) @ wt}
 
 
-def _intervals(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> list[tuple]:
+def _dl(G: Float, nu: DiscreteLaw, delta: float) -> Float:
+    """``l'(G)`` alone (:func:`_moments_g`'s ``dl``, the same arithmetic): what a bisection on its sign needs."""
+    p = nu.points
+    beta = 1.0 / (1.0 - delta * p * G[..., None])
+    return -1.0 / G**2 + delta * (p**2 * beta**2) @ nu.weights
+
+
+def _eb(G: Float, nu: DiscreteLaw, delta: float) -> Float:
+    """``E beta(G)`` alone (:func:`_moments_g`'s ``eb``, the same arithmetic)."""
+    return (1.0 / (1.0 - delta * nu.points * G[..., None])) @ nu.weights
+
+
+_GAPS: dict[tuple, tuple] = {}     # _intervals' answers by law and arguments: edge, threshold and outlier of a
+_GAPS_KEPT = 4096                  # cell ask for the same gaps (a pure function; cleared when it grows past this)
+
+
+def _intervals(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> tuple[tuple, ...]:
+    """:func:`_gaps`, computed once per law, ``delta``, ``tail`` and ``grid`` in a process."""
+    key = (np.asarray(nu.points, float).tobytes(), np.asarray(nu.weights, float).tobytes(), float(delta),
+           float(tail), int(grid))
+    gaps = _GAPS.get(key)
+    if gaps is None:
+        if len(_GAPS) >= _GAPS_KEPT:
+            _GAPS.clear()
+        gaps = _GAPS[key] = tuple(_gaps(nu, delta, tail, grid))
+    return gaps
+
+
+def _gaps(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> list[tuple]:
     """Gaps of the support above mass ``tail``, top first: ``(G_lo, G_hi, G_edge, l_edge, mass_above)``.
 
     Interval ``k`` lies between the poles of the k-th and (k+1)-th largest positive atoms; ``G_edge`` is
@@ -174,15 +208,15 @@ def _intervals(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> li
     t = (1 - np.cos(np.pi * np.arange(1, grid) / grid)) / 2
     a, b = poles[:n, None], poles[1 : n + 1, None]
     G = a + (b - a) * t
-    dl = np.concatenate([_moments_g(G[i : i + 64], nu, delta)["dl"] for i in range(0, n, 64)]) if n else G
+    dl = np.concatenate([_dl(G[i : i + 64], nu, delta) for i in range(0, n, 64)]) if n else G
 
     def cross(u, v):  # bisection on the sign change of l' between u and v
-        su = np.sign(_moments_g(np.array(u), nu, delta)["dl"])
+        su = np.sign(_dl(np.array(u), nu, delta))
         for _ in range(200):
             mid = 0.5 * (u + v)
             if not (min(u, v) < mid < max(u, v)):
                 break
-            if np.sign(_moments_g(np.array(mid), nu, delta)["dl"]) == su:
+            if np.sign(_dl(np.array(mid), nu, delta)) == su:
                 u = mid
             else:
                 v = mid
@@ -258,7 +292,7 @@ def outlier(rho: ArrayLike, nu: DiscreteLaw, delta: float, *, tail: float = 0.5,
         lo, hi = np.full(r.size, g_lo), np.full(r.size, g_edge)
         for _ in range(200):  # E beta increasing in G on the interval
             mid = 0.5 * (lo + hi)
-            up = _moments_g(mid, sig, delta)["eb"] < target
+            up = _eb(mid, sig, delta) < target
             lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
         G = 0.5 * (lo + hi)
         q = {**_moments_g(G, sig, delta), **{k: v for k, v in _moments_g(G, nu, delta).items() if k in ("l", "dl")}}
