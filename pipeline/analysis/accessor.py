@@ -18,7 +18,6 @@ Every result shows a per-replicate value only where its ``done`` flag is set
 
 from __future__ import annotations
 
-
 import xarray as xr
 
 from .compare import compare

@@ -40,8 +40,8 @@ from .map_static import save_static
 from .map_style import MapFigure, Panel, colour_label, colour_scale, statistic
 from .mask import NotDone, not_done, not_done_note, only_done
 
-__all__ = ["StoreMap", "heat_map", "make_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition", "title_points",
-           "transition_curves"]
+__all__ = ["StoreMap", "heat_map", "make_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition",
+           "title_points", "transition_curves"]
 
 MAX_PANELS = 24
 POINTS = (200, 120)        # points across an axis of a transition line, and of a (delta, gamma) contour grid

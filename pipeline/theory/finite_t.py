@@ -44,6 +44,8 @@ Push-through and ``Z e = 0`` (class centring: ``Z^T Z`` has ``e`` in its kernel)
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -177,14 +179,15 @@ def _eb(G: Float, nu: DiscreteLaw, delta: float) -> Float:
     return (1.0 / (1.0 - delta * nu.points * G[..., None])) @ nu.weights
 
 
-_GAPS: dict[tuple, tuple] = {}     # _intervals' answers by law and arguments: edge, threshold and outlier of a
-_GAPS_KEPT = 4096                  # cell ask for the same gaps (a pure function; cleared when it grows past this)
+_GAPS: dict[tuple, tuple] = {}     # _intervals' answers by law (a digest of its atoms) and arguments: edge, threshold
+_GAPS_KEPT = 4096                  # and outlier of a cell ask for the same gaps (a pure function; cleared past this)
 
 
 def _intervals(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> tuple[tuple, ...]:
     """:func:`_gaps`, computed once per law, ``delta``, ``tail`` and ``grid`` in a process."""
-    key = (np.asarray(nu.points, float).tobytes(), np.asarray(nu.weights, float).tobytes(), float(delta),
-           float(tail), int(grid))
+    law = hashlib.blake2b(np.asarray(nu.points, float).tobytes(), digest_size=16)
+    law.update(np.asarray(nu.weights, float).tobytes())
+    key = (law.digest(), float(delta), float(tail), int(grid))
     gaps = _GAPS.get(key)
     if gaps is None:
         if len(_GAPS) >= _GAPS_KEPT:
