@@ -18,6 +18,7 @@ they are off on an uncentred table (for ``class`` they equal ``theory_*``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -25,7 +26,7 @@ import xarray as xr
 
 from ..dims import ALL_AXES
 from ..model import effective_length
-from ..spec import Sweep
+from ..spec import Sweep, SweepFile, load_sweep
 from . import spikes
 from . import finite_t
 from .bulk import edge as bulk_edge, histogram as bulk_histogram
@@ -227,8 +228,11 @@ def _uncentred(snr, ws: xr.Dataset, delta, gamma) -> dict[str, xr.DataArray]:
     return out
 
 
-def theory_dataset(sweep: Sweep) -> xr.Dataset:
+def theory_dataset(sweep: Sweep | SweepFile | str | Path) -> xr.Dataset:
     """Every theory array of the sweep's grid, computed once, when the store is created.
+
+    ``sweep`` is a :class:`~rmtsweep.spec.Sweep`, what :func:`~rmtsweep.spec.load_sweep` returns, or a sweep
+    file's path or a shipped sweep's name (``"demo"``), as :func:`rmtsweep.run_sweep` takes.
 
     The law of each cell (the cubic, or the exact finite-T law where the weights sit on one
     position) is chosen by :mod:`rmtsweep.theory.cell_law` and recorded in ``theory_law``; the
@@ -244,6 +248,10 @@ def theory_dataset(sweep: Sweep) -> xr.Dataset:
         sweep's own ``d``: a ``d`` dimension only where ``d`` is a grid axis) exist where
         ``theory_law = 1``. Every other array is a large-dimension limit, without ``d``.
     """
+    if isinstance(sweep, SweepFile):
+        sweep = sweep.sweep
+    elif not isinstance(sweep, Sweep):
+        sweep = load_sweep(sweep).sweep
     c = grid_coords(sweep)
     ws = weight_scalars(sweep)
     delta = xr.DataArray(c["delta"], dims="delta", coords={"delta": c["delta"]})

@@ -79,3 +79,14 @@ def test_the_workers_rmtsweep_starts_import_the_task_code_and_nothing_of_the_dri
              or m.startswith(("scipy.stats", "rmtsweep.theory", "rmtsweep.analysis", "rmtsweep.store.io",
                               "rmtsweep.run.runner", "rmtsweep.cli"))]
     assert heavy == []
+
+
+def test_theory_dataset_takes_what_run_sweep_takes_and_equals_the_stores_theory(reference):
+    sweep_path, ref_store = reference
+    stored = rmtsweep.open_store(ref_store)
+    for given in (str(sweep_path), sweep_path, rmtsweep.load_sweep(sweep_path), rmtsweep.load_sweep(sweep_path).sweep):
+        th = rmtsweep.theory_dataset(given)
+        for name in ("theory_edge", "theory_snr_sample", "theory_overlap", "theory_law"):
+            assert th[name].equals(stored[name].load()), (type(given).__name__, name)     # what the run stored
+    with pytest.raises(rmtsweep.UserError, match="nope"):
+        rmtsweep.theory_dataset("nope")
