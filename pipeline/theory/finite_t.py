@@ -158,25 +158,28 @@ def histogram(edges: ArrayLike, nu: DiscreteLaw, delta: float, *, nodes: int = 1
 
 
 # ------------------------------------------------------------------------------- real axis: edges
-def _moments_g(G: Float, nu: DiscreteLaw, delta: float) -> dict[str, Float]:
-    """``E beta``, ``l(G)``, ``l'(G)``, ``d E beta / dG`` for real ``G`` (any shape)."""
-    p, wt = nu.points, nu.weights
-    beta = 1.0 / (1.0 - delta * p * G[..., None])
-    eb = beta @ wt
-    return {"eb": eb, "l": 1.0 / G + (p * beta) @ wt, "dl": -1.0 / G**2 + delta * (p**2 * beta**2) @ wt,
-            "deb": delta * (p * beta**2) @ wt}
+def _beta(G: Float, nu: DiscreteLaw, delta: float) -> Float:
+    """``beta = 1 / (1 - delta p G)`` at every atom ``p`` of ``nu`` (a last axis over the atoms)."""
+    return 1.0 / (1.0 - delta * nu.points * G[..., None])
 
 
-def _dl(G: Float, nu: DiscreteLaw, delta: float) -> Float:
-    """``l'(G)`` alone (:func:`_moments_g`'s ``dl``, the same arithmetic): what a bisection on its sign needs."""
-    p = nu.points
-    beta = 1.0 / (1.0 - delta * p * G[..., None])
-    return -1.0 / G**2 + delta * (p**2 * beta**2) @ nu.weights
+def _dl(G: Float, nu: DiscreteLaw, delta: float, beta: Float | None = None) -> Float:
+    """``l'(G)`` (from ``beta`` when the caller has it): alone, what a bisection on its sign needs."""
+    beta = _beta(G, nu, delta) if beta is None else beta
+    return -1.0 / G**2 + delta * (nu.points**2 * beta**2) @ nu.weights
 
 
 def _eb(G: Float, nu: DiscreteLaw, delta: float) -> Float:
-    """``E beta(G)`` alone (:func:`_moments_g`'s ``eb``, the same arithmetic)."""
-    return (1.0 / (1.0 - delta * nu.points * G[..., None])) @ nu.weights
+    """``E beta(G)`` alone: what the outlier's bisection compares."""
+    return _beta(G, nu, delta) @ nu.weights
+
+
+def _moments_g(G: Float, nu: DiscreteLaw, delta: float) -> dict[str, Float]:
+    """``E beta``, ``l(G)``, ``l'(G)``, ``d E beta / dG`` for real ``G`` (any shape)."""
+    p, wt = nu.points, nu.weights
+    beta = _beta(G, nu, delta)
+    return {"eb": beta @ wt, "l": 1.0 / G + (p * beta) @ wt, "dl": _dl(G, nu, delta, beta),
+            "deb": delta * (p * beta**2) @ wt}
 
 
 _GAPS: dict[tuple, tuple] = {}     # _intervals' answers by law (a digest of its atoms) and arguments: edge, threshold
