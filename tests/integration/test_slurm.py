@@ -261,8 +261,11 @@ def test_an_array_job_fills_the_store_and_a_resubmission_finishes_it(slurm, tmp_
     import yaml
 
     from tests.helpers import MEDIUM, build_store, writes
+    # the 64 tasks of MEDIUM, each long enough (~0.15 s: d = 200, 4 replicates) that element 0's share of 16 lasts
+    # seconds: at d = 100 it took under one, and the cancel could land after the share was done
+    data = {**MEDIUM, "d": 200, "replicates": 32, "replicates_per_task": 4}
     sweep = tmp_path / "medium.yaml"
-    sweep.write_text(yaml.safe_dump(MEDIUM))
+    sweep.write_text(yaml.safe_dump(data))
     store = tmp_path / "array.zarr"
     command = [sys.executable, "-m", "rmtsweep.cli", "submit", str(sweep), "--store", str(store), "--cluster", "slurm",
                "--array", "4", "--max-running", "2", "--queue", "debug", "--cores", "1", "--memory", "1GB",
@@ -279,8 +282,8 @@ def test_an_array_job_fills_the_store_and_a_resubmission_finishes_it(slurm, tmp_
 
     job, left = submit()
     assert left == 64
-    wait_until(lambda: writes(store) >= 2, 120, "the array's first tasks")
-    subprocess.run(["scancel", f"{job}_0"], check=True)                  # element 0 is among the first two
+    wait_until(lambda: writes(store, run=0) >= 1, 120, "element 0's first task")   # run 0: element 0's record
+    subprocess.run(["scancel", f"{job}_0"], check=True)
     wait_until(lambda: not in_queue(job), 300, f"job array {job} to finish")
     cancelled = (tmp_path / f"slurm-{job}_0.out").read_text()
     assert cancelled.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume", \
@@ -290,7 +293,7 @@ def test_an_array_job_fills_the_store_and_a_resubmission_finishes_it(slurm, tmp_
     again, missing = submit()
     assert 0 < missing < 64
     wait_until(lambda: not in_queue(again), 300, f"job array {again} to finish")
-    assert_stores_equal(store, build_store(tmp_path / "reference.zarr", MEDIUM))
+    assert_stores_equal(store, build_store(tmp_path / "reference.zarr", data))
     logs = [log.read_text() for log in sorted(tmp_path.glob(f"slurm-{again}_*.out"))]
     computed = [re.search(r"tasks done \((\d+) computed now\)", log) for log in logs]
     assert len(logs) == 4 and all(computed), logs
