@@ -200,7 +200,7 @@ class JobWatch:
                     if failure and not stop.is_set():
                         self.failure = failure
                         if interrupt:
-                            _thread.interrupt_main()            # a KeyboardInterrupt there, turned back below
+                            _interrupt_main()                   # a KeyboardInterrupt there, turned back below
                         return
 
         threading.Thread(target=poll, name="rmtsweep-job-watch", daemon=True).start()
@@ -235,9 +235,10 @@ class JobWatch:
         """One line if the run cannot get a worker any more (see the class), else None."""
         jobs = self._jobs()
         refused = [f"{self.kind} worker job not submitted: {job.failure}" for job in jobs if job.failure]
-        asked = {job.job_id: job for job in jobs if job.job_id and not self._joined.had_worker(job.name)}
+        waiting = [job for job in jobs if job.job_id and not self._joined.had_worker(job.name)]
+        asked = {job.job_id: job for job in waiting}
         lost = None
-        if jobs and not self.cluster.scheduler.workers and len(refused) + len(asked) == len(jobs):
+        if jobs and not self.cluster.scheduler.workers and len(refused) + len(waiting) == len(jobs):
             states = await type(jobs[0]).job_states(list(asked)) if asked else {}
             ended = [i for i in asked if i in states and _ended(self.kind, states[i])]
             wanted = {job.job_id for job in self._jobs() if job.job_id}
@@ -258,6 +259,18 @@ class JobWatch:
         else:
             name = f"rmtsweep-worker.o{job_id}"
         return str(where / name)
+
+
+def _interrupt_main() -> None:
+    """A real SIGINT to the main thread: it wakes a wait with no timeout (``as_completed``'s).
+
+    ``_thread.interrupt_main()`` only marks the signal as arrived; a main thread blocked on a lock then never
+    runs the handler (seen: a run waiting for its first task hung there for ever after its job left the queue).
+    """
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    else:
+        _thread.interrupt_main()
 
 
 class _Joined(SchedulerPlugin):
