@@ -1,7 +1,7 @@
 """Batch-system clusters: SLURM and PBS workers through dask-jobqueue.
 
 The engine stays dask.distributed: the process that runs ``rmtsweep run`` (the *driver*) holds
-the scheduler and writes the store; the batch system only starts workers, each job one
+the scheduler and the store's lock (workers write the chunks); the batch system only starts workers, each job one
 ``dask worker`` with a lifetime shorter than its walltime. Settings come from a commented YAML file
 (``deploy/<kind>/jobqueue.yaml``) with keyword overrides, validated once into a frozen
 :class:`ClusterConfig`. A batch system that cannot run the workers (no ``sbatch``, a controller
@@ -51,8 +51,7 @@ _WALLTIME = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
 
 def _seconds(text: str) -> float:
     """Seconds in ``HH:MM:SS`` or a dask duration such as ``"50m"`` or ``"3000s"``."""
-    m = _WALLTIME.match(text)
-    if m:
+    if m := _WALLTIME.match(text):
         return int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3])
     return float(parse_timedelta(text, default="s"))
 
@@ -256,15 +255,18 @@ def make_cluster(kind: Kind, config: ClusterConfig, security: Any = None,
     ``security`` (a ``distributed.Security`` whose credentials are files the worker jobs can read) makes
     the scheduler listen on ``tls://`` and serve only holders of those credentials; the worker job
     script names the files (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``). The dashboard binds to
-    ``dashboard_address``, else to the dask config's ``jobqueue.<kind>.scheduler-options``, else to
-    loopback port 8787, or a free port when another scheduler on this host has 8787 (reach it through an
-    SSH tunnel; the run prints its link). Scale it with :func:`scale_cluster`; close it
-    (or use it as a context manager) to cancel jobs.
+    ``dashboard_address`` (``"none"``: no dashboard), else to the dask config's ``jobqueue.<kind>.scheduler-options``,
+    else to loopback port 8787, or a free port when another scheduler on this host has 8787 (reach it through an SSH
+    tunnel; the run prints its link). Scale it with :func:`scale_cluster`; close it (or use it as a context manager)
+    to cancel jobs.
     """
     import dask
     cluster_cls, _ = jobqueue_classes(kind)
     options = dict(dask.config.get(f"jobqueue.{kind}.scheduler-options", None) or {})
-    options["dashboard_address"] = dashboard_address or options.get("dashboard_address") or default_dashboard()
+    if dashboard_address == "none":            # (engine.NO_DASHBOARD) the scheduler's HTTP server stays on loopback
+        options.update(dashboard=False, dashboard_address="localhost:0")
+    else:
+        options["dashboard_address"] = dashboard_address or options.get("dashboard_address") or default_dashboard()
     try:
         return cluster_cls(job_cls=watched_job_class(kind), security=security, scheduler_options=options,
                            **_job_kwargs(config))
@@ -320,7 +322,7 @@ def driver_script(
     overrides: tuple[str, ...] = (),
     storage_options: tuple[str, ...] = (),
 ) -> str:
-    """A batch script for the driver: the process that holds the scheduler and writes the store.
+    """A batch script for the driver: the process that holds the scheduler and the store's lock.
 
     One core, the workers' ``memory``, ``driver_walltime`` (default the workers' walltime); paths
     are made absolute. Overridable fields are passed on as options so the driver sees ``config``.
@@ -350,8 +352,7 @@ def driver_script(
     cmd = [rmtsweep_command(), "run", str(Path(sweep_path).resolve()), *overrides, "--store", store,
            *(arg for item in storage_options for arg in ("--storage-option", item)),
            "--cluster", kind, "--cluster-config", str(cfg.resolve())]
-    if jobs is not None:
-        cmd += ["--jobs", str(jobs)]
+    cmd += ["--jobs", str(jobs)] if jobs is not None else []
     cmd += ["--insecure"] if insecure else []
     cmd += ["--dashboard-address", dashboard_address] if dashboard_address else []
     for field in ("queue", "account", "cores", "memory", "walltime", "interface"):
@@ -389,8 +390,7 @@ def submit_driver(kind: Kind, script_text: str, directory: Path, name: str = "dr
     if shutil.which(command[0]) is None:
         raise ClusterError(f"{command[0]} not found on PATH: submit from a login node of the {kind} "
                            "cluster, or use --dry-run to print the scripts")
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    (directory := Path(directory)).mkdir(parents=True, exist_ok=True)
     script = directory / f"rmtsweep-{name}-{time.strftime('%Y%m%d-%H%M%S')}.sh"
     script.write_text(script_text)
     proc = subprocess.run([*command, *options, str(script)], capture_output=True, text=True)

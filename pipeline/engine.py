@@ -26,7 +26,9 @@ import click
 
 from .errors import ClusterError
 
-__all__ = ["Capacity", "Engine", "connect", "make_engine"]
+__all__ = ["NO_DASHBOARD", "Capacity", "Engine", "connect", "make_engine"]
+
+NO_DASHBOARD = "none"     # --dashboard-address none: the run's scheduler serves no dashboard
 
 
 @dataclass(frozen=True)
@@ -41,12 +43,18 @@ class Engine:
     overrides: tuple[tuple[str, Any], ...] = ()
     insecure: bool = False                  # --cluster slurm|pbs without TLS
     security: Path | None = None            # --security FILE: credentials for a --scheduler tls://...
-    dashboard_address: str | None = None    # None: loopback (a random port locally, 8787 on a batch system)
+    dashboard_address: str | None = None    # None: loopback (a random port locally, 8787 on a batch system);
+                                            # "none": no dashboard
 
     def batch_config(self):
         """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
         from .clusters import load_cluster_config
         return load_cluster_config(self.cluster, self.cluster_config, dict(self.overrides))
+
+
+def _dashboard(client: Any, engine: Engine) -> str:
+    """``dashboard <link>``, or ``no dashboard`` (dask would still make up a link to port 8787)."""
+    return "no dashboard" if engine.dashboard_address == NO_DASHBOARD else f"dashboard {client.dashboard_link}"
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,8 @@ def connect(engine: Engine) -> Iterator:
 
     A batch-system cluster's scheduler listens on the nodes' network, so it serves only clients and
     workers that hold this run's TLS credentials (:mod:`rmtsweep.security`) unless ``insecure``; every
-    dashboard binds to loopback unless ``dashboard_address`` says otherwise.
+    dashboard binds to loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which
+    spares the driver importing bokeh and serving it: about half a CPU-second a run).
 
     A cluster started here is started and shut down with SIGINT and SIGTERM held: one that arrives meanwhile
     takes effect as soon as the cluster is up, or once it has shut down, so neither is left half-built. Its
@@ -101,8 +110,8 @@ def connect(engine: Engine) -> Iterator:
             watch = JobWatch(cluster, engine.cluster, config.log_directory, notes)
             with watch.watching(interval=config.queue_poll):   # the first submission, then on
                 jobs = engine.jobs or config.max_jobs
-                click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), "
-                           f"dashboard {client.dashboard_link}", err=True)
+                click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), {_dashboard(client, engine)}",
+                           err=True)
                 from dask.utils import parse_bytes
                 yield client, Capacity(jobs * config.cores, parse_bytes(config.memory) / config.cores)
     else:
@@ -116,14 +125,18 @@ def connect(engine: Engine) -> Iterator:
         # vanished-store row). Every failure of a task reaches the driver, which reports it in one line. The
         # workers import the task code as they start: imported by the first task instead, it would hold a
         # worker's event loop for a second or two, and a Ctrl-C then would find it missing its heartbeats
-        dashboard = engine.dashboard_address or "127.0.0.1:0"        # the scheduler itself is on loopback
+        # the scheduler itself is on loopback; with no dashboard its HTTP server (health, metrics) stays there too:
+        # dask's dashboard_address=None would put that server on every interface, port 8787
+        off = engine.dashboard_address == NO_DASHBOARD
+        dashboard = "127.0.0.1:0" if off or not engine.dashboard_address else engine.dashboard_address
         from .run.work import WORKER_ENV
         with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dashboard,
+                                         scheduler_kwargs={"dashboard": False} if off else None,
                                          silence_logs=logging.CRITICAL, preload=[_TASK_CODE], env=WORKER_ENV),
                     block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
-            click.echo(f"dask LocalCluster: {n} worker(s), dashboard {client.dashboard_link}", err=True)
+            click.echo(f"dask LocalCluster: {n} worker(s), {_dashboard(client, engine)}", err=True)
             yield client, Capacity()
 
 
@@ -344,8 +357,9 @@ def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_c
         raise ClusterError(f"--scheduler {scheduler} and --cluster {cluster} exclude each other; pick one")
     if cluster == "local" and (jobs or cluster_config or insecure or any(v is not None for v in overrides.values())):
         raise ClusterError("--jobs, --cluster-config, --insecure and the batch options need --cluster slurm or pbs")
-    if dashboard_address and scheduler:
-        raise ClusterError("--dashboard-address is for a scheduler that rmtsweep starts, not for --scheduler")
+    if dashboard_address and dashboard_address != NO_DASHBOARD and scheduler:
+        raise ClusterError(f"--dashboard-address {dashboard_address} (or RMTSWEEP_DASHBOARD_ADDRESS) is for a scheduler "
+                           "that rmtsweep starts, not for --scheduler")
     if security is not None and not scheduler:
         raise ClusterError("--security FILE is for joining a scheduler started elsewhere (--scheduler tls://...); "
                            "a --cluster slurm|pbs run makes its own credentials")

@@ -7,6 +7,7 @@ when the machine lacks it; ``.ci/run`` installs and starts both, so CI runs ever
 from __future__ import annotations
 
 import copy
+import os
 import signal
 from pathlib import Path
 
@@ -27,6 +28,10 @@ threadpool_limits(limits=1)
 # default disposition; give it to the runs the tests start (a Python handler resets to the default on exec).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# The runs the tests start serve no dashboard (`--dashboard-address none`): bokeh's import and server cost a run about
+# half a CPU-second, and the suite is CPU-bound. tests/integration/test_cli_conveniences.py runs one with the default.
+os.environ["RMTSWEEP_DASHBOARD_ADDRESS"] = "none"
 
 # Under pytest-xdist (`pytest -n auto`; pyproject.toml sets --dist loadgroup) each module's tests run in one process, so a
 # module-scoped fixture (a demo run, a cluster, a pip install) is built once; the tests of these modules share

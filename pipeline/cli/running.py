@@ -62,8 +62,10 @@ _progress = click.option("--progress/--no-progress", default=True, show_default=
                          help="Show a progress bar (tasks done, rate, ETA).")
 _insecure = click.option("--insecure", is_flag=True, help="No TLS for the --cluster slurm|pbs scheduler (default: TLS "
                          "with this run's own credentials): anyone who can reach it could run code as you.")
-_dashboard = click.option("--dashboard-address", default=None, metavar="HOST:PORT",
-                          help="Where the dashboard listens (default: loopback; reach it through ssh -L).")
+_dashboard = click.option("--dashboard-address", default=None, metavar="HOST:PORT|none",
+                          envvar="RMTSWEEP_DASHBOARD_ADDRESS", show_envvar=True,
+                          help="Where the dashboard listens (default: loopback; reach it through ssh -L); none: no "
+                               "dashboard (a run then starts about half a CPU-second sooner).")
 _store = click.option("--store", "store_path", type=STORE_PATH, default=None,
                       help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr).")
 _store_or_url = click.option("--store", "store_path", type=STORE_LOCATION, default=None,
@@ -324,10 +326,11 @@ def _node_cores() -> int:
               show_default=True, help="Where to write the demo store.")
 @_workers
 @_progress
-def demo(store_path: Path, workers: int | None, progress: bool) -> None:
+@_dashboard
+def demo(store_path: Path, workers: int | None, progress: bool, dashboard_address: str | None) -> None:
     """Run the shipped demo sweep on a local dask cluster, compare it with theory, draw two maps."""
     from ..engine import Engine
-    _run(_load(Path("demo")), store_path, Engine(workers=workers), progress)
+    _run(_load(Path("demo")), store_path, Engine(workers=workers, dashboard_address=dashboard_address), progress)
     click.echo(f"read it with: python -c \"import rmtsweep; print(rmtsweep.open_store('{store_path}'))\"")
     from ..analysis.compare import compare as compare_store, write_comparison
     from ..analysis.plots import plot_map

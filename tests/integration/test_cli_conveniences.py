@@ -28,6 +28,7 @@ def test_overrides_give_the_sweep_they_describe_and_are_kept(reference, half, tm
     _, ref_store = reference
     store = tmp_path / "over.zarr"
     main(["run", str(half), "replicates=4", "seed=7", "--store", str(store), "--workers", "1", "--no-progress"])
+    assert "dask LocalCluster: 1 worker(s), no dashboard\n" in capsys.readouterr().err   # the suite's setting
     assert_stores_equal(store, ref_store)
     attrs = xr.open_zarr(store).attrs
     assert attrs["sweep_overrides"] == ["replicates=4", "seed=7"] and attrs["runs"][0]["sweep_overrides"] == \
@@ -38,7 +39,7 @@ def test_overrides_give_the_sweep_they_describe_and_are_kept(reference, half, tm
     assert re.search(r"store: \S+over\.zarr exists, 2/2 tasks done; a run computes the rest", capsys.readouterr().out)
 
 
-def test_dry_run_says_what_a_run_would_do_and_writes_nothing(half, tmp_path, capsys):
+def test_dry_run_says_what_a_run_would_do_and_writes_nothing(half, tmp_path, capsys, monkeypatch):
     store = tmp_path / "new.zarr"
     main(["run", str(half), "grid.T=[4, 8]", "--store", str(store), "--workers", "2", "--dry-run"])
     out = capsys.readouterr().out
@@ -48,8 +49,11 @@ def test_dry_run_says_what_a_run_would_do_and_writes_nothing(half, tmp_path, cap
     tasks = int(re.search(r"tasks: (\d+) of up to", out)[1])
     assert re.search(r"cost model: .* of one core .* on 2 worker threads", out)
     assert f"store: {store} (new)" in out and out.rstrip().endswith("dry run: nothing was started or written")
+    monkeypatch.delenv("RMTSWEEP_DASHBOARD_ADDRESS")          # the default, a dashboard on loopback (conftest.py)
     main(["run", str(half), "grid.T=[4, 8]", "--store", str(store), "--workers", "1", "--no-progress"])
-    assert f"/{tasks} tasks done" in capsys.readouterr().out             # the run made the tasks it announced
+    out, err = capsys.readouterr()
+    assert f"/{tasks} tasks done" in out                                # the run made the tasks it announced
+    assert re.search(r"^dask LocalCluster: 1 worker\(s\), dashboard http://127\.0\.0\.1:\d+/status$", err, re.M), err
 
 
 def test_status_json(reference, capsys):

@@ -185,6 +185,24 @@ def test_the_dashboard_listens_on_loopback_unless_told():
     assert hosts == {"0.0.0.0"}, hosts
 
 
+def test_dashboard_address_none_serves_no_dashboard():
+    cfg = load_cluster_config("slurm")
+    import urllib.error
+    import urllib.request
+
+    def answer(port: int, path: str) -> int:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10).status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    with make_cluster("slurm", cfg, dashboard_address="none") as cluster:
+        hosts = {s.getsockname()[0] for s in cluster.scheduler.http_server._sockets.values()}
+        port = cluster.scheduler.http_server.port
+        assert (answer(port, "/health"), answer(port, "/status")) == (200, 404)      # the scheduler, no dashboard
+    assert hosts <= {"127.0.0.1", "::1"}, hosts           # and its HTTP server on loopback only
+
+
 def test_the_dashboard_takes_a_free_port_without_a_warning_when_8787_is_taken():
     """On a shared login node another scheduler may hold 8787: the run's dashboard goes elsewhere, silently."""
     import socket
