@@ -80,13 +80,18 @@ def test_an_unencrypted_scheduler_off_loopback_is_warned_about(monkeypatch, caps
         (dict(cluster="local", insecure=True), r"--insecure and the batch options need --cluster slurm or pbs"),
         (dict(cluster="slurm", security="sec.yaml"), r"--security FILE is for joining a scheduler started elsewhere"),
         (dict(cluster="local", security="sec.yaml"), r"--security FILE is for joining"),
-        (dict(cluster="local", scheduler="tls://h:1", dashboard_address=":0"), r"--dashboard-address is for a "
-                                                                               r"scheduler that rmtsweep starts"),
+        (dict(cluster="local", scheduler="tls://h:1", dashboard_address=":0"),
+         r"^--dashboard-address :0 \(or RMTSWEEP_DASHBOARD_ADDRESS\) is for a scheduler that rmtsweep starts"),
     ],
 )
 def test_options_that_mean_nothing_together_are_refused(options, message):
     with pytest.raises(ClusterError, match=message):
         make_engine(**options)
+
+
+def test_no_dashboard_goes_with_any_scheduler():
+    """``none`` (as the environment may set it for every run) starts nothing, so a --scheduler run takes it."""
+    assert make_engine("local", scheduler="tls://h:1", dashboard_address="none").scheduler == "tls://h:1"
 
 
 def test_the_options_reach_the_engine():
