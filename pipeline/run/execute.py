@@ -7,10 +7,10 @@ arrays for this process to write (``writes="driver"``). Either way only this pro
 after the data, and only for a task whose result says its data were written (:func:`written`), on
 every path: a normal finish, a failure of another task, Ctrl-C. Every task carries the run's fencing
 token; a worker writes nothing for a run that no longer holds the store's lock
-(:func:`rmtsweep.store.lock.holds`). At most :class:`Window` tasks are in flight, so a grid of 10^6 points starts at once
-and the scheduler never holds a graph of every chunk; the window is re-read as workers join and
-leave, and on an adaptive cluster it is sized for the largest cluster allowed, so the scheduler's
-adaptive target asks for every job.
+(:func:`rmtsweep.store.lock.holds`). At most :class:`Window` tasks are in flight, handed to the scheduler
+in batches of :data:`SUBMIT_BATCH`, so a grid of 10^6 points starts at once and the scheduler never holds a
+graph of every chunk; the window is re-read as workers join and leave, and on an adaptive cluster it is
+sized for the largest cluster allowed, so the scheduler's adaptive target asks for every job.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import asyncio
 import time
 import uuid
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -34,13 +35,15 @@ from .block import compute_block
 from .grid import Task
 from .work import compute_task, write_task
 
-__all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "RunReport", "Window", "check_memory", "compute_task", "run_tasks",
-           "write_task", "written"]
+__all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "SUBMIT_BATCH", "RunReport", "Window", "check_memory", "compute_task",
+           "run_tasks", "write_task", "written"]
 
 MIN_IN_FLIGHT = 4
 PER_THREAD = 4          # tasks in flight per worker thread that has joined
 ADAPTIVE_PER_THREAD = 10   # ... per thread the adaptive cluster may grow to: dask's adaptive target asks for a
                            # worker per 5 s of queued work, and counts 0.5 s for a task it has not timed yet
+SUBMIT_BATCH = 256      # tasks handed to the scheduler in one message: one submit each cost the driver about 0.6 ms
+                        # and the scheduler a graph update per task (4,000 submits: 2.2-3.3 s, against 0.1 s in batches)
 
 
 def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:
@@ -134,19 +137,22 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
 
     def top_up() -> None:
         nonlocal exhausted
-        while not exhausted and queue.count() < window.size():
-            task = next(pending, None)
-            if task is None:
-                exhausted = True
+        while not exhausted and (room := window.size() - queue.count()) > 0:
+            batch = list(islice(pending, min(room, SUBMIT_BATCH)))
+            exhausted = len(batch) < min(room, SUBMIT_BATCH)
+            if not batch:
                 return
-            key = f"rmtsweep-task-{task.key}-{token[:8]}"
-            fut = (client.submit(write_task, task, where, run, token, fence, share, retries=retries, key=key) if writer is None
-                   else client.submit(compute_block, task, retries=retries, key=key))
-            by_key[fut.key] = task
-            futures[fut.key] = fut
-            queue.add(fut)
+            keys = [f"rmtsweep-task-{task.key}-{token[:8]}" for task in batch]
+            futs = (client.map(write_task, batch, key=keys, retries=retries, path=where, run=run, token=token,
+                               fence=fence, share=share) if writer is None
+                    else client.map(compute_block, batch, key=keys, retries=retries))
+            for task, fut in zip(batch, futs):
+                by_key[fut.key] = task
+                futures[fut.key] = fut
+            queue.update(futs)
             if on_submit is not None:
-                on_submit(task)
+                for task in batch:
+                    on_submit(task)
 
     computed = cells = 0
     top_up()
