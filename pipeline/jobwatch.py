@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,6 +190,8 @@ class JobWatch:
             raise BatchSystemError(failure)
         stop, lock = threading.Event(), threading.Lock()
         interrupt = threading.current_thread() is threading.main_thread()
+        if interrupt:
+            previous = signal.signal(signal.SIGINT, partial(self._on_sigint, signal.getsignal(signal.SIGINT)))
 
         def poll() -> None:
             while not stop.wait(interval):
@@ -213,6 +216,18 @@ class JobWatch:
         finally:
             with lock:
                 stop.set()
+            if interrupt:
+                signal.signal(signal.SIGINT, previous)
+
+    def _on_sigint(self, previous: Any, signum: int, frame: Any) -> None:
+        """SIGINT while watching: the watch's own (jobs lost), whatever this process does with SIGINT otherwise (a
+        run started in the background of a script has it ignored, and would then wait for ever); else as before."""
+        if self.failure is None and previous is signal.SIG_IGN:
+            return
+        if self.failure is None and callable(previous):
+            previous(signum, frame)
+            return
+        raise KeyboardInterrupt                                # turned into the one line by :meth:`watching`
 
     async def _plugin(self) -> None:
         self.cluster.scheduler.add_plugin(self._joined, name="rmtsweep-joined")

@@ -34,10 +34,13 @@ def meaningful(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.strip() and not NOTES.match(line)]
 
 
-def start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Popen:
+def start(args: list[str], cwd: Path, env: dict | None = None, sigint_ignored: bool = False) -> subprocess.Popen:
+    """``rmtsweep ARGS`` in a new session; ``sigint_ignored``: as a script's ``rmtsweep ... &`` starts it."""
     return subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", *args], cwd=cwd,
                             env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})},   # SIGABRT: every stack
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored
+                            else None)
 
 
 def finish(proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str, float]:
@@ -214,11 +217,11 @@ def quick_polls(tmp_path: Path) -> list[str]:
     return ["--cluster-config", str(config)]
 
 
-def run_batch(kind: str, case: str | None, tmp_path: Path, timeout: float = 60):
+def run_batch(kind: str, case: str | None, tmp_path: Path, timeout: float = 60, sigint_ignored: bool = False):
     sweep, store = tmp_path / "medium.yaml", tmp_path / "s.zarr"
     sweep.write_text(yaml.safe_dump(MEDIUM))
     proc = start(["run", str(sweep), "--store", str(store), "--cluster", kind, "--no-progress", *quick_polls(tmp_path)],
-                 tmp_path, fake_batch(tmp_path, case))
+                 tmp_path, fake_batch(tmp_path, case), sigint_ignored)
     return (*finish(proc, timeout), store)
 
 
@@ -254,9 +257,11 @@ def test_a_batch_system_that_cannot_run_the_workers(kind, case, message, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_job_that_leaves_the_queue_while_the_run_waits(tmp_path):
-    """Pending at first (so the run starts and writes its store), then gone: stopped within a poll or two."""
-    code, err, took, store = run_batch("slurm", "slurm-job-gone-later", tmp_path)
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["foreground", "started with SIGINT ignored"])
+def test_a_job_that_leaves_the_queue_while_the_run_waits(sigint_ignored, tmp_path):
+    """Pending at first (so the run starts and writes its store), then gone: stopped within a poll or two; also
+    when the run was started as a script's background job, with SIGINT ignored (the watch stops the run with it)."""
+    code, err, took, store = run_batch("slurm", "slurm-job-gone-later", tmp_path, sigint_ignored=sigint_ignored)
     assert code == 1, err[-3000:]
     [line] = one_line(err, tuple(meaningful(err)))
     # adaptive scaling may have submitted several jobs by then: the message names one of them
