@@ -45,6 +45,7 @@ class Engine:
     security: Path | None = None            # --security FILE: credentials for a --scheduler tls://...
     dashboard_address: str | None = None    # None: loopback (a random port locally, 8787 on a batch system);
                                             # "none": no dashboard
+    in_process: bool = False                # the LocalCluster's workers as threads of this process
 
     def batch_config(self):
         """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
@@ -129,14 +130,17 @@ def connect(engine: Engine) -> Iterator:
         # dask's dashboard_address=None would put that server on every interface, port 8787
         off = engine.dashboard_address == NO_DASHBOARD
         dashboard = "127.0.0.1:0" if off or not engine.dashboard_address else engine.dashboard_address
+        # in process, the workers are threads of this one (which has imported the task code already)
         from .run.work import WORKER_ENV
-        with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dashboard,
-                                         scheduler_kwargs={"dashboard": False} if off else None,
-                                         silence_logs=logging.CRITICAL, preload=[_TASK_CODE], env=WORKER_ENV),
+        spawned = {} if engine.in_process else {"preload": [_TASK_CODE], "env": WORKER_ENV}
+        with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=not engine.in_process,
+                                         dashboard_address=dashboard, silence_logs=logging.CRITICAL,
+                                         scheduler_kwargs={"dashboard": False} if off else None, **spawned),
                     block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
-            click.echo(f"dask LocalCluster: {n} worker(s), {_dashboard(client, engine)}", err=True)
+            kind = "thread(s) of this process" if engine.in_process else "worker(s)"
+            click.echo(f"dask LocalCluster: {n} {kind}, {_dashboard(client, engine)}", err=True)
             yield client, Capacity()
 
 
@@ -344,7 +348,8 @@ def _owned(start: Callable[[], Any], block: bool = False) -> Iterator:
 
 
 def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_config=None, insecure: bool = False,
-                security=None, dashboard_address=None, scheduler_file=None, **overrides) -> Engine:
+                security=None, dashboard_address=None, scheduler_file=None, in_process: bool = False,
+                **overrides) -> Engine:
     """The :class:`Engine` of the command line's options, refusing combinations that mean nothing.
 
     ``scheduler_file`` (``dask scheduler --scheduler-file FILE``) gives the scheduler's address.
@@ -360,12 +365,15 @@ def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_c
     if dashboard_address and dashboard_address != NO_DASHBOARD and scheduler:
         raise ClusterError(f"--dashboard-address {dashboard_address} (or RMTSWEEP_DASHBOARD_ADDRESS) is for a scheduler "
                            "that rmtsweep starts, not for --scheduler")
+    if in_process and (scheduler or cluster != "local"):
+        raise ClusterError("--in-process (or RMTSWEEP_IN_PROCESS) is for the embedded LocalCluster, not for "
+                           f"{'--scheduler' if scheduler else '--cluster ' + cluster}")
     if security is not None and not scheduler:
         raise ClusterError("--security FILE is for joining a scheduler started elsewhere (--scheduler tls://...); "
                            "a --cluster slurm|pbs run makes its own credentials")
     return Engine(cluster, workers, scheduler, jobs, cluster_config,
                   tuple((k, v) for k, v in overrides.items() if v is not None), insecure,
-                  Path(security) if security is not None else None, dashboard_address)
+                  Path(security) if security is not None else None, dashboard_address, in_process)
 
 
 def _address_in(path: Path) -> str:

@@ -66,6 +66,10 @@ _dashboard = click.option("--dashboard-address", default=None, metavar="HOST:POR
                           envvar="RMTSWEEP_DASHBOARD_ADDRESS", show_envvar=True,
                           help="Where the dashboard listens (default: loopback; reach it through ssh -L); none: no "
                                "dashboard (a run then starts about half a CPU-second sooner).")
+_in_process = click.option("--in-process", is_flag=True, envvar="RMTSWEEP_IN_PROCESS", show_envvar=True,
+                           help="The LocalCluster's workers as threads of this process, not worker processes: a run "
+                                "starts about two CPU-seconds sooner (small sweeps, tests); a crash in a task ends "
+                                "the run.")
 _store = click.option("--store", "store_path", type=STORE_PATH, default=None,
                       help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr).")
 _store_or_url = click.option("--store", "store_path", type=STORE_LOCATION, default=None,
@@ -103,6 +107,7 @@ _overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]..
 @click.option("--cluster", type=click.Choice(["local", "slurm", "pbs"]), default="local", show_default=True,
               help="Where workers run: an embedded LocalCluster, or jobs of a batch system (dask-jobqueue).")
 @_workers
+@_in_process
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Connect to an existing dask scheduler instead, e.g. tls://host:8786.")
 @click.option("--scheduler-file", type=click.Path(path_type=Path), default=None, metavar="FILE",
@@ -280,8 +285,9 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
 @click.option("--share", "share_text", required=True, metavar="I/N",
               help="Compute element I (from 0) of an array of N: every Nth task of the store, from its Ith.")
 @_workers
+@_in_process
 @_progress
-def work(store_path: Path, share_text: str, workers: int | None, progress: bool) -> None:
+def work(store_path: Path, share_text: str, workers: int | None, in_process: bool, progress: bool) -> None:
     """Compute one element's share of the sweep in STORE, beside the other elements of its job array.
 
     What a job array's element runs (`rmtsweep submit SWEEP --cluster slurm --array N` makes the store and
@@ -298,7 +304,8 @@ def work(store_path: Path, share_text: str, workers: int | None, progress: bool)
     conflicts(store_path, share, tidy=False)              # refused before the cluster starts, not seconds after
     sweep = store.stored_sweep(store_path, attrs)
     sweep_file = SweepFile(sweep, f"{store_path} (its stored sweep)", attrs["sweep_canonical"])
-    _run(sweep_file, store_path, make_engine("local", workers=workers or _node_cores()), progress, share=share)
+    _run(sweep_file, store_path, make_engine("local", workers=workers or _node_cores(), in_process=in_process), progress,
+         share=share)
 
 
 def _parse_share(text: str) -> tuple[int, int]:

@@ -72,3 +72,24 @@ def test_sweeps_lists_size_and_cost(capsys):
     assert re.match(r"demo\s+300\s+4\s+\d+ s\s+Mean, optimal", demo), demo
     finite = next(line for line in out if line.startswith("finite-d "))
     assert re.match(r"finite-d\s+axis 100,200,400,800\s+4\s", finite), finite
+
+
+def test_in_process_runs_the_same_store_without_a_worker_process(reference, half, tmp_path, capsys, monkeypatch):
+    """--in-process: the reference store bit for bit, with no process started (dask's process wrapper refuses)."""
+    import distributed.process
+
+    def no_process(*args, **kwargs):
+        raise AssertionError("a worker process was started")
+
+    monkeypatch.setattr(distributed.process.AsyncProcess, "__init__", no_process)
+    store = tmp_path / "threads.zarr"
+    main(["run", str(half), "replicates=4", "seed=7", "--store", str(store), "--workers", "2", "--in-process",
+          "--no-progress"])
+    assert "dask LocalCluster: 2 thread(s) of this process, no dashboard\n" in capsys.readouterr().err
+    assert_stores_equal(store, reference[1])
+    monkeypatch.setenv("RMTSWEEP_IN_PROCESS", "1")                       # the same, from the environment
+    with pytest.raises(SystemExit) as stop:
+        main(["run", str(half), "--store", str(store), "--scheduler", "tcp://127.0.0.1:1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--in-process (or RMTSWEEP_IN_PROCESS) is for the embedded LocalCluster, not for --scheduler" in err
