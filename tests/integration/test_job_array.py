@@ -29,6 +29,8 @@ from rmtsweep.store.lock import StoreLock, conflicts, holders, lock_file
 from rmtsweep.testing import assert_stores_equal
 from tests.helpers import MEDIUM, MEDIUM_TASKS, build_store, writes
 
+pytestmark = pytest.mark.usefixtures("in_process_runs")     # runs of the store, not of worker processes
+
 
 @pytest.fixture(scope="module")
 def medium(tmp_path_factory) -> tuple[Path, Path]:

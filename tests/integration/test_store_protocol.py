@@ -20,6 +20,8 @@ from rmtsweep.store.lock import StoreLock, lock_file
 from rmtsweep.store.migrate import NEW_SUFFIX
 from tests.helpers import BASE, build_store
 
+pytestmark = pytest.mark.usefixtures("in_process_runs")     # runs of the store, not of worker processes
+
 RMTSWEEP = [sys.executable, "-m", "rmtsweep.cli"]
 
 
