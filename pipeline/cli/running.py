@@ -43,8 +43,11 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
+    from ..store.lock import conflicts
     path = _store_path(sweep_file, store_path)
     store.Store(path).check()
+    if share is None:                     # a store another run of this host writes: refused before the cluster starts
+        conflicts(path, None, lease=0.0, tidy=False)
     start = time.perf_counter()
     with connect(engine) as (client, capacity):
         report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,

@@ -151,11 +151,12 @@ def conflicts(store: str | Path, share: Share | None, lease: float = LEASE, tidy
     Called once the caller holds its own lock (module docstring, "Shares"). A stale lock found here is
     removed as a take-over would (so a killed array does not block the next one beyond its lease); with
     ``tidy=False`` it is left alone: a look before taking any lock, to refuse early what the check under
-    the lock would refuse anyway.
+    the lock would refuse anyway (the store's own lock included). ``lease=0`` makes the look instant: only
+    a lock of this host (judged by its pid) can then be live.
     """
     store = store if isinstance(store, Remote) else Path(store)
     excluded = [((s, path), "share") for s, path in share_locks(store) if share is None or s[1] != share[1]]
-    if share is not None:
+    if share is not None or not tidy:
         excluded.insert(0, ((None, lock_file(store)), "store"))
     for (other, path), kind in excluded:
         state, info = judge(path, lease)
@@ -163,11 +164,11 @@ def conflicts(store: str | Path, share: Share | None, lease: float = LEASE, tidy
             if tidy:
                 _remove_stale(path, info)
         elif state == "live":
+            if kind == "store":
+                raise _run_refusal(store, info)
             if share is None:
                 raise StoreError(f"{store}: an array job is computing this store (element {other[0]} of {other[1]}, "
                                  f"{_owner(info)}); wait for the array to finish or cancel it")
-            if kind == "store":
-                raise _run_refusal(store, info)
             raise StoreError(f"{store}: an array of {other[1]} elements is computing this store (element {other[0]}, "
                              f"{_owner(info)}); its tasks overlap those of an array of {share[1]}: let it finish "
                              f"or cancel it first")

@@ -209,7 +209,8 @@ def test_cli_refuses_a_store_another_run_writes(reference, tmp_path):
         proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(sweep_path), "--store", str(store),
                                "--workers", "1", "--no-progress"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith(f"rmtsweep: error: {store}: another rmtsweep run")
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]       # one line, before any cluster starts
+    assert proc.stderr.startswith(f"rmtsweep: error: {store}: another rmtsweep run")
 
 
 def test_the_metadata_lock_passes_from_hand_to_hand_without_failing_a_patient_waiter(tmp_path):
