@@ -24,10 +24,11 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def tls_scheduler(tmp_path):
-    """A TLS dask scheduler with two worker processes and the file of a client's credentials."""
+    """A TLS dask scheduler with two workers (threads of this process: they speak TLS to it all the same) and the
+    file of a client's credentials."""
     from distributed import LocalCluster
     with temporary_credentials(tmp_path) as creds:
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, protocol="tls://", host="127.0.0.1",
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
                           security=creds.security(), dashboard_address=None) as cluster:
             sec = tmp_path / "security.yaml"
             sec.write_text(yaml.safe_dump({"ca_file": str(creds.ca_file), "cert": str(creds.cert),
