@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import shutil
-import tracemalloc
+import subprocess
+import sys
 
 import numpy as np
 import yaml
@@ -16,7 +17,7 @@ from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import tasks
 from rmtsweep.run.runner import make_template, prepare_store
 from rmtsweep.spec import SweepFile, parse_sweep
-from rmtsweep.store import Writer, blocking_of, migrate, write_template
+from rmtsweep.store import Writer, blocking_of, write_template
 from tests.helpers import BASE
 
 # 2048 cells in 64 tasks; 64 (delta, gamma) pairs, so the template's 800-bin bulk laws are few
@@ -47,10 +48,15 @@ def test_extension_copies_in_bounded_memory(tmp_path):
     sf = SweepFile(parse_sweep(bigger), "<test>", yaml.safe_dump(bigger))
     write_template(new, make_template(sf, blocking_of(old)))
     budget = stored // 4                                        # reading any whole array would pass it
-    tracemalloc.start()
-    carried = migrate.copy_finished(old, new, recompute_all=False)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    # measured in a fresh process: tracemalloc counts every thread's allocations, and a test process may hold
+    # threads of earlier tests (an in-process cluster's event loop, an S3 server) that allocate meanwhile
+    measure = ("import sys, tracemalloc; from pathlib import Path; from rmtsweep.store import migrate; "
+               "tracemalloc.start(); n = migrate.copy_finished(Path(sys.argv[1]), Path(sys.argv[2]), "
+               "recompute_all=False); print(n, tracemalloc.get_traced_memory()[1])")
+    done = subprocess.run([sys.executable, "-c", measure, str(old), str(new)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    carried, peak = map(int, done.stdout.split())
     assert stored > 16 * 2**20                                  # the arrays are far larger than the budget ...
     assert peak < budget, f"peak {peak / 2**20:.1f} MB during the copy, budget {budget / 2**20:.1f} MB"
     assert carried == 8 * 8 * 16 * 1 * 2                        # every old cell (delta, gamma, T, weights, snr), done
