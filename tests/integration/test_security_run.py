@@ -29,7 +29,7 @@ def tls_scheduler(tmp_path):
     from distributed import LocalCluster
     with temporary_credentials(tmp_path) as creds:
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
-                          security=creds.security(), dashboard_address=None) as cluster:
+                          security=creds.security(), dashboard_address="127.0.0.1:0") as cluster:
             sec = tmp_path / "security.yaml"
             sec.write_text(yaml.safe_dump({"ca_file": str(creds.ca_file), "cert": str(creds.cert),
                                            "key": str(creds.key)}))

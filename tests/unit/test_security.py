@@ -29,7 +29,7 @@ def test_a_tls_scheduler_refuses_clients_without_the_runs_credentials(tmp_path):
     from distributed import Client, LocalCluster
     with temporary_credentials(tmp_path) as creds, temporary_credentials(tmp_path) as other:
         with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
-                          security=creds.security(), dashboard_address=None) as cluster:
+                          security=creds.security(), dashboard_address="127.0.0.1:0") as cluster:
             address = cluster.scheduler_address
             assert address.startswith("tls://127.0.0.1:")
             with Client(address, security=creds.security(), timeout="10s") as client:
