@@ -71,7 +71,7 @@ _dashboard = click.option("--dashboard-address", default=None, metavar="HOST:POR
                                "dashboard (a run then starts about half a CPU-second sooner).")
 _in_process = click.option("--in-process", is_flag=True, envvar="RMTSWEEP_IN_PROCESS", show_envvar=True,
                            help="The LocalCluster's workers as threads of this process, not worker processes: a run "
-                                "starts about two CPU-seconds sooner (small sweeps, tests); a crash in a task ends "
+                                "starts about 1.5 s sooner (small sweeps, tests); a crash in a task ends "
                                 "the run.")
 _store = click.option("--store", "store_path", type=STORE_PATH, default=None,
                       help="Zarr store to write, resume or extend (default: store/<sweep name>.zarr).")
