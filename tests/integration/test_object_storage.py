@@ -29,8 +29,8 @@ from rmtsweep.testing import assert_stores_equal
 from tests.helpers import BASE, MEDIUM, build_store
 
 s3fs = pytest.importorskip("s3fs")
-pytestmark = pytest.mark.usefixtures("in_process_runs")     # runs of the store, not of worker processes
 moto_server = pytest.importorskip("moto.server")
+pytestmark = pytest.mark.usefixtures("in_process_runs")     # runs of the store, not of worker processes
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
