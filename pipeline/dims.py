@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-__all__ = ["ALL_AXES", "AXES", "CELL_DIMS", "D", "REPLICATE_DIMS", "SNR_DIMS", "StoreDims", "TASK_DIMS", "TIDY_ORDER",
-           "has_d_axis", "store_dims"]
+__all__ = ["ALL_AXES", "AXES", "CELL_DIMS", "D", "NULL_DIMS", "REPLICATE_DIMS", "SNR_DIMS", "StoreDims", "TASK_DIMS",
+           "TIDY_ORDER", "has_d_axis", "store_dims"]
 
 D = "d"
 """The embedding dimension's axis (present only when the sweep gives ``grid.d``)."""
@@ -37,7 +37,10 @@ REPLICATE_DIMS = CELL_DIMS + ("replicate",)
 SNR_DIMS = REPLICATE_DIMS + ("snr",)
 """Dims of a per-replicate, per-SNR variable (``accuracy``; ``eigenvalues`` adds ``k``)."""
 
-TIDY_ORDER = (D, "delta", "gamma", "T", "weights", "replicate", "snr", "k", "bin")
+NULL_DIMS = ("count_draw", "pool_draw", "null_candidate")
+"""Dims of the detection nulls the store keeps (draws of the token counts or of the pooling matrix, candidates)."""
+
+TIDY_ORDER = (D, "delta", "gamma", "T", "weights", "replicate", "snr", "k", "bin", *NULL_DIMS)
 """Column order of tidy tables (CSV export); ``d`` only where it is an axis."""
 
 

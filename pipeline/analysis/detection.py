@@ -5,8 +5,11 @@ tested eigenvalue exceeds the ``1 - alpha`` quantile of the predicted null distr
 ``lambda_1`` at the store's size (:mod:`rmtsweep.theory.null_law`, docs/theory.md §6.4): the cubic
 bulk's ``kappa (lambda_+ + sigma_d q_{1-alpha})`` (Tracy-Widom), and where ``theory_law = 1`` the
 realised-count null the store keeps (``finite_size_null_location`` / ``_scale``, made with its
-theory). A store without those arrays at such cells (over the finite-size budget, or older) gets the
-cubic's threshold there, and :func:`threshold`'s ``uncalibrated_cells`` attr counts them.
+theory), and at cells of fixed weights over ``T >= 2`` positions the null over the realised pooling
+matrix (``pooled_null_location`` / ``_scale``). A store without the realised-count null at ``theory_law = 1``
+cells (over the finite-size budget, or older) gets the cubic's threshold there, and :func:`threshold`'s
+``uncalibrated_cells`` attr counts them; ``T >= 2`` cells without a pooled null (attention, over its
+budget, older stores) get the cubic's, as the limit theory does.
 
 **The margin rule** (``margin_factor = f``): the tested eigenvalue exceeds ``kappa lambda_+ (1 + f
 d^(-2/3))``; its false-alarm rate is whatever the cell's null gives (docs/theory.md §3.7).
@@ -58,8 +61,9 @@ class Detection:
         """One line for attrs and summaries."""
         if self.false_alarm is not None:
             return (f"detected iff eigenvalue > the {1 - self.false_alarm:g} quantile of the predicted null "
-                    f"lambda_1 at the store's size (false-alarm level {self.false_alarm:g}: Tracy-Widom at the "
-                    f"cubic's edge; the realised-count null where theory_law = 1)")
+                    f"lambda_1 at the store's size (false-alarm level {self.false_alarm:g}: the realised-count "
+                    f"null where theory_law = 1, the realised pooling null for fixed weights over T >= 2 "
+                    f"positions where the store has it, else Tracy-Widom at the cubic's edge)")
         return (f"detected iff eigenvalue > kappa lambda_+ + {self.margin_factor:g} kappa lambda_+ d^(-2/3) "
                 f"(the margin rule; its false-alarm rate is not fixed)")
 
@@ -90,11 +94,12 @@ def detection_margin(edge: xr.DataArray, d: xr.DataArray | int, margin_factor: f
     return margin_factor * edge * d ** (-2.0 / 3.0)
 
 
-def _count_quantiles(ds: xr.Dataset, alpha: float) -> xr.DataArray:
-    """The ``1 - alpha`` quantile of the store's realised-count null, per ``([d,] delta, gamma)`` (units of kappa; lazy
-    where the store is)."""
-    return xr.apply_ufunc(lambda lo, sc: mixture_quantile(1.0 - alpha, lo, sc), ds["finite_size_null_location"],
-                          ds["finite_size_null_scale"], input_core_dims=[["count_draw", "null_candidate"]] * 2,
+def _null_quantiles(ds: xr.Dataset, alpha: float, name: str = "finite_size_null", draw: str = "count_draw"
+                    ) -> xr.DataArray:
+    """The ``1 - alpha`` quantile of a null the store keeps (units of kappa; lazy where the store is): the
+    realised-count null per ``([d,] delta, gamma)``, or the pooled null (``pooled_null``, ``pool_draw``) per cell."""
+    return xr.apply_ufunc(lambda lo, sc: mixture_quantile(1.0 - alpha, lo, sc), ds[f"{name}_location"],
+                          ds[f"{name}_scale"], input_core_dims=[[draw, "null_candidate"]] * 2,
                           vectorize=True, dask="parallelized", output_dtypes=[float],
                           dask_gufunc_kwargs={"allow_rechunk": True})
 
@@ -103,7 +108,8 @@ def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection, lazy: bool
     """The detection threshold per cell, in the absolute units of the eigenvalues of ``S`` (module docstring).
 
     Lazy where the store's arrays are. Unless ``lazy``, its ``uncalibrated_cells`` attr counts the
-    ``theory_law = 1`` cells that got the cubic's threshold (no realised-count null in the store).
+    ``theory_law = 1`` cells that got the cubic's threshold (no realised-count null in the store); cells of
+    ``T >= 2`` without a pooled null get the cubic's as before and are not counted.
     """
     edge = ds["theory_edge"]
     if rule.margin_factor is not None:
@@ -115,12 +121,15 @@ def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection, lazy: bool
     lam = xr.apply_ufunc(bulk_edge, delta, gamma)
     cubic = edge * xr.apply_ufunc(tw_threshold, rule.false_alarm, delta, gamma, d) / lam
     out, uncalibrated = cubic, 0
+    if "pooled_null_location" in ds:
+        kappa = ds["theory_kappa"] if "theory_kappa" in ds else edge / lam
+        out = (kappa * _null_quantiles(ds, rule.false_alarm, "pooled_null", "pool_draw")).fillna(cubic)
     if "theory_law" in ds:
         exact = ds["theory_law"] == EXACT
         if "finite_size_null_location" in ds:
             kappa = ds["theory_kappa"] if "theory_kappa" in ds else edge / lam
-            quantile = _count_quantiles(ds, rule.false_alarm)
-            out = xr.where(exact, kappa * quantile, cubic).fillna(cubic)
+            quantile = _null_quantiles(ds, rule.false_alarm)
+            out = xr.where(exact, kappa * quantile, out).fillna(out)
             missing = exact & xr.where(exact, quantile, 0.0).isnull()
         else:
             missing = exact

@@ -2,8 +2,9 @@
 
 CSV is *tidy*: one row per point of the union of the chosen variables' dimensions, one column per
 dimension and per variable (variables with fewer dimensions are repeated along the others). By
-default every variable without the ``bin`` dimension is written (the spectrum histogram would
-multiply the row count by its bins; ask for it with ``variables=["spectrum"]``). netCDF keeps the
+default every variable without the ``bin`` dimension or a detection null's dimensions is written (the
+spectrum histogram would multiply the row count by its bins, ``finite_size_null_*`` and ``pooled_null_*``
+by their draws and candidates; ask for them with ``variables=["spectrum"]``). netCDF keeps the
 dataset as it is (netCDF3 through scipy, so no extra library is needed): booleans become int8,
 string coordinates fixed-width characters, and it reads back with ``xr.open_dataset``.
 
@@ -23,7 +24,7 @@ from typing import Callable, get_args
 import numpy as np
 import xarray as xr
 
-from ..dims import TIDY_ORDER
+from ..dims import NULL_DIMS, TIDY_ORDER
 from ..errors import SelectionError
 from ..types import ExportFormat
 from .compare import open_source
@@ -45,7 +46,7 @@ def select(ds: xr.Dataset, variables: list[str] | None, fmt: ExportFormat) -> xr
         flags = [v for v in ("done", "run") if v in ds.data_vars and v not in variables]
         ds = ds[list(variables) + (flags if any("replicate" in ds[v].dims for v in variables) else [])]
     elif fmt == "csv":
-        ds = ds[[v for v in ds.data_vars if "bin" not in ds[v].dims]]
+        ds = ds[[v for v in ds.data_vars if not {"bin", *NULL_DIMS} & set(ds[v].dims)]]
     ds = ds.copy()
     for name in list(ds.coords):
         if ds[name].dtype.kind in "OT":

@@ -6,6 +6,11 @@ depend on how often the most repeated tokens were drawn. :func:`rmtsweep.theory.
 averages the deterministic equivalent over seeded count draws at the sweep's ``V``, ``N`` (docs/theory.md
 §6.1). This module puts it on the grid once, when the store's theory is made (``finite_size_*``, read by
 the comparison): a seeded Monte Carlo of about 0.5 s per ``(d, delta, gamma)`` point.
+
+Elsewhere (fixed weights over ``T >= 2`` positions) the bulk is the cubic's in the limit, but at the store's
+size few pooled tokens leave the null top eigenvalue above its Tracy-Widom law. :func:`pooled_null_arrays`
+keeps, per such cell, the null over seeded draws of the realised pooling matrix
+(:func:`rmtsweep.theory.null_law.pooled_null`) for the detection threshold.
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ import xarray as xr
 
 from ..dims import D
 from ..spec import Sweep
-from .null_law import CANDIDATES, count_null
+from .null_law import CANDIDATES, POOLED_DRAWS, count_null, pooled_null
 from .token_counts import realised_count_spikes
 
-__all__ = ["BUDGET", "DRAWS", "finite_size_arrays"]
+__all__ = ["BUDGET", "DRAWS", "POOLED_BUDGET", "finite_size_arrays", "pooled_null_arrays"]
 
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
 BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
 ABS = "same units as the eigenvalues of S"
+POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N) + POOLED_CELL: ~10 s; beyond, the cubic
+POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
 
 
 def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> dict[str, xr.DataArray]:
@@ -92,4 +99,49 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> 
         out[f"finite_size_null_{name}"] = arr.assign_attrs(
             long_name=f"{what} of the null top-eigenvalue candidates of S/kappa over realised token counts "
                       f"({DRAWS} seeded draws; candidate 0 the bulk edge, then spikes; NaN: absent)", units="1")
+    return out
+
+
+def pooled_null_arrays(sweep: Sweep, law: xr.DataArray) -> dict[str, xr.DataArray]:
+    """``pooled_null_location`` / ``_scale``: the null's candidates at cells of fixed weights over ``T >= 2`` positions.
+
+    Dims ``([d,] delta, gamma, T, weights, pool_draw, null_candidate)`` (units of kappa; candidate 0 the bulk
+    edge with its Tracy-Widom scale, then spikes, NaN where absent); all NaN at the cells with ``theory_law
+    = 1`` (they have ``finite_size_null_*``), with weights computed from the data (finite-d attention: ``D``
+    is not independent of the table) or ``T = 1``. Empty when no cell qualifies or when the eigenvalue work
+    would exceed :data:`POOLED_BUDGET` (the detection then uses the cubic's Tracy-Widom threshold there).
+    """
+    g = sweep.grid
+    d_values = np.asarray(sweep.d_values, np.int64)
+    delta, gamma = np.asarray(g.delta, float), np.asarray(g.gamma, float)
+    cells = [(a, b, scheme.weights(sweep.correlation.matrix(int(T))))
+             for a, T in enumerate(g.T) for b, scheme in enumerate(g.weights)
+             if int(T) >= 2 and not scheme.data_dependent and int(law.values[a, b]) != 1]
+    # the Gram matrices' eigenvalues, the dense N x V matrices, and what each cell costs at any size
+    work = len(cells) * sum(POOLED_DRAWS * (min(V, N) ** 3 + 100 * V * N) + POOLED_CELL
+                            for d in d_values for dl in delta for gm in gamma
+                            for V, N in [(round(d / dl), round(d / gm))])
+    if not cells or work > POOLED_BUDGET:
+        return {}
+    shape = (d_values.size, delta.size, gamma.size, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES)
+    null = {k: np.full(shape, np.nan) for k in ("location", "scale")}
+    for i, dd in enumerate(d_values):
+        for j, dl in enumerate(delta):
+            for k, gm in enumerate(gamma):
+                for a, b, w in cells:
+                    try:
+                        pn = pooled_null(w, sweep.correlation, dl, gm, int(dd))
+                    except ValueError:            # a tiny V, N: no main gap in some draw
+                        continue
+                    null["location"][i, j, k, a, b], null["scale"][i, j, k, a, b] = pn.location, pn.scale
+    coords = {D: d_values, "delta": delta, "gamma": gamma, "T": law["T"].values, "weights": law["weights"].values}
+    out = {}
+    for name, what in (("location", "location"), ("scale", "scale (Tracy-Widom for the edge, Gaussian sd for a spike)")):
+        arr = xr.DataArray(null[name], dims=(*coords, "pool_draw", "null_candidate"), coords=coords)
+        if not sweep.d_axis:
+            arr = arr.isel({D: 0}, drop=True)
+        out[f"pooled_null_{name}"] = arr.assign_attrs(
+            long_name=f"{what} of the null top-eigenvalue candidates of S/kappa over the realised pooling matrix "
+                      f"({POOLED_DRAWS} seeded draws; fixed weights, T >= 2; candidate 0 the bulk edge; NaN: absent)",
+            units="1")
     return out

@@ -1,7 +1,7 @@
 """The null distribution of the top eigenvalue at a store's size, and its upper quantiles (docs/theory.md §6.4).
 
 A detection at false-alarm level ``alpha`` declares an outlier when ``lambda_1 / kappa`` exceeds the
-``1 - alpha`` quantile of its distribution without signal. Two nulls, by the cell's law
+``1 - alpha`` quantile of its distribution without signal. Three nulls, by the cell's law and weights
 (``theory_law``):
 
 **The cubic bulk** (``theory_law = 0``): ``lambda_1 / kappa = lambda_+ + sigma_d TW_1``
@@ -24,6 +24,11 @@ given the counts, ``P(lambda_1 <= x | counts) = F_1((x - l_e) / sigma) prod_c Ph
 the null law is its average over seeded draws of the counts (:func:`count_null`), and
 :func:`mixture_quantile` inverts it.
 
+**Fixed weights over ``T >= 2`` positions** (derived here): given the sequences, ``S / kappa`` is
+``(1/V) Z^T D Z`` with ``D`` the realised pooling matrix's ``(V / (N kappa)) A^T A``, independent of ``Z``,
+so the same construction applies to ``D``'s eigenvalues (:func:`pooled_null`, averaged over seeded draws
+of the tokens and signs).
+
 Everything here is in units of ``kappa`` (eigenvalues of ``S / kappa``).
 """
 
@@ -35,7 +40,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.special import ndtr
+from threadpoolctl import threadpool_limits
 
+from ..model.correlation import Correlation, draw_signs
+from ..model.replicate import CellModel, draw_tokens, token_weight_matrix
 from ._common import broadcast
 from .bulk import edge
 from .finite_d import tw_scale
@@ -44,8 +52,8 @@ from .token_counts import _seed_words
 from .token_law import empirical_law
 from .tracy_widom import tw_cdf, tw_quantile
 
-__all__ = ["CANDIDATES", "CountNull", "count_null", "count_null_draw", "mixture_cdf", "mixture_quantile",
-           "population_null_draw", "tw_threshold"]
+__all__ = ["CANDIDATES", "POOLED_DRAWS", "POOLED_TAIL", "CountNull", "count_null", "count_null_draw", "mixture_cdf",
+           "mixture_quantile", "pooled_null", "pooling_eigenvalues", "population_null_draw", "tw_threshold"]
 
 Float = NDArray[np.float64]
 
@@ -106,7 +114,7 @@ def count_null_draw(counts: np.ndarray, V: int, N: int, delta: float, d: int) ->
     return population_null_draw(V * np.asarray(counts, float) / N, delta, d)
 
 
-def population_null_draw(p: ArrayLike, delta: float, d: int) -> tuple[Float, Float]:
+def population_null_draw(p: ArrayLike, delta: float, d: int, tail: float = 0.5) -> tuple[Float, Float]:
     """Locations and scales of the null candidates of ``S / kappa = (1/V) Z^T D Z`` given ``D``'s eigenvalues ``p``.
 
     ``Z`` (``V x d``) has independent standard normal entries and ``D`` is independent of it, so ``Z``
@@ -115,15 +123,16 @@ def population_null_draw(p: ArrayLike, delta: float, d: int) -> tuple[Float, Flo
     :func:`.finite_t.edge_point`); every ``p`` whose atom lies above it (its pole ``1 / (delta p)``
     below the component's ``G_e``) is a spike of that bulk, the :data:`CANDIDATES` highest kept. At
     ``T = 1`` the ``p`` are the scaled token counts (:func:`count_null_draw`); for longer sequences
-    they are the eigenvalues of the realised pooling matrix's ``(V / (N kappa)) A^T A`` (docs/theory.md §7,
-    problem 1, where this is measured against simulation).
+    they are the eigenvalues of the realised pooling matrix's ``(V / (N kappa)) A^T A`` (:func:`pooled_null`).
+    ``tail`` (a fraction of the ``d`` eigenvalues) bounds the search: the bulk is the component below the
+    lowest gap with at most that mass above it (0.5: the component that holds the median).
     """
     p = np.asarray(p, float)
     with np.errstate(divide="ignore"):
         pole = 1.0 / (delta * p)
-    g_all, _ = edge_point(empirical_law(p), delta)
+    g_all, _ = edge_point(empirical_law(p), delta, tail=tail)
     nu = empirical_law(p[pole >= g_all])
-    g_edge, top = edge_point(nu, delta)
+    g_edge, top = edge_point(nu, delta, tail=tail)
     loc, scale = np.full(1 + CANDIDATES, np.nan), np.full(1 + CANDIDATES, np.nan)
     loc[0], scale[0] = top, (np.sqrt(2.0 / _second_derivative(g_edge, nu, delta)) * d) ** (-2.0 / 3.0)
     G = np.sort(pole[pole < g_all])[:CANDIDATES]
@@ -144,6 +153,53 @@ def count_null(delta: float, gamma: float, d: int, *, draws: int = 64, seed: int
     rng = np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma), int(d), 1]))
     out = [count_null_draw(np.bincount(rng.integers(V, size=N), minlength=V), V, N, delta, int(d))
            for _ in range(draws)]
+    return CountNull(np.array([o[0] for o in out]), np.array([o[1] for o in out]))
+
+
+POOLED_DRAWS = 8
+"""Draws of the pooling matrix per cell of :func:`pooled_null` (measured with 8, docs/theory.md §6.4)."""
+
+POOLED_TAIL = 16
+"""Eigenvalues from the top within which :func:`pooled_null` looks for a gap of the support: on 36 cells at
+d = 100-200 its null was the same whether the search stopped 1, 2, 4, 8 or 16 eigenvalues from the top or
+went down to the median (docs/theory.md §6.4); the bound keeps a cell cheap."""
+
+
+def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
+    """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` for one draw of the cell's signs and tokens.
+
+    ``A`` (``N x V``) holds each sequence's pooling weights on its tokens (:func:`.token_weight_matrix`),
+    centred within each class as the class-centred table is; the table's noise ``Z`` is independent of it.
+    """
+    xi, _ = draw_signs(model.correlation, model.T, model.N, rng)
+    A = token_weight_matrix(draw_tokens(model, xi, rng), model.w, model.V).toarray()
+    n_pos = model.n_pos
+    A[:, :n_pos] -= A[:, :n_pos].mean(1, keepdims=True)
+    A[:, n_pos:] -= A[:, n_pos:].mean(1, keepdims=True)
+    gram = A @ A.T if model.N <= model.V else A.T @ A
+    ev = np.clip(np.linalg.eigvalsh(gram), 0.0, None) * model.V / (model.N * float(model.w @ model.w))
+    return np.concatenate([ev, np.zeros(model.V - ev.size)])
+
+
+def pooled_null(w: ArrayLike, correlation: Correlation, delta: float, gamma: float, d: int, *,
+                draws: int = POOLED_DRAWS, seed: int = 0) -> CountNull:
+    """The null of ``lambda_1 / kappa`` for fixed weights ``w`` (``T >= 2``) over ``draws`` seeded pooling matrices.
+
+    Without signal ``S / kappa = (1/V) Z^T D Z`` (class-centred table), so given the realised ``D`` only its
+    eigenvalues matter (:func:`pooling_eigenvalues`), and :func:`population_null_draw` gives the candidates
+    of each draw: the main bulk's edge of the deterministic equivalent over them, with its own Tracy-Widom
+    scale (their law has no ties, and its support had no gap within :data:`POOLED_TAIL` eigenvalues of the top
+    in any cell measured, so in practice this is the top of the support, without spikes). Seeded by ``seed``
+    and the values of ``w``, ``delta``, ``gamma``, ``d``. Measured against simulation in docs/theory.md §6.4.
+    """
+    w = np.asarray(w, float)
+    V, N = round(d / delta), round(d / gamma)
+    model = CellModel(d=int(d), V=V, N=N, T=w.size, w=w, correlation=correlation, centering="class", top_k=1)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma, *w), int(d), 2]))
+    # one BLAS thread (beside busy workers, threads only contend); the gap search meets poles exactly
+    with threadpool_limits(limits=1), np.errstate(divide="ignore", invalid="ignore"):
+        out = [population_null_draw(pooling_eigenvalues(model, rng), delta, int(d), tail=min(0.5, POOLED_TAIL / d))
+               for _ in range(draws)]
     return CountNull(np.array([o[0] for o in out]), np.array([o[1] for o in out]))
 
 

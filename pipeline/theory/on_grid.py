@@ -32,7 +32,7 @@ from . import finite_t
 from .bulk import edge as bulk_edge, histogram as bulk_histogram
 from .cell_law import ONE_TOKEN_BUDGET, one_position, one_token_spikes, transition_snr
 from .finite_d import pooled_sign_excess_kurtosis
-from .finite_size import finite_size_arrays
+from .finite_size import finite_size_arrays, pooled_null_arrays
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset", "weight_scalars"]
 
@@ -246,7 +246,9 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path) -> xr.Dataset:
         paper's formulas as stated), with units and long names. ``theory_pooled_kurtosis`` feeds the
         finite-d detection rate; ``finite_size_*`` (a seeded Monte Carlo over token counts, at the
         sweep's own ``d``: a ``d`` dimension only where ``d`` is a grid axis) exist where
-        ``theory_law = 1``. Every other array is a large-dimension limit, without ``d``.
+        ``theory_law = 1``, and ``pooled_null_*`` (the detection null over seeded draws of the pooling
+        matrix, also at the sweep's ``d``) at fixed weights over ``T >= 2`` positions. Every other array
+        is a large-dimension limit, without ``d``.
     """
     if isinstance(sweep, SweepFile):
         sweep = sweep.sweep
@@ -287,6 +289,7 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path) -> xr.Dataset:
     if centering == "class":
         ds = one_token_spikes(ds, sweep)
         ds = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"]))
+        ds = ds.assign(pooled_null_arrays(sweep, ds["theory_law"]))
     return ds.transpose(*[d for d in ALL_AXES if d in ds.dims], ...)
 
 

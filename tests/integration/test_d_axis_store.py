@@ -144,16 +144,14 @@ def test_resume_after_an_interruption(client, write_sweep, tmp_path, monkeypatch
 
 
 def test_compare_takes_the_threshold_at_each_d(axis_store):
-    """Both detection rules are taken at each d: the margin ~ d^(-2/3), the level's Tracy-Widom excess too."""
-    from rmtsweep.theory.bulk import edge as bulk_edge
-    from rmtsweep.theory.finite_d import tw_scale
-    from rmtsweep.theory.tracy_widom import tw_quantile
+    """Both detection rules are taken at each d: the margin ~ d^(-2/3); at the level, the 0.95 quantile of the
+    null over the realised pooling matrix at that d (fixed weights, T = 4), recomputed from the theory module."""
+    from rmtsweep.theory.null_law import mixture_quantile, pooled_null
 
     ds = open_store(axis_store)
     edge = ds["theory_edge"].load()
-    lam = xr.DataArray(bulk_edge(ds["delta"].values[:, None], ds["gamma"].values[None, :]), dims=("delta", "gamma"),
-                       coords={"delta": ds["delta"], "gamma": ds["gamma"]})
-    q = float(tw_quantile(0.95))
+    sweep = parse_sweep(copy.deepcopy(AXIS))
+    R = sweep.correlation.matrix(4)
     for rule in ({"margin_factor": MARGIN_FACTOR}, {}):
         cmp = compare(axis_store, **rule)
         limit = cmp["detection_threshold"]
@@ -162,9 +160,13 @@ def test_compare_takes_the_threshold_at_each_d(axis_store):
             if rule:
                 expected = edge + detection_margin(edge, d)
             else:
-                sigma = xr.DataArray(tw_scale(ds["delta"].values[:, None], ds["gamma"].values[None, :], d),
-                                     dims=("delta", "gamma"), coords=lam.coords)
-                expected = edge * (1 + sigma * q / lam)
+                expected = xr.zeros_like(edge)
+                for delta in ds["delta"].values:
+                    for gamma in ds["gamma"].values:
+                        for b, scheme in enumerate(sweep.grid.weights):
+                            null = pooled_null(w := scheme.weights(R), sweep.correlation, delta, gamma, d)
+                            at_cell = dict(delta=delta, gamma=gamma, T=4, weights=ds["weights"].values[b])
+                            expected.loc[at_cell] = float(w @ w) * mixture_quantile(0.95, null.location, null.scale)
             at = limit.sel(d=d)
             assert np.allclose(at, expected.transpose(*at.dims), rtol=1e-9)
             lam1 = ds["eigenvalues"].sel(d=d, k=1).load()
@@ -174,8 +176,9 @@ def test_compare_takes_the_threshold_at_each_d(axis_store):
             at_d = theory_detection_rate(ds, d, rule_obj)                        # the finite-d theory at this one d
             got = cmp["theory_detection_rate"].sel(d=d)
             assert np.array_equal(got, at_d.transpose(*got.dims))
-        excess = limit - edge
-        assert np.allclose(excess.sel(d=8) / excess.sel(d=16), 2 ** (2 / 3))   # both ~ d^(-2/3)
+        if rule:
+            excess = limit - edge
+            assert np.allclose(excess.sel(d=8) / excess.sel(d=16), 2 ** (2 / 3))   # the margin ~ d^(-2/3)
         assert not np.allclose(cmp["theory_detection_rate"].sel(d=8), cmp["theory_detection_rate"].sel(d=16))
     null = theory_detection_rate(ds, 16, detection_rule()).sel(snr=0.0)
     assert np.allclose(null.where(ds["theory_rho"].sel(snr=0.0) == 0), 0.05, equal_nan=True)   # the level at rho = 0

@@ -50,7 +50,8 @@ def test_compare_runs_no_monte_carlo(store, monkeypatch):
 
 def test_one_token_cells_detect_above_the_realised_count_null(store):
     """At T = 1 the threshold is the 0.95 quantile of the realised-count null at the store's size (kept with
-    its theory), not the cubic's: recomputed here from the theory module at the store's d, delta, gamma."""
+    its theory), not the cubic's; at T = 4 that of the realised pooling null for fixed weights: both recomputed
+    here from the theory module at the store's d, delta, gamma."""
     from rmtsweep.theory.finite_size import DRAWS
     from rmtsweep.theory.null_law import count_null, mixture_quantile, tw_threshold
 
@@ -64,6 +65,14 @@ def test_one_token_cells_detect_above_the_realised_count_null(store):
     assert np.allclose(got, expected, rtol=1e-9)
     cubic = float(tw_threshold(0.05, delta, gamma, d))
     assert abs(expected - cubic) > 0.1                                   # a different test from the cubic's
-    at_t4 = cmp["detection_threshold"].sel(T=4, weights="mean").squeeze()
+    # T = 4: mean weights get the null over the realised pooling matrix, attention (D not independent of
+    # the table) keeps the cubic's
+    from rmtsweep.model.correlation import IID
+    from rmtsweep.theory.null_law import pooled_null
+    pooled = pooled_null(np.full(4, 0.25), IID(), delta, gamma, d)
     kappa = float(ds["theory_kappa"].sel(T=4, weights="mean"))
-    assert float(at_t4) == pytest.approx(kappa * cubic, rel=1e-9)        # T = 4 keeps the cubic's
+    at_t4 = cmp["detection_threshold"].sel(T=4).squeeze()
+    assert float(at_t4.sel(weights="mean")) == pytest.approx(
+        kappa * mixture_quantile(0.95, pooled.location, pooled.scale), rel=1e-9)
+    attention = at_t4.isel(weights=1)
+    assert float(attention) == pytest.approx(float(ds["theory_kappa"].sel(T=4).isel(weights=1)) * cubic, rel=1e-9)

@@ -42,7 +42,8 @@ def test_same_store_from_one_and_two_workers(stores):
 def test_store_layout(stores):
     _, one, *_ = stores
     ds = open_store(one)
-    assert dict(ds.sizes) == {"delta": 2, "gamma": 1, "snr": 2, "T": 1, "weights": 2, "replicate": 4, "k": 2}
+    assert dict(ds.sizes) == {"delta": 2, "gamma": 1, "snr": 2, "T": 1, "weights": 2, "replicate": 4, "k": 2,
+                              "pool_draw": 8, "null_candidate": 9}      # the detection null of the T = 4 cells
     assert ds["eigenvalues"].dims == ("delta", "gamma", "T", "weights", "replicate", "snr", "k")
     for name in ("eigenvalues", "overlap", "alpha", "kappa", "done", "theory_rho", "theory_edge",
                  "theory_outlier", "theory_overlap", "theory_phase"):

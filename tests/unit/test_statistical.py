@@ -26,6 +26,7 @@ import functools
 import itertools
 import json
 from typing import Callable
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -40,7 +41,7 @@ from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import replicate_rng, tasks
 from rmtsweep.spec import parse_sweep, sizes
 from rmtsweep.testing import assert_mc_close, mean_and_se
-from rmtsweep.theory import bulk, finite_d
+from rmtsweep.theory import bulk, finite_d, on_grid
 from rmtsweep.theory.on_grid import theory_dataset
 
 pytestmark = pytest.mark.slow
@@ -68,7 +69,9 @@ def _simulate(definition: str) -> xr.Dataset:
         out = compute_task(task)
         for name, array in values.items():
             array[task.region] = out[name]
-    theory = theory_dataset(sweep)
+    # without the detection nulls over the pooling matrix: no test here detects, and they cost ~25 s at d = 400
+    with mock.patch.object(on_grid, "pooled_null_arrays", lambda sweep, law: {}):
+        theory = theory_dataset(sweep)
     dims = ("delta", "gamma", "T", "weights", "replicate", "snr", "k")
     coords = {**{d: theory[d].values for d in dims if d in theory.dims},
               "replicate": np.arange(sweep.replicates), "k": np.arange(sweep.top_k)}
@@ -334,7 +337,8 @@ def calibration_z_scores() -> dict[str, np.ndarray]:
                       grid={**grid, "snr": [1.0]})
         # the largest threshold of prefix(4)/mean is 2 up to rounding (1.9999999999999996 here): the slack keeps
         # ceil() from jumping a half step on a CPU whose last bit lands just above it
-        largest = float(theory_dataset(parse_sweep(data))["theory_snr_sample"].max())
+        with mock.patch.object(on_grid, "pooled_null_arrays", lambda sweep, law: {}):     # (as in _simulate)
+            largest = float(theory_dataset(parse_sweep(data))["theory_snr_sample"].max())
         snr = float(np.ceil(8 * largest * (1 - 1e-12)) / 2)
         ds = simulate({**data, "grid": {**grid, "snr": [snr]}})
         for point in itertools.product(ds.delta.values, ds.gamma.values, ds.T.values):
