@@ -28,7 +28,7 @@ __all__ = ["BUDGET", "DRAWS", "POOLED_BUDGET", "finite_size_arrays", "pooled_nul
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
 BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
 ABS = "same units as the eigenvalues of S"
-POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N) + POOLED_CELL: ~10 s; beyond, the cubic
+POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N) + POOLED_CELL: ~10-20 s; beyond, the cubic
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
 
 
