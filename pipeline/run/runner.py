@@ -72,10 +72,13 @@ def git_revision() -> str | None:
     return out.stdout.strip()
 
 
-def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int]) -> Template:
-    """The store template of ``sweep_file`` with tasks of ``blocking``: coordinates, theory, provenance."""
+def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
+                  notes: Callable[[str], None] | None = None) -> Template:
+    """The store template of ``sweep_file`` with tasks of ``blocking``: coordinates, theory, provenance
+    (``notes``: where a line goes before a theory computation of several seconds)."""
     sweep = sweep_file.sweep
-    return template(sweep, theory_dataset(sweep), provenance(sweep_file, package_version(), git_revision()), blocking)
+    return template(sweep, theory_dataset(sweep, notes), provenance(sweep_file, package_version(), git_revision()),
+                    blocking)
 
 
 def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
@@ -178,7 +181,7 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
     info = run_info(sweep_file)
     threads = max(expected_threads, sum(client.nthreads().values()))
     new = choose_blocking(sweep, task_target(threads)).as_tuple()       # used only if the store is new
-    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) if share is None \
+    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note), info, new) if share is None \
         else store.join(sweep_file, share, info)
     with opened as run:
         blocking = Blocking(*run.blocking)

@@ -15,6 +15,8 @@ keeps, per such cell, the null over seeded draws of the realised pooling matrix
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import xarray as xr
 
@@ -28,8 +30,10 @@ __all__ = ["BUDGET", "DRAWS", "POOLED_BUDGET", "finite_size_arrays", "pooled_nul
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
 BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
 ABS = "same units as the eigenvalues of S"
-POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N) + POOLED_CELL: ~10-20 s; beyond, the cubic
+POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N) + POOLED_CELL: ~20 s; beyond, the cubic
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
+POOLED_SECONDS = 1e-10   # seconds per unit of that work on the 2-core development machine (one BLAS thread)
+POOLED_SAY = 3.0         # estimated seconds past which the nulls' computation is announced (``notes``)
 
 
 def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> dict[str, xr.DataArray]:
@@ -102,7 +106,8 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> 
     return out
 
 
-def pooled_null_arrays(sweep: Sweep, law: xr.DataArray) -> dict[str, xr.DataArray]:
+def pooled_null_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] | None = None
+                       ) -> dict[str, xr.DataArray]:
     """``pooled_null_location`` / ``_scale``: the null's candidates at cells of fixed weights over ``T >= 2`` positions.
 
     Dims ``([d,] delta, gamma, T, weights, pool_draw, null_candidate)`` (units of kappa; candidate 0 the bulk
@@ -110,6 +115,7 @@ def pooled_null_arrays(sweep: Sweep, law: xr.DataArray) -> dict[str, xr.DataArra
     = 1`` (they have ``finite_size_null_*``), with weights computed from the data (finite-d attention: ``D``
     is not independent of the table) or ``T = 1``. Empty when no cell qualifies or when the eigenvalue work
     would exceed :data:`POOLED_BUDGET` (the detection then uses the cubic's Tracy-Widom threshold there).
+    ``notes`` gets one line first when the work is expected to take more than :data:`POOLED_SAY` seconds.
     """
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
@@ -123,6 +129,9 @@ def pooled_null_arrays(sweep: Sweep, law: xr.DataArray) -> dict[str, xr.DataArra
                             for V, N in [(round(d / dl), round(d / gm))])
     if not cells or work > POOLED_BUDGET:
         return {}
+    if notes is not None and work * POOLED_SECONDS > POOLED_SAY:
+        notes(f"{sweep.name}: computing the detection nulls of {len(cells) * d_values.size * delta.size * gamma.size} "
+              f"cells over T >= 2 positions (about {work * POOLED_SECONDS:.0f} s, once per store)")
     shape = (d_values.size, delta.size, gamma.size, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES)
     null = {k: np.full(shape, np.nan) for k in ("location", "scale")}
     for i, dd in enumerate(d_values):

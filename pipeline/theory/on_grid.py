@@ -19,7 +19,7 @@ they are off on an uncentred table (for ``class`` they equal ``theory_*``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import xarray as xr
@@ -228,7 +228,7 @@ def _uncentred(snr, ws: xr.Dataset, delta, gamma) -> dict[str, xr.DataArray]:
     return out
 
 
-def theory_dataset(sweep: Sweep | SweepFile | str | Path) -> xr.Dataset:
+def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str], None] | None = None) -> xr.Dataset:
     """Every theory array of the sweep's grid, computed once, when the store is created.
 
     ``sweep`` is a :class:`~rmtsweep.spec.Sweep`, what :func:`~rmtsweep.spec.load_sweep` returns, or a sweep
@@ -238,6 +238,8 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path) -> xr.Dataset:
     position) is chosen by :mod:`rmtsweep.theory.cell_law` and recorded in ``theory_law``; the
     analysis reads these arrays (or calls the same functions with the same ``theory_law``) and
     recomputes no theory of its own.
+
+    ``notes`` gets a line before a computation expected to take several seconds (the detection nulls).
 
     Returns
     -------
@@ -289,7 +291,7 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path) -> xr.Dataset:
     if centering == "class":
         ds = one_token_spikes(ds, sweep)
         ds = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"]))
-        ds = ds.assign(pooled_null_arrays(sweep, ds["theory_law"]))
+        ds = ds.assign(pooled_null_arrays(sweep, ds["theory_law"], notes))
     return ds.transpose(*[d for d in ALL_AXES if d in ds.dims], ...)
 
 

@@ -140,3 +140,22 @@ def test_pooled_detection_holds_its_false_alarm_level_where_the_cubics_does_not(
     assert all(h <= alpha + 3 * se for h in hits), hits
     assert np.mean(hits) >= alpha / 3, hits
     assert all(c > alpha for c in cubic) and np.mean(cubic) - alpha > 3 * se / np.sqrt(3), cubic
+
+
+def test_a_long_computation_of_the_pooled_nulls_is_announced_once(monkeypatch):
+    """A store whose detection nulls take seconds says so before computing them (one line naming the sweep and
+    the number of cells); a small one says nothing."""
+    from rmtsweep.spec import parse_sweep
+    from rmtsweep.theory import finite_size
+    from rmtsweep.theory.on_grid import theory_dataset
+
+    data = {"name": "nulls", "d": 20, "replicates": 2, "seed": 1, "correlation": {"model": "iid"},
+            "table_centering": "class",
+            "grid": {"delta": [0.5], "gamma": [0.5, 1.0], "snr": [0.0], "T": [1, 4], "weights": ["mean"]}}
+    lines: list[str] = []
+    theory_dataset(parse_sweep(data), notes=lines.append)
+    assert lines == []                                              # about 10 ms of work: nothing to say
+    monkeypatch.setattr(finite_size, "POOLED_SAY", 0.0)
+    ds = theory_dataset(parse_sweep(data), notes=lines.append)
+    assert len(lines) == 1 and lines[0].startswith("nulls: computing the detection nulls of 2 cells"), lines
+    assert int(ds["pooled_null_location"].isel(pool_draw=0, null_candidate=0).notnull().sum()) == 2   # T = 4 only
