@@ -130,8 +130,9 @@ def pooled_null_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], N
     if not cells or work > POOLED_BUDGET:
         return {}
     if notes is not None and work * POOLED_SECONDS > POOLED_SAY:
-        notes(f"{sweep.name}: computing the detection nulls of {len(cells) * d_values.size * delta.size * gamma.size} "
-              f"cells over T >= 2 positions (about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
+        n = len(cells) * d_values.size * delta.size * gamma.size
+        notes(f"{sweep.name}: computing the detection nulls of {n} cells over T >= 2 positions "
+              f"(about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
     shape = (d_values.size, delta.size, gamma.size, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES)
     null = {k: np.full(shape, np.nan) for k in ("location", "scale")}
     for i, dd in enumerate(d_values):
