@@ -101,9 +101,11 @@ def running_jobs() -> set[str]:
 
 
 def test_run_with_four_jobs_reaches_four_running_jobs(slurm, sweep_data, write_sweep, tmp_path):
-    """The in-flight window is sized for the adaptive maximum before any worker joins: --jobs 4 gets 4 jobs."""
-    sweep_data.update(d=60, replicates=8, replicates_per_task=1, cells_per_task=1)
-    sweep_data["grid"].update(delta=[0.5, 0.75, 1.0, 1.5], gamma=[0.5, 1.0], T=[4, 8])    # 16 points x 8 = 128 tasks
+    """The in-flight window is sized for the adaptive maximum before any worker joins: --jobs 4 gets 4 jobs.
+
+    384 tasks: with 128, a loaded machine once finished the sweep on the first job before the others ran."""
+    sweep_data.update(d=60, replicates=24, replicates_per_task=1, cells_per_task=1)
+    sweep_data["grid"].update(delta=[0.5, 0.75, 1.0, 1.5], gamma=[0.5, 1.0], T=[4, 8])    # 16 points x 24 = 384 tasks
     before = queued_jobs()
     proc = subprocess.Popen(
         [sys.executable, "-m", "rmtsweep.cli", "run", str(write_sweep(sweep_data)), "--store", str(tmp_path / "s.zarr"),
