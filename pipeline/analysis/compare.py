@@ -124,9 +124,10 @@ def bulk_distance(ds: xr.Dataset, done: xr.DataArray, law: str = "theory") -> xr
 
 
 def _finite_size(ds: xr.Dataset, out: dict[str, xr.DataArray], lazy: bool) -> dict[str, xr.DataArray]:
-    """The store's realised-count predictions at its size (``finite_size_*``, made with its theory) and their z."""
+    """The store's predictions at its size (``finite_size_*``, made with its theory: realised token counts at
+    ``T = 1``, the realised pooling matrix at fixed weights over ``T >= 2``) and their z."""
     names = [f"finite_size_{name}{suffix}" for name in ("lambda1", "overlap") for suffix in ("", "_se")]
-    if not all(name in ds for name in names):        # no theory_law = 1 cell, over budget, or an older store
+    if not all(name in ds for name in names):        # no such cell, over budget, or an older store
         return {}
     fs = {name: ds[name] if lazy else ds[name].load() for name in names}
     for name in ("lambda1", "overlap"):
@@ -344,7 +345,7 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
                          f"{int(close.where(held).sum())}/{int(held.sum())} cells")
     for name in ("lambda1", "overlap") if "finite_size_lambda1_z" in cmp else ():
         z = cmp[f"finite_size_{name}_z"]
-        lines.append(f"{name} at the store's size (finite_size_{name}, T = 1 cells): "
+        lines.append(f"{name} at the store's size (finite_size_{name}: T = 1 cells and fixed weights over T >= 2): "
                      f"{int((abs(z) <= 3).sum())}/{int(np.isfinite(z).sum())} cells within 3 standard errors")
     if "transition_snr_limit" in cmp:
         lim = cmp[["transition_snr_limit", "transition_snr_limit_sem", "transition_snr_limit_z"]].to_dataframe()

@@ -8,9 +8,11 @@ averages the deterministic equivalent over seeded count draws at the sweep's ``V
 the comparison): a seeded Monte Carlo of about 0.5 s per ``(d, delta, gamma)`` point.
 
 Elsewhere (fixed weights over ``T >= 2`` positions) the bulk is the cubic's in the limit, but at the store's
-size few pooled tokens leave the null top eigenvalue above its Tracy-Widom law. :func:`pooled_null_arrays`
-keeps, per such cell, the null over seeded draws of the realised pooling matrix
-(:func:`rmtsweep.theory.null_law.pooled_null`) for the detection threshold.
+size few pooled tokens leave the null top eigenvalue above its Tracy-Widom law and move the signal's outlier.
+:func:`pooled_arrays` keeps, per such cell and from the same seeded draws of the realised pooling matrix, the
+null for the detection threshold (:func:`rmtsweep.theory.null_law.pooled_null`) and ``lambda_1`` and the top
+alignment (:func:`rmtsweep.theory.pooled_spikes.pooled_spikes`), in the same ``finite_size_*`` variables as
+the ``T = 1`` cells'; ``finite_size_law`` says which construction each cell got.
 """
 
 from __future__ import annotations
@@ -22,18 +24,27 @@ import xarray as xr
 
 from ..dims import D
 from ..spec import Sweep
-from .null_law import CANDIDATES, POOLED_DRAWS, count_null, pooled_null
+from .null_law import CANDIDATES, POOLED_DRAWS, count_null
+from .pooled_spikes import LANCZOS_STEPS, pooled_spikes
 from .token_counts import realised_count_spikes
 
-__all__ = ["BUDGET", "DRAWS", "POOLED_BUDGET", "finite_size_arrays", "pooled_null_arrays"]
+__all__ = ["BUDGET", "COUNTS", "DRAWS", "NONE", "POOLED_BUDGET", "POOLING", "finite_size_arrays", "finite_size_law",
+           "pooled_arrays"]
 
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
 BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
 ABS = "same units as the eigenvalues of S"
-POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N) + POOLED_CELL: ~20 s; beyond, the cubic
+POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N + Lanczos) + POOLED_CELL: ~20 s; beyond, the cubic
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
 POOLED_SECONDS = 1e-10   # seconds per unit of that work on the 2-core development machine (one BLAS thread)
 POOLED_SAY = 3.0         # estimated seconds past which the nulls' computation is announced (``notes``)
+NONE, COUNTS, POOLING = 0, 1, 2   # finite_size_law: no finite-size prediction, realised token counts, realised pooling
+
+
+def _long_name(what: str) -> str:
+    return (f"finite-size prediction of the {what} at the store's d: over realised token counts where theory_law = 1 "
+            f"({DRAWS} seeded draws), over the realised pooling matrix at fixed weights over T >= 2 positions "
+            f"({POOLED_DRAWS} seeded draws); see finite_size_law")
 
 
 def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> dict[str, xr.DataArray]:
@@ -90,9 +101,7 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> 
             if not sweep.d_axis:
                 arr = arr.isel({D: 0}, drop=True)
             arr = (arr * scale).where(exact)
-            long = (f"finite-size prediction of the {what} at the store's d over realised token counts ({DRAWS} "
-                    "seeded draws; theory_law = 1 cells only)") if not suffix else \
-                f"Monte Carlo standard error of finite_size_{name}"
+            long = _long_name(what) if not suffix else f"Monte Carlo standard error of finite_size_{name}"
             units = ABS if name == "lambda1" else "1"
             out[f"finite_size_{name}{suffix}"] = arr.assign_attrs(long_name=long, units=units)
     for name, what in (("location", "location"), ("scale", "scale (Tracy-Widom for the edge, Gaussian sd for a spike)")):
@@ -106,52 +115,87 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> 
     return out
 
 
-def pooled_null_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] | None = None
-                       ) -> dict[str, xr.DataArray]:
-    """``pooled_null_location`` / ``_scale``: the null's candidates at cells of fixed weights over ``T >= 2`` positions.
+def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] | None = None
+                  ) -> dict[str, xr.DataArray]:
+    """At cells of fixed weights over ``T >= 2`` positions: the null's candidates and the finite-size spikes.
 
-    Dims ``([d,] delta, gamma, T, weights, pool_draw, null_candidate)`` (units of kappa; candidate 0 the bulk
-    edge with its Tracy-Widom scale, then spikes, NaN where absent); all NaN at the cells with ``theory_law
-    = 1`` (they have ``finite_size_null_*``), with weights computed from the data (finite-d attention: ``D``
-    is not independent of the table) or ``T = 1``. Empty when no cell qualifies or when the eigenvalue work
-    would exceed :data:`POOLED_BUDGET` (the detection then uses the cubic's Tracy-Widom threshold there).
-    ``notes`` gets one line first when the work is expected to take more than :data:`POOLED_SAY` seconds.
+    ``pooled_null_location`` / ``_scale``, dims ``([d,] delta, gamma, T, weights, pool_draw, null_candidate)``
+    (units of kappa; candidate 0 the bulk edge with its Tracy-Widom scale, then spikes, NaN where absent), and
+    ``finite_size_lambda1`` / ``_overlap`` with their standard errors, dims ``([d,] delta, gamma, snr, T,
+    weights)``, both from the same seeded draws of the realised pooling matrix
+    (:func:`rmtsweep.theory.pooled_spikes.pooled_spikes`). NaN at the cells with ``theory_law = 1`` (they have
+    :func:`finite_size_arrays`), with weights computed from the data (finite-d attention: ``D`` is not
+    independent of the table) or ``T = 1``. Empty when no cell qualifies or when the work would exceed
+    :data:`POOLED_BUDGET` (the detection then uses the cubic's Tracy-Widom threshold there, and the cells have
+    no finite-size prediction). ``notes`` gets one line first when the work is expected to take more than
+    :data:`POOLED_SAY` seconds.
     """
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
-    delta, gamma = np.asarray(g.delta, float), np.asarray(g.gamma, float)
+    delta, gamma, snr = (np.asarray(v, float) for v in (g.delta, g.gamma, g.snr))
     cells = [(a, b, scheme.weights(sweep.correlation.matrix(int(T))))
              for a, T in enumerate(g.T) for b, scheme in enumerate(g.weights)
              if int(T) >= 2 and not scheme.data_dependent and int(law.values[a, b]) != 1]
-    # the Gram matrices' eigenvalues, the dense N x V matrices, and what each cell costs at any size
-    work = len(cells) * sum(POOLED_DRAWS * (min(V, N) ** 3 + 100 * V * N) + POOLED_CELL
+    # the Gram matrices' eigenvalues, the dense N x V matrices, the Lanczos steps, and a cell's fixed cost
+    work = len(cells) * sum(POOLED_DRAWS * (min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N) + POOLED_CELL
                             for d in d_values for dl in delta for gm in gamma
                             for V, N in [(round(d / dl), round(d / gm))])
     if not cells or work > POOLED_BUDGET:
         return {}
     if notes is not None and work * POOLED_SECONDS > POOLED_SAY:
         n = len(cells) * d_values.size * delta.size * gamma.size
-        notes(f"{sweep.name}: computing the detection nulls of {n} cells over T >= 2 positions "
-              f"(about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
-    shape = (d_values.size, delta.size, gamma.size, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES)
-    null = {k: np.full(shape, np.nan) for k in ("location", "scale")}
+        notes(f"{sweep.name}: computing the detection nulls and finite-size spikes of {n} cells over T >= 2 "
+              f"positions (about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
+    point = (d_values.size, delta.size, gamma.size)
+    null = {k: np.full((*point, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES), np.nan)
+            for k in ("location", "scale")}
+    res = {k: np.full((*point, snr.size, len(g.T), len(g.weights)), np.nan)
+           for k in ("lambda1", "lambda1_se", "overlap", "overlap_se")}
     for i, dd in enumerate(d_values):
         for j, dl in enumerate(delta):
             for k, gm in enumerate(gamma):
                 for a, b, w in cells:
                     try:
-                        pn = pooled_null(w, sweep.correlation, dl, gm, int(dd))
+                        ps = pooled_spikes(snr, w, sweep.correlation, dl, gm, int(dd))
                     except ValueError:            # a tiny V, N: no main gap in some draw
                         continue
-                    null["location"][i, j, k, a, b], null["scale"][i, j, k, a, b] = pn.location, pn.scale
-    coords = {D: d_values, "delta": delta, "gamma": gamma, "T": law["T"].values, "weights": law["weights"].values}
+                    null["location"][i, j, k, a, b], null["scale"][i, j, k, a, b] = ps.location, ps.scale
+                    kappa = float(w @ w)
+                    for name in res:
+                        res[name][i, j, k, :, a, b] = getattr(ps, name) * (kappa if name.startswith("lambda1") else 1)
+    coords = {D: d_values, "delta": delta, "gamma": gamma}
+    cell = {"T": law["T"].values, "weights": law["weights"].values}
     out = {}
     for name, what in (("location", "location"), ("scale", "scale (Tracy-Widom for the edge, Gaussian sd for a spike)")):
-        arr = xr.DataArray(null[name], dims=(*coords, "pool_draw", "null_candidate"), coords=coords)
-        if not sweep.d_axis:
-            arr = arr.isel({D: 0}, drop=True)
+        arr = xr.DataArray(null[name], dims=(*coords, *cell, "pool_draw", "null_candidate"), coords={**coords, **cell})
         out[f"pooled_null_{name}"] = arr.assign_attrs(
             long_name=f"{what} of the null top-eigenvalue candidates of S/kappa over the realised pooling matrix "
                       f"({POOLED_DRAWS} seeded draws; fixed weights, T >= 2; candidate 0 the bulk edge; NaN: absent)",
             units="1")
+    for name, what in (("lambda1", "lambda_1"), ("overlap", "top alignment |u_hat_1^T u|^2")):
+        for suffix in ("", "_se"):
+            arr = xr.DataArray(res[name + suffix], dims=(*coords, "snr", *cell), coords={**coords, "snr": snr, **cell})
+            long = _long_name(what) if not suffix else f"Monte Carlo standard error of finite_size_{name}"
+            out[f"finite_size_{name}{suffix}"] = arr.assign_attrs(long_name=long,
+                                                                  units=ABS if name == "lambda1" else "1")
+    if not sweep.d_axis:
+        out = {k: v.isel({D: 0}, drop=True).assign_attrs(v.attrs) for k, v in out.items()}
     return out
+
+
+def finite_size_law(ds: xr.Dataset) -> xr.DataArray | None:
+    """``finite_size_law`` (T, weights): which finite-size construction a cell's ``finite_size_*`` come from.
+
+    :data:`COUNTS` (realised token counts, ``theory_law = 1``), :data:`POOLING` (the realised pooling matrix,
+    fixed weights over ``T >= 2``) or :data:`NONE`; None when the dataset has no ``finite_size_lambda1``.
+    """
+    if "finite_size_lambda1" not in ds:
+        return None
+    has = ds["finite_size_lambda1"].notnull().any([dim for dim in ds["finite_size_lambda1"].dims
+                                                   if dim not in ("T", "weights")])
+    flag = xr.where(has, xr.where(ds["theory_law"] == 1, COUNTS, POOLING), NONE).astype(np.int8)
+    return flag.transpose("T", "weights").assign_attrs(
+        long_name="finite-size construction of finite_size_*: 0 none, 1 realised token counts (theory_law = 1), "
+                  "2 realised pooling matrix (fixed weights over T >= 2)",
+        flag_values=[NONE, COUNTS, POOLING], flag_meanings="none realised_token_counts realised_pooling_matrix",
+        units="1")

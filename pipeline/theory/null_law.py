@@ -49,11 +49,12 @@ from .bulk import edge
 from .finite_d import tw_scale
 from .finite_t import _moments_g, edge_point
 from .token_counts import _seed_words
-from .token_law import empirical_law
+from .token_law import DiscreteLaw, empirical_law
 from .tracy_widom import tw_cdf, tw_quantile
 
-__all__ = ["CANDIDATES", "POOLED_DRAWS", "POOLED_TAIL", "CountNull", "count_null", "count_null_draw", "mixture_cdf",
-           "mixture_quantile", "pooled_null", "pooling_eigenvalues", "population_null_draw", "tw_threshold"]
+__all__ = ["CANDIDATES", "POOLED_DRAWS", "POOLED_TAIL", "CountNull", "count_null", "count_null_draw", "gram",
+           "gram_eigenvalues", "mixture_cdf", "mixture_quantile", "null_parts", "pooled_model", "pooled_null",
+           "pooled_seed", "pooling_eigenvalues", "pooling_matrix", "population_null_draw", "tw_threshold"]
 
 Float = NDArray[np.float64]
 
@@ -127,6 +128,15 @@ def population_null_draw(p: ArrayLike, delta: float, d: int, tail: float = 0.5) 
     ``tail`` (a fraction of the ``d`` eigenvalues) bounds the search: the bulk is the component below the
     lowest gap with at most that mass above it (0.5: the component that holds the median).
     """
+    return null_parts(p, delta, d, tail)[2:]
+
+
+def null_parts(p: ArrayLike, delta: float, d: int, tail: float = 0.5) -> tuple[DiscreteLaw, float, Float, Float]:
+    """``(nu, G_e, location, scale)``: :func:`population_null_draw`'s candidates with the bulk's law and edge point.
+
+    ``nu`` is the empirical law of the ``p`` that form the main bulk and ``G_e`` its edge's ``G``
+    (:func:`.finite_t.edge_point`): what a signal outlier over the same ``D`` needs (:mod:`.pooled_spikes`).
+    """
     p = np.asarray(p, float)
     with np.errstate(divide="ignore"):
         pole = 1.0 / (delta * p)
@@ -140,7 +150,7 @@ def population_null_draw(p: ArrayLike, delta: float, d: int, tail: float = 0.5) 
     if G.size:
         m = _moments_g(G, nu, delta)
         loc[1:1 + G.size], scale[1:1 + G.size] = m["l"], np.sqrt(2.0 * np.abs(m["dl"]) / d)
-    return loc, scale
+    return nu, g_edge, loc, scale
 
 
 def count_null(delta: float, gamma: float, d: int, *, draws: int = 64, seed: int = 0) -> CountNull:
@@ -165,20 +175,47 @@ d = 100-200 its null was the same whether the search stopped 1, 2, 4, 8 or 16 ei
 went down to the median (docs/theory.md §6.4); the bound keeps a cell cheap."""
 
 
-def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
-    """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` for one draw of the cell's signs and tokens.
-
-    ``A`` (``N x V``) holds each sequence's pooling weights on its tokens (:func:`.token_weight_matrix`),
-    centred within each class as the class-centred table is; the table's noise ``Z`` is independent of it.
-    """
+def pooling_matrix(model: CellModel, rng: np.random.Generator) -> tuple[Float, Float]:
+    """``(A, a)`` for one draw of the cell's signs and tokens: the dense ``N x V`` token-weight matrix
+    (:func:`.token_weight_matrix`) centred within each class, as the class-centred table is, and the
+    pooled signs ``a = xi w`` (the signal's coefficient of each sequence, ``A s`` before the centring)."""
     xi, _ = draw_signs(model.correlation, model.T, model.N, rng)
     A = token_weight_matrix(draw_tokens(model, xi, rng), model.w, model.V).toarray()
     n_pos = model.n_pos
     A[:, :n_pos] -= A[:, :n_pos].mean(1, keepdims=True)
     A[:, n_pos:] -= A[:, n_pos:].mean(1, keepdims=True)
-    gram = A @ A.T if model.N <= model.V else A.T @ A
-    ev = np.clip(np.linalg.eigvalsh(gram), 0.0, None) * model.V / (model.N * float(model.w @ model.w))
+    return A, xi @ model.w
+
+
+def gram(A: Float) -> Float:
+    """The smaller Gram matrix of ``A``: ``A A^T`` if ``A`` has no more rows than columns, else ``A^T A``."""
+    return A @ A.T if A.shape[0] <= A.shape[1] else A.T @ A
+
+
+def gram_eigenvalues(K: Float, model: CellModel) -> Float:
+    """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` from :func:`gram` ``K`` (zeros for the rest)."""
+    ev = np.clip(np.linalg.eigvalsh(K), 0.0, None) * model.V / (model.N * float(model.w @ model.w))
     return np.concatenate([ev, np.zeros(model.V - ev.size)])
+
+
+def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
+    """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` for one draw of the cell's signs and tokens.
+
+    ``A`` (``N x V``) holds each sequence's pooling weights on its tokens (:func:`pooling_matrix`),
+    centred within each class as the class-centred table is; the table's noise ``Z`` is independent of it.
+    """
+    return gram_eigenvalues(gram(pooling_matrix(model, rng)[0]), model)
+
+
+def pooled_seed(w: Float, delta: float, gamma: float, d: int, seed: int = 0) -> np.random.Generator:
+    """The generator of :func:`pooled_null`'s draws (by ``seed`` and the values of ``w``, ``delta``, ``gamma``, ``d``)."""
+    return np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma, *w), int(d), 2]))
+
+
+def pooled_model(w: Float, correlation: Correlation, delta: float, gamma: float, d: int) -> CellModel:
+    """The cell at ``V = d / delta``, ``N = d / gamma`` on a class-centred table."""
+    return CellModel(d=int(d), V=round(d / delta), N=round(d / gamma), T=w.size, w=w, correlation=correlation,
+                     centering="class", top_k=1)
 
 
 def pooled_null(w: ArrayLike, correlation: Correlation, delta: float, gamma: float, d: int, *,
@@ -193,9 +230,7 @@ def pooled_null(w: ArrayLike, correlation: Correlation, delta: float, gamma: flo
     and the values of ``w``, ``delta``, ``gamma``, ``d``. Measured against simulation in docs/theory.md §6.4.
     """
     w = np.asarray(w, float)
-    V, N = round(d / delta), round(d / gamma)
-    model = CellModel(d=int(d), V=V, N=N, T=w.size, w=w, correlation=correlation, centering="class", top_k=1)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma, *w), int(d), 2]))
+    model, rng = pooled_model(w, correlation, delta, gamma, d), pooled_seed(w, delta, gamma, d, seed)
     # one BLAS thread (beside busy workers, threads only contend); the gap search meets poles exactly
     with threadpool_limits(limits=1), np.errstate(divide="ignore", invalid="ignore"):
         out = [population_null_draw(pooling_eigenvalues(model, rng), delta, int(d), tail=min(0.5, POOLED_TAIL / d))

@@ -32,7 +32,7 @@ from . import finite_t
 from .bulk import edge as bulk_edge, histogram as bulk_histogram
 from .cell_law import ONE_TOKEN_BUDGET, one_position, one_token_spikes, transition_snr
 from .finite_d import pooled_sign_excess_kurtosis
-from .finite_size import finite_size_arrays, pooled_null_arrays
+from .finite_size import finite_size_arrays, finite_size_law, pooled_arrays
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset", "weight_scalars"]
 
@@ -246,11 +246,11 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
     xarray.Dataset
         Variables ``theory_*`` (the theory this store's centering calls for) and ``paper_*`` (the
         paper's formulas as stated), with units and long names. ``theory_pooled_kurtosis`` feeds the
-        finite-d detection rate; ``finite_size_*`` (a seeded Monte Carlo over token counts, at the
-        sweep's own ``d``: a ``d`` dimension only where ``d`` is a grid axis) exist where
-        ``theory_law = 1``, and ``pooled_null_*`` (the detection null over seeded draws of the pooling
-        matrix, also at the sweep's ``d``) at fixed weights over ``T >= 2`` positions. Every other array
-        is a large-dimension limit, without ``d``.
+        finite-d detection rate; ``finite_size_*`` (seeded Monte Carlo predictions at the sweep's own
+        ``d``: a ``d`` dimension only where ``d`` is a grid axis) exist where ``theory_law = 1`` (over token
+        counts) and at fixed weights over ``T >= 2`` positions (over the realised pooling matrix, with the
+        detection null ``pooled_null_*`` of the same draws); ``finite_size_law`` says which. Every other
+        array is a large-dimension limit, without ``d``.
     """
     if isinstance(sweep, SweepFile):
         sweep = sweep.sweep
@@ -291,7 +291,12 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
     if centering == "class":
         ds = one_token_spikes(ds, sweep)
         ds = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"]))
-        ds = ds.assign(pooled_null_arrays(sweep, ds["theory_law"], notes))
+        pooled = pooled_arrays(sweep, ds["theory_law"], notes)
+        for name in [name for name in pooled if name in ds]:       # finite_size_*: T = 1 cells, then T >= 2
+            pooled[name] = ds[name].combine_first(pooled[name]).assign_attrs(ds[name].attrs)
+        ds = ds.assign(pooled)
+        if (flag := finite_size_law(ds)) is not None:
+            ds["finite_size_law"] = flag
     return ds.transpose(*[d for d in ALL_AXES if d in ds.dims], ...)
 
 

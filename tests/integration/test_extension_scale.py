@@ -40,7 +40,7 @@ def _fill(path, data):
 
 def test_extension_copies_in_bounded_memory(tmp_path, monkeypatch):
     # the detection nulls over the pooling matrix (2,176 cells, ~25 s) are not what this measures
-    monkeypatch.setattr(on_grid, "pooled_null_arrays", lambda *args: {})
+    monkeypatch.setattr(on_grid, "pooled_arrays", lambda *args: {})
     old = tmp_path / "old.zarr"
     _fill(old, WIDE)
     stored = sum(a.nbytes for _, a in zarr.open_group(str(old)).arrays())      # uncompressed size of every array

@@ -1,4 +1,4 @@
-"""The comparison's finite-size (T = 1) and d -> infinity variables on small real stores."""
+"""The comparison's finite-size (T = 1, and fixed weights over T >= 2) and d -> infinity variables on small real stores."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import copy
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from rmtsweep import compare
+from rmtsweep.model.correlation import IID
 from rmtsweep.theory.finite_t import outlier, poisson_law
+from rmtsweep.theory.pooled_spikes import pooled_spikes
 from rmtsweep.theory.token_counts import realised_count_spikes
 from tests.helpers import BASE, build_store
 
@@ -16,16 +19,23 @@ ONE_TOKEN = {**copy.deepcopy(BASE), "name": "one-token", "d": 40, "replicates": 
              "grid": {"delta": [0.5], "gamma": [0.5], "snr": [0.0, 3.0, 6.0], "T": [1, 4], "weights": ["mean"]}}
 
 
-def test_finite_size_variables_only_where_the_law_is_exact(tmp_path):
-    """finite_size_* equal realised_count_spikes at the store's d (times kappa) at T = 1, and are NaN at T = 4."""
-    cmp = compare(build_store(tmp_path / "s.zarr", ONE_TOKEN))
-    fs = realised_count_spikes(np.array([0.0, 3.0, 6.0]), 0.5, 0.5, 40, draws=64)
+def test_finite_size_variables_come_from_the_counts_at_one_token_and_the_pooling_matrix_beyond(tmp_path):
+    """finite_size_* equal realised_count_spikes at the store's d (times kappa) at T = 1 and pooled_spikes at
+    T = 4 (mean weights), each recomputed here from the theory module; finite_size_law names which."""
+    store = build_store(tmp_path / "s.zarr", ONE_TOKEN)
+    cmp = compare(store)
+    snr = np.array([0.0, 3.0, 6.0])
+    fs = realised_count_spikes(snr, 0.5, 0.5, 40, draws=64)
     at1 = cmp.sel(delta=0.5, gamma=0.5, T=1, weights="mean")
     assert np.allclose(at1["finite_size_overlap"], fs.overlap)
     assert np.allclose(at1["finite_size_lambda1"], fs.lambda1)           # kappa = 1 at T = 1
-    assert cmp["finite_size_overlap"].sel(T=4).isnull().all()
-    z = at1["finite_size_lambda1_z"]
-    assert np.all(np.isfinite(z.sel(snr=[3.0, 6.0])))
+    pooled = pooled_spikes(snr, np.full(4, 0.25), IID(), 0.5, 0.5, 40)
+    at4 = cmp.sel(delta=0.5, gamma=0.5, T=4, weights="mean")
+    assert np.allclose(at4["finite_size_overlap"], pooled.overlap, rtol=1e-9)
+    assert np.allclose(at4["finite_size_lambda1"], 0.25 * pooled.lambda1, rtol=1e-9)   # kappa = 1/4
+    assert xr.open_zarr(store)["finite_size_law"].sel(weights="mean").values.tolist() == [1, 2]
+    for z in (at1["finite_size_lambda1_z"], at4["finite_size_lambda1_z"]):
+        assert np.all(np.isfinite(z.sel(snr=[3.0, 6.0])))
 
 
 def test_limit_variables_on_a_d_axis(tmp_path):

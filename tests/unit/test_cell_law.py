@@ -23,7 +23,7 @@ def _frame(name: str, monkeypatch):
     nulls over the realised pooling matrix (about 50 s over the shipped sweeps): neither draws a transition.
     """
     import rmtsweep.theory.on_grid as on_grid
-    monkeypatch.setattr(on_grid, "pooled_null_arrays", lambda *args: {})
+    monkeypatch.setattr(on_grid, "pooled_arrays", lambda *args: {})
     path = sweeps()[name][0]
     data = yaml.safe_load(path.read_text())
     data.pop("observables", None)

@@ -70,7 +70,7 @@ def _simulate(definition: str) -> xr.Dataset:
         for name, array in values.items():
             array[task.region] = out[name]
     # without the detection nulls over the pooling matrix: no test here detects, and they cost ~25 s at d = 400
-    with mock.patch.object(on_grid, "pooled_null_arrays", lambda *args: {}):
+    with mock.patch.object(on_grid, "pooled_arrays", lambda *args: {}):
         theory = theory_dataset(sweep)
     dims = ("delta", "gamma", "T", "weights", "replicate", "snr", "k")
     coords = {**{d: theory[d].values for d in dims if d in theory.dims},
@@ -337,7 +337,7 @@ def calibration_z_scores() -> dict[str, np.ndarray]:
                       grid={**grid, "snr": [1.0]})
         # the largest threshold of prefix(4)/mean is 2 up to rounding (1.9999999999999996 here): the slack keeps
         # ceil() from jumping a half step on a CPU whose last bit lands just above it
-        with mock.patch.object(on_grid, "pooled_null_arrays", lambda *args: {}):     # (as in _simulate)
+        with mock.patch.object(on_grid, "pooled_arrays", lambda *args: {}):     # (as in _simulate)
             largest = float(theory_dataset(parse_sweep(data))["theory_snr_sample"].max())
         snr = float(np.ceil(8 * largest * (1 - 1e-12)) / 2)
         ds = simulate({**data, "grid": {**grid, "snr": [snr]}})
