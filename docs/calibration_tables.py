@@ -8,7 +8,8 @@ For every shipped sweep with ``snr = 0`` on its grid (the store ``STORE_DIR/<nam
 - **false alarms**: detections at ``snr = 0`` pooled over the sweep's cells (expected 0.05), and the
   fraction of cells within 3 binomial standard errors of 0.05 (the goal: at least 95 %);
 - **|z| > 3** for ``lambda_1`` and the top alignment over the cells where theory applies (a finite
-  z; at ``T = 1`` cells the z against the theory at the store's size, ``finite_size_*_z``), beside the fraction expected if theory were exact: ``z`` is a Student t with ``n - 1`` degrees of
+  z; at ``T = 1`` cells and fixed weights over ``T >= 2`` the z against the theory at the store's size,
+  ``finite_size_*_z``), beside the fraction expected if theory were exact: ``z`` is a Student t with ``n - 1`` degrees of
   freedom over ``n`` replicates, so each cell contributes ``2 P(t_{n-1} > 3)`` (0.3 % as ``n -> inf``,
   2.0 % at ``n = 8``);
 - **detection rate**: cells where ``theory_detection_rate`` is defined and the measured rate is more
@@ -47,7 +48,7 @@ def row(name: str, path: Path) -> str:
              _fraction(within, ok)]
     for what in ("lambda1", "overlap"):
         z = cmp[f"{what}_z"]
-        if f"finite_size_{what}_z" in cmp:          # T = 1 cells: the theory at the store's size (§6.1)
+        if f"finite_size_{what}_z" in cmp:          # the theory at the store's size (§6.1, §6.5) where it has one
             z = cmp[f"finite_size_{what}_z"].fillna(z)
         n = cmp["n_done"].broadcast_like(z)
         fin = np.isfinite(z)

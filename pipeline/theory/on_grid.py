@@ -4,8 +4,9 @@ Which formulas a store carries follows its ``table_centering`` (docs/theory.md):
 
 - ``class``: the paper's spike formulas with ``rho = alpha snr / kappa``, except where the weights
   sit on one position (every scheme at ``T = 1``): there the exact finite-T law
-  (:mod:`rmtsweep.theory.cell_law`, ``theory_law = 1``), with the finite-size predictions at the
-  sweep's own ``d`` (:mod:`rmtsweep.theory.finite_size`).
+  (:mod:`rmtsweep.theory.cell_law`, ``theory_law = 1``). The finite-size predictions at the sweep's own
+  ``d`` (:mod:`rmtsweep.theory.finite_size`) come with them, and with fixed weights over ``T >= 2``
+  positions (over the realised pooling matrix; ``finite_size_law`` says which).
 - ``none``: the corrected uncentred-table theory (:func:`rmtsweep.theory.spikes.uncentred`) — a
   signal outlier at ``rho_s = (alpha/kappa)(snr + delta)`` whose eigenvector's alignment with ``u``
   is scaled by ``snr / (snr + delta)``, and a common-mean outlier at ``rho_b = W1^2 delta / kappa``
