@@ -28,7 +28,8 @@ so each draw is evaluated at :data:`ALPHA_NODES` Gauss-Hermite values of ``alpha
 ``alpha = w^T R w`` (its variance estimated from the draw's ``a``), which takes that spread out of the
 draw-to-draw noise. ``lambda_1`` is the mean of ``max(outlier, null lambda_1)`` under the draw's null law
 (the same candidates as the detection null), the null's mean where there
-is no outlier; the alignment is the outlier's times the probability that it is on top.
+is no outlier; the alignment is the outlier's where it is on top, and ``1/d`` (a direction of the noise's,
+independent of ``u``) where it is not, weighed by the probability that it is on top.
 """
 
 from __future__ import annotations
@@ -160,7 +161,8 @@ def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: 
     align = -(G**2) * m["dl"] / (1.0 + G**2 * c * delta * e_beta(G, 2))
     l_out = np.where(exists, m["l"], x[0])
     lam = np.maximum(l_out, x[0]) + np.interp(l_out, x, above, right=0.0)
-    ov = np.where(exists, align * np.interp(l_out, x, F, left=0.0, right=1.0), 0.0)
+    on_top = np.where(exists, np.interp(l_out, x, F, left=0.0, right=1.0), 0.0)
+    ov = on_top * align + (1.0 - on_top) / d          # else the top eigenvector is the noise's: E |v^T u|^2 = 1/d
     hw = hw / hw.sum()
     return lam @ hw, ov @ hw, loc, scale
 

@@ -31,8 +31,9 @@ class RealisedCounts:
         Mean of ``max(signal outlier, top of the spectrum)`` over token-count draws, and the Monte
         Carlo standard error of that mean.
     overlap, overlap_se : ndarray
-        Mean alignment of the top eigenvector with ``u`` (0 in a draw whose signal outlier sits below
-        the top of the spectrum: the top eigenvector is then a repeated token's), and its error.
+        Mean alignment of the top eigenvector with ``u`` (``1/d`` in a draw whose signal outlier sits below
+        the top of the spectrum: the top eigenvector is then a repeated token's or the bulk's, independent
+        of ``u``), and its error.
     top, top_sd : float
         Mean and spread over draws of the top eigenvalue without signal (:func:`null_top`).
     draws : int
@@ -104,7 +105,8 @@ def realised_count_spikes(rho: ArrayLike, delta: float, gamma: float, d: int, *,
         tops[i] = null_top(counts, V, N, delta)
         loc, align = outlier(rho, nu, delta, tail=tail)
         above = loc > support * (1 + 1e-12)
-        lam[i], ov[i] = np.where(above, np.maximum(loc, tops[i]), tops[i]), np.where(above, align, 0.0)
+        # without an outlier on top the top eigenvector is the noise's, independent of u: E |v^T u|^2 = 1/d
+        lam[i], ov[i] = np.where(above, np.maximum(loc, tops[i]), tops[i]), np.where(above, align, 1.0 / d)
     se = (lambda x: x.std(axis=0, ddof=1) / np.sqrt(draws)) if draws > 1 else (lambda x: np.full(rho.size, np.nan))
     return RealisedCounts(lam.mean(0), se(lam), ov.mean(0), se(ov), float(tops.mean()),
                           float(tops.std(ddof=1)) if draws > 1 else np.nan, draws)
