@@ -103,11 +103,11 @@ def running_jobs() -> set[str]:
 def test_run_with_four_jobs_reaches_four_running_jobs(slurm, sweep_data, write_sweep, tmp_path):
     """The in-flight window is sized for the adaptive maximum before any worker joins: --jobs 4 gets 4 jobs.
 
-    Dask's adaptive loop releases a job it asked for once the tasks look short for 3 checks in a row (its
-    ``wait-count``): on a loaded machine the first worker measured the tiny tasks and the three other jobs
-    were released before SLURM ran them (twice in CI, with 128 and with 384 tasks; with ``wait-count`` 1 this
-    test fails so every time). That scale-down is dask's policy, not what this test is about; the run keeps
-    the jobs it asked for here (``wait-count`` 600)."""
+    Dask's adaptive target is the queued work over its ``target-duration`` (5 s): these tasks take milliseconds,
+    so once a worker has measured them the target is one job. On a loaded machine the first job's worker joined
+    before the store's template was written and the tasks submitted (CI, twice), and one job ran the sweep;
+    with ``unknown-task-duration`` 1 ms the test fails so 2 of 2 times. The run here takes 10 ms as its target
+    duration, so tasks of milliseconds are worth a worker each and the test holds whichever comes first."""
     sweep_data.update(d=60, replicates=24, replicates_per_task=1, cells_per_task=1)
     sweep_data["grid"].update(delta=[0.5, 0.75, 1.0, 1.5], gamma=[0.5, 1.0], T=[4, 8])    # 16 points x 24 = 384 tasks
     before = queued_jobs()
@@ -116,7 +116,7 @@ def test_run_with_four_jobs_reaches_four_running_jobs(slurm, sweep_data, write_s
          "--cluster", "slurm", "--jobs", "4", "--queue", "debug", "--cores", "1", "--memory", "500MB",
          "--walltime", "00:10:00", "--interface", "lo", "--no-progress"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "DASK_DISTRIBUTED__ADAPTIVE__WAIT_COUNT": "600"})
+        env={**os.environ, "DASK_DISTRIBUTED__ADAPTIVE__TARGET_DURATION": "10ms"})
     peak = 0
     deadline = time.monotonic() + 240
     while proc.poll() is None and time.monotonic() < deadline:
