@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import socket
 import ssl
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from typing import Any, Callable, Iterator
 import click
 
 from .errors import ClusterError
+from .signals import Held
 
 __all__ = ["NO_DASHBOARD", "Capacity", "Engine", "connect", "make_engine"]
 
@@ -285,64 +284,27 @@ def _reason(exc: BaseException) -> str:
     return text
 
 
-_STOPS = (signal.SIGINT, signal.SIGTERM)
-
-
-class _Held:
-    """SIGINT and SIGTERM held while the body runs; :meth:`deliver` then raises the first one that came.
-
-    With ``block`` both are also blocked in this thread while the body runs, so the threads it starts, and
-    the processes those start, never receive them (threads inherit the mask, and a child keeps it across
-    fork and exec). Handlers can be set in the main thread only: elsewhere nothing is held.
-    """
-
-    def __init__(self, block: bool = False) -> None:
-        self.block, self.held = block, []
-
-    def __enter__(self) -> _Held:
-        self.main = threading.current_thread() is threading.main_thread()
-        if self.main:
-            self.previous = {s: signal.signal(s, self._hold) for s in _STOPS}
-        if self.block:
-            self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-        return self
-
-    def _hold(self, signum: int, frame: Any) -> None:
-        self.held.append(signum)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.block:
-            signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)   # one pending here goes to _hold at once
-        if self.main:
-            for s, handler in self.previous.items():
-                signal.signal(s, handler)
-
-    def deliver(self) -> None:
-        if self.held:
-            signal.raise_signal(self.held[0])     # to the handler it would have met: KeyboardInterrupt, SIGTERM's
-
-
 @contextmanager
 def _owned(start: Callable[[], Any], block: bool = False) -> Iterator:
     """Enter what ``start()`` makes (a cluster, a client), and exit it, with SIGINT and SIGTERM held.
 
     A signal held while it starts is delivered once it is entered, and so unwinds through its exit; one
     held while it exits is delivered after, unless an exception is already on its way out (the run is
-    stopping anyway). ``block`` as for :class:`_Held`, while it starts.
+    stopping anyway). ``block`` as for :class:`Held`, while it starts.
     """
-    with _Held(block) as starting:
+    with Held(block) as starting:
         manager = start()
         value = manager.__enter__()
     try:
         starting.deliver()
         yield value
     except BaseException:
-        with _Held():
+        with Held():
             suppressed = manager.__exit__(*sys.exc_info())
         if not suppressed:
             raise
     else:
-        with _Held() as closing:
+        with Held() as closing:
             manager.__exit__(None, None, None)
         closing.deliver()
 

@@ -36,6 +36,7 @@ from distributed import Client
 
 from ..errors import StoreWriteError
 from ..shipped import resolve_sweep
+from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
 from ..store import Store, Template, local_path, locate, now, provenance, template
 from ..store.lock import Share
@@ -205,11 +206,14 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
 
         def finished(batch: list[tuple[Task, dict]]) -> None:
             run.check()                                   # never mark done under a lock we may have lost
-            # run_tasks hands over only tasks whose data were written (execute.written, on every path)
-            run.writer.mark_done_many([task.region for task, _ in batch])
-            for task, _ in batch:
-                run.log("write", task.key)
-                bar.update(task.cells)
+            # run_tasks hands over only tasks whose data were written (execute.written, on every path); a stop
+            # signal waits until the batch is both marked done and journaled (the journal lists what is done)
+            with Held() as stop:
+                run.writer.mark_done_many([task.region for task, _ in batch])
+                for task, _ in batch:
+                    run.log("write", task.key)
+                    bar.update(task.cells)
+            stop.deliver()
 
         try:
             return run_tasks(client, todo, finished, store.path, run.index, writes=writes,

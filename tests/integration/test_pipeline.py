@@ -163,3 +163,38 @@ def test_run_reads_minus_one_until_a_run_writes_and_stores_equal_compares_it(sto
     g["run"][0, 0, 0, 0, 1] = -1                                  # no run computed it
     with pytest.raises(AssertionError, match="run: 1 of 16 values differ"):
         assert_stores_equal(renumbered, one)
+
+
+def test_a_stop_signal_between_the_done_flags_and_the_journal_waits_for_both(sweep_data, write_sweep, tmp_path,
+                                                                             monkeypatch):
+    """SIGTERM landing right after a batch's done flags are set (a batch system's walltime, in CI once) is held
+    until the batch is journaled too: every task the store calls done has its journal line, then the run stops."""
+    import signal
+
+    from rmtsweep import status
+    from rmtsweep.store import writer as writer_module
+
+    class Stopped(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stopped
+    calls = []
+    mark = writer_module.Writer.mark_done_many
+
+    def mark_then_signal(self, regions):
+        mark(self, regions)
+        calls.append(len(regions))
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGTERM)   # the handler raises in this thread at once, unless held
+    monkeypatch.setattr(writer_module.Writer, "mark_done_many", mark_then_signal)
+    previous = signal.signal(signal.SIGTERM, stop)
+    store = tmp_path / "s.zarr"
+    try:
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
+                Client(c) as client, pytest.raises(Stopped):
+            run_sweep(load_sweep(write_sweep(sweep_data)), store, client, progress=False)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    from tests.helpers import writes
+    assert len(calls) == 2 and status(store)["tasks_done"] == sum(calls) == writes(store)

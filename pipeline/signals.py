@@ -1,0 +1,50 @@
+"""Holding SIGINT and SIGTERM over a section that must not be cut in two, then delivering them.
+
+A stop signal (Ctrl-C, a batch system's SIGTERM) raises in the main thread wherever it lands. Around a
+section whose steps must happen together or not at all (starting or closing a cluster; marking a batch of
+tasks done and journaling it), :class:`Held` keeps the signal and :meth:`Held.deliver` raises it after.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+__all__ = ["STOPS", "Held"]
+
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Held:
+    """SIGINT and SIGTERM held while the body runs; :meth:`deliver` then raises the first one that came.
+
+    With ``block`` both are also blocked in this thread while the body runs, so the threads it starts, and
+    the processes those start, never receive them (threads inherit the mask, and a child keeps it across
+    fork and exec). Handlers can be set in the main thread only: elsewhere nothing is held.
+    """
+
+    def __init__(self, block: bool = False) -> None:
+        self.block, self.held = block, []
+
+    def __enter__(self) -> Held:
+        self.main = threading.current_thread() is threading.main_thread()
+        if self.main:
+            self.previous = {s: signal.signal(s, self._hold) for s in STOPS}
+        if self.block:
+            self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        return self
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        self.held.append(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)   # one pending here goes to _hold at once
+        if self.main:
+            for s, handler in self.previous.items():
+                signal.signal(s, handler)
+
+    def deliver(self) -> None:
+        if self.held:
+            signal.raise_signal(self.held[0])     # to the handler it would have met: KeyboardInterrupt, SIGTERM's
