@@ -121,13 +121,12 @@ def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection, lazy: bool
     lam = xr.apply_ufunc(bulk_edge, delta, gamma)
     cubic = edge * xr.apply_ufunc(tw_threshold, rule.false_alarm, delta, gamma, d) / lam
     out, uncalibrated = cubic, 0
+    kappa = ds["theory_kappa"] if "theory_kappa" in ds else edge / lam     # the nulls are in units of kappa
     if "pooled_null_location" in ds:
-        kappa = ds["theory_kappa"] if "theory_kappa" in ds else edge / lam
         out = (kappa * _null_quantiles(ds, rule.false_alarm, "pooled_null", "pool_draw")).fillna(cubic)
     if "theory_law" in ds:
         exact = ds["theory_law"] == EXACT
         if "finite_size_null_location" in ds:
-            kappa = ds["theory_kappa"] if "theory_kappa" in ds else edge / lam
             quantile = _null_quantiles(ds, rule.false_alarm)
             out = xr.where(exact, kappa * quantile, out).fillna(out)
             missing = exact & xr.where(exact, quantile, 0.0).isnull()
