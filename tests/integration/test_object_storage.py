@@ -286,7 +286,9 @@ def test_a_sweep_run_into_a_bucket_equals_the_same_sweep_on_disk(endpoint, bucke
 
 
 @pytest.mark.slow
-def test_sigkill_three_times_then_resume_in_the_bucket_is_identical(endpoint, bucket, tmp_path):
+def test_sigkill_twice_then_resume_in_the_bucket_is_identical(endpoint, bucket, tmp_path):
+    """Two runs killed (SIGKILL to the group) mid-sweep, the second after taking over the first's stale lock; the
+    third finishes, equal to a run on disk. (Three kills at random points on disk: test_resume.py.)"""
     sweep = tmp_path / "medium.yaml"
     data = {**MEDIUM, "name": "killed", "d": 200, "replicates": 8}   # 32 tasks, long enough that kills land mid-sweep
     sweep.write_text(yaml.safe_dump(data))
@@ -295,7 +297,7 @@ def test_sigkill_three_times_then_resume_in_the_bucket_is_identical(endpoint, bu
     env = {**os.environ, **CREDENTIALS, "AWS_ENDPOINT_URL": endpoint}
     cmd = [sys.executable, "-m", "rmtsweep.cli", "run", str(sweep), "--store", url, "--workers", "1", "--no-progress"]
     rng = np.random.default_rng(20261203)
-    targets = sorted(rng.choice(np.arange(3, 17), size=3, replace=False))
+    targets = sorted(rng.choice(np.arange(3, 17), size=2, replace=False))
 
     fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
 
@@ -326,7 +328,7 @@ def test_sigkill_three_times_then_resume_in_the_bucket_is_identical(endpoint, bu
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)   # the lock judged stale: its
     assert done.returncode == 0, done.stderr[-3000:]                                   # pid is gone on this host
     assert_stores_equal(_opened(url, endpoint), clean)
-    assert len(_opened(url, endpoint).attrs["runs"]) == 4
+    assert len(_opened(url, endpoint).attrs["runs"]) == 3
     code = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "verify", url], env=env, capture_output=True,
                           text=True, timeout=120)
     assert code.returncode == 0, code.stdout + code.stderr

@@ -87,11 +87,11 @@ def test_one_position_cells_take_edge_outlier_phase_and_threshold_from_the_exact
 
 
 def test_a_grid_too_large_for_the_finite_t_budget_keeps_the_cubic_and_says_so():
-    from rmtsweep.theory.on_grid import FINITE_T_BUDGET
+    from rmtsweep.theory.on_grid import FINITE_T_BUDGET, spectrum_arrays
     data = {**SWEEP, "grid": {**SWEEP["grid"], "delta": list(np.linspace(0.5, 2.0, 12)),
                               "gamma": list(np.linspace(0.5, 2.0, 12)), "T": [2, 3]},
             "observables": {"spectrum": {"bins": 200, "max": 8.0}}}
-    ds = theory_dataset(parse_sweep(data))                # 2 schemes x 2 T x 144 points x 200 bins >> budget
+    ds = spectrum_arrays(parse_sweep(data))               # 2 schemes x 2 T x 144 points x 200 bins >> budget
     assert (ds["theory_spectrum_law"] == 0).all()
     assert f"exceed the budget of {FINITE_T_BUDGET}" in ds["theory_spectrum_law"].attrs["description"]
     assert np.array_equal(ds["theory_spectrum"].isel(T=0, weights=0), ds["paper_spectrum"])
