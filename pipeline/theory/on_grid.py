@@ -97,8 +97,15 @@ def pooled_kurtosis(sweep: Sweep) -> xr.DataArray:
 LAWS = ("cubic MP_delta ⊠ MP_gamma", "finite-T law, exact (one token per sequence carries all the weight)",
         "finite-T law over a sampled token-count spectrum (seeded, V = 1000, 4 samples)")
 FINITE_T_BELOW = 8.0     # T_eff under which the finite-T law is computed; above it the cubic is within 0.003
-FINITE_T_BUDGET = 6400   # (distinct law, delta, gamma) x bins a template computes (~0.4 s per 100); beyond, the cubic
+FINITE_T_BUDGET = 25.0   # estimated seconds of the finite-T spectrum law a template may take; beyond, the cubic
 SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.5 s per law, ~1e-3 in KS
+# Wall seconds on the 2-core development machine, for the announcement only: one sampled law (a weight profile at one
+# delta/gamma; at SAMPLE's size and replicates, its cost growing as replicates x size^3, a dense eigendecomposition)
+# and one histogram of it (fixed, and per bin). paper-finite-t: 27 laws and 36 histograms of 100 bins, 17 s
+# estimated and measured (33 CPU-s).
+SAMPLE_SECONDS = 0.25
+HISTOGRAM_SECONDS = (0.08, 2.2e-3)
+SPECTRUM_SAY = 3.0        # estimated seconds past which the finite-T spectrum law's computation is announced
 
 
 # The finite-T spectrum histograms (and sampled laws) computed in this process, by what determines them: a store
@@ -128,7 +135,7 @@ def _finite_t_histogram(profile: tuple, w: np.ndarray, delta: float, gamma: floa
     return _memo(key, lambda: finite_t.histogram(edges, law(), delta, nodes=8))   # callers copy it into their array
 
 
-def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
+def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None) -> dict[str, xr.DataArray]:
     """The predicted ``spectrum`` observable: the bulk density of ``S/kappa`` on its bins.
 
     ``paper_spectrum`` (delta, gamma, bin) is the paper's cubic law. ``theory_spectrum`` (delta,
@@ -137,9 +144,12 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
     token counts Poisson), else over the token-count spectrum ``nu`` sampled with :data:`SAMPLE`
     (a seeded large-V Monte Carlo: about 1e-3 in Kolmogorov distance from a 12x larger sample).
     Elsewhere, and for attention at ``T > 1`` (whose weights differ per sequence), it is the cubic;
-    ``theory_spectrum_law`` says which per (T, weights). A grid that would need more than
-    :data:`FINITE_T_BUDGET` (distinct laws x (delta, gamma) x bins) keeps the cubic everywhere, and the
-    flag's description says so (store creation must stay fast). Empty without a spectrum observable.
+    ``theory_spectrum_law`` says which per (T, weights). A grid whose sampled laws and histograms are
+    estimated (:data:`SAMPLE_SECONDS`, :data:`HISTOGRAM_SECONDS`: from the grid alone, so the same on every
+    machine) to take more than :data:`FINITE_T_BUDGET` seconds keeps the cubic everywhere, and the flag's
+    description says so (store creation must stay fast). Empty without a spectrum observable. ``notes``
+    gets one line first when the laws not yet computed in this process are expected to take more than
+    :data:`SPECTRUM_SAY` seconds.
     """
     spec = sweep.observables.spectrum
     if spec is None:
@@ -157,13 +167,18 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
               if (a, b) in single or (not dependent and float(ws["theory_T_eff"][a, b]) < FINITE_T_BELOW)]
     profile = {(a, b): () if exact else tuple(np.round(np.sort(np.abs(w[w != 0])) / np.abs(w).max(), 12))
                for a, b, exact, w in wanted}
-    pairs = [(dl, g) for dl in c["delta"] for g in c["gamma"]]
-    work = len(set(profile.values())) * len(pairs) * bins.size
+    pairs = [(float(dl), float(g)) for dl in c["delta"] for g in c["gamma"]]
+    profiles = set(profile.values())
     note = ""
-    if work > FINITE_T_BUDGET:                    # too slow for a template: keep the cubic, and say so
-        note = (f"; the finite-T law was not computed: {work} (law, delta, gamma) x bins exceed the budget of "
-                f"{FINITE_T_BUDGET} (about {FINITE_T_BUDGET // 250} s at store creation)")
+    if (seconds := _spectrum_cost(profiles, pairs, edges)[2]) > FINITE_T_BUDGET:   # too slow: the cubic, and say so
+        note = (f"; the finite-T law was not computed: its sampled laws and histograms (about {seconds:.0f} s) "
+                f"exceed the budget of {FINITE_T_BUDGET:g} s at store creation")
         wanted = []
+    elif notes is not None and wanted:
+        laws, histograms, left = _spectrum_cost(profiles, pairs, edges, skip_cached=True)
+        if left > SPECTRUM_SAY:
+            notes(f"{sweep.name}: computing the finite-T spectrum law ({laws} sampled token-count laws, {histograms} "
+                  f"histograms; about {left:.0f} s, when a store is made or extended)")
     for a, b, exact, w in wanted:
         law[a, b] = 1 if exact else 2
         for i, dl in enumerate(c["delta"]):
@@ -181,6 +196,23 @@ def spectrum_arrays(sweep: Sweep) -> dict[str, xr.DataArray]:
                                    flag_values=[0, 1, 2], flag_meanings="cubic finite_T_exact finite_T_sampled",
                                    description="; ".join(LAWS) + note),
     }
+
+
+def _spectrum_cost(profiles: set[tuple], pairs: list[tuple[float, float]], edges: np.ndarray,
+                   skip_cached: bool = False) -> tuple[int, int, float]:
+    """(sampled laws, histograms, estimated seconds) of the finite-T spectrum law over ``profiles`` (``()``: the
+    exact law, no sample) and the (delta, gamma) ``pairs``; with ``skip_cached``, only what this process has not
+    computed yet."""
+    settings = tuple(sorted(SAMPLE.items()))
+    samples = {(p, round(dl / g, 12)) for p in profiles if p for dl, g in pairs}
+    histograms = {(p, dl, g) for p in profiles for dl, g in pairs}
+    if skip_cached:
+        samples = {(p, r) for p, r in samples if ("nu", p, r, settings) not in _MEMO}
+        histograms = {(p, dl, g) for p, dl, g in histograms
+                      if ("histogram", p, dl, g, edges.tobytes(), settings if p else ()) not in _MEMO}
+    per_sample = SAMPLE_SECONDS * SAMPLE["replicates"] / 4 * (SAMPLE["size"] / 1000) ** 3
+    seconds = len(samples) * per_sample + len(histograms) * (HISTOGRAM_SECONDS[0] + HISTOGRAM_SECONDS[1] * (edges.size - 1))
+    return len(samples), len(histograms), seconds
 
 
 def _apply(fn, *args: xr.DataArray) -> xr.DataArray:
@@ -240,7 +272,8 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
     analysis reads these arrays (or calls the same functions with the same ``theory_law``) and
     recomputes no theory of its own.
 
-    ``notes`` gets a line before a computation expected to take several seconds (the detection nulls).
+    ``notes`` gets a line before a computation expected to take several seconds (the finite-T spectrum law, the
+    detection nulls).
 
     Returns
     -------
@@ -287,7 +320,7 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
         out[name] = snr_t.assign_attrs(long_name=f"{'population' if kind == 'population' else 'sample (observable)'} "
                                                  "transition SNR", units="snr")
     out["theory_pooled_kurtosis"] = pooled_kurtosis(sweep)
-    out.update(spectrum_arrays(sweep))
+    out.update(spectrum_arrays(sweep, notes))
     ds = xr.Dataset(out)
     if centering == "class":
         ds = one_token_spikes(ds, sweep)

@@ -93,8 +93,22 @@ def test_a_grid_too_large_for_the_finite_t_budget_keeps_the_cubic_and_says_so():
             "observables": {"spectrum": {"bins": 200, "max": 8.0}}}
     ds = spectrum_arrays(parse_sweep(data))               # 2 schemes x 2 T x 144 points x 200 bins >> budget
     assert (ds["theory_spectrum_law"] == 0).all()
-    assert f"exceed the budget of {FINITE_T_BUDGET}" in ds["theory_spectrum_law"].attrs["description"]
+    assert f"exceed the budget of {FINITE_T_BUDGET:g} s" in ds["theory_spectrum_law"].attrs["description"]
     assert np.array_equal(ds["theory_spectrum"].isel(T=0, weights=0), ds["paper_spectrum"])
+
+
+def test_many_sampled_laws_count_against_the_budget_even_with_few_bins():
+    """The budget weighs each sampled token-count law (about a quarter of a second), not only the bins: 8 weight
+    profiles at 36 ratios with 4 bins are 288 sampled laws, estimated at 98 s (counted by their bins alone, 1,152
+    of a former budget of 6,400), and keep the cubic, saying so."""
+    from rmtsweep.theory.on_grid import FINITE_T_BUDGET, spectrum_arrays
+    data = {**SWEEP, "correlation": {"model": "markov", "r": 0.5},
+            "grid": {**SWEEP["grid"], "delta": list(np.linspace(0.25, 4.0, 12)), "gamma": [0.5, 1.0, 2.0],
+                     "T": [2, 3, 4], "weights": ["mean", "optimal", "harmonic"]},
+            "observables": {"spectrum": {"bins": 4, "max": 8.0}}}
+    law = spectrum_arrays(parse_sweep(data))["theory_spectrum_law"]
+    assert (law == 0).all()
+    assert f"exceed the budget of {FINITE_T_BUDGET:g} s" in law.attrs["description"]
 
 
 def test_pairs_sharing_delta_over_gamma_share_one_sample_and_equal_their_own(monkeypatch):
@@ -135,3 +149,29 @@ def test_a_template_made_again_in_one_process_reuses_its_finite_t_spectrum(monke
     assert np.array_equal(again.values, first)
     again.values[...] = -1.0
     assert np.array_equal(on_grid.spectrum_arrays(sweep)["theory_spectrum"].values, first)
+
+
+def test_a_long_finite_t_spectrum_law_is_announced_once_per_process(monkeypatch):
+    """Sampled token-count laws take about a second each when a store is made: past SPECTRUM_SAY seconds one line
+    names the sweep and counts the laws and histograms still to compute; computed once in a process, they are
+    not announced again (a store made twice, or extended)."""
+    from rmtsweep.theory import on_grid
+    monkeypatch.setattr(on_grid, "_MEMO", {})
+    monkeypatch.setattr(on_grid, "SAMPLE", {**on_grid.SAMPLE, "size": 100, "replicates": 1})   # a small sample
+    sweep = parse_sweep({**copy.deepcopy(BASE), "name": "spec", "correlation": {"model": "iid"},
+                         "grid": {"delta": [0.5, 1.0], "gamma": [0.5], "snr": [0.0], "T": [1, 2],
+                                  "weights": ["mean", "harmonic"]},
+                         "observables": {"spectrum": {"bins": 10, "max": 8.0}}})
+    lines: list[str] = []
+    on_grid.spectrum_arrays(sweep, lines.append)
+    assert lines == []                                   # under a second for this sample: nothing to say
+    monkeypatch.setattr(on_grid, "_MEMO", {})
+    monkeypatch.setattr(on_grid, "SPECTRUM_SAY", 0.0)
+    got = on_grid.spectrum_arrays(sweep, lines.append)
+    # T = 2: two weight profiles (mean's equal weights, harmonic's unequal ones) x two delta/gamma ratios sampled; and
+    # histograms of those 4 laws and of the exact law of T = 1 at both (delta, gamma)
+    assert len(lines) == 1 and lines[0].startswith(
+        "spec: computing the finite-T spectrum law (4 sampled token-count laws, 6 histograms; about "), lines
+    assert got["theory_spectrum_law"].sel(T=2).values.tolist() == [2, 2]
+    on_grid.spectrum_arrays(sweep, lines.append)
+    assert len(lines) == 1                               # cached in this process: nothing left to announce
