@@ -142,3 +142,28 @@ def test_blocking_follows_the_sweep_file(sweep_data):
     sweep_data["grid"].update(T=[4, 6, 8])
     b = choose_blocking(parse_sweep(sweep_data))
     assert (b.replicate, b.cells, b.T) == (3, 2, 2)
+
+
+def test_a_task_runs_numpys_own_blas_on_one_thread(sweep_data, monkeypatch):
+    """A task's results must not depend on the BLAS's threads, so it computes under ``threadpool_limits(1)``: that
+    needs threadpoolctl to find the BLAS numpy itself uses (versions before 3.5 missed the scipy-openblas builds that
+    numpy 2's wheels ship, and left numpy's BLAS on every core). Told apart from scipy's by numpy's own build
+    information; the test raises the limit to 2 around the task, so only the task's own limit can bring it to 1."""
+    import threadpoolctl
+    from rmtsweep.run import block
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    api = next((a for a in ("openblas", "mkl", "blis") if a in blas.get("name", "").lower()), None)
+    if api is None or not blas.get("version"):
+        pytest.skip(f"numpy's BLAS {blas.get('name')!r} is not one threadpoolctl controls")
+
+    def numpys(info: list[dict]) -> list[dict]:
+        return [lib for lib in info if lib["internal_api"] == api and lib.get("version")
+                and (lib["version"].startswith(blas["version"]) or blas["version"].startswith(lib["version"]))]
+
+    seen, real = [], block.simulate_schemes
+    monkeypatch.setattr(block, "simulate_schemes", lambda *a: seen.append(threadpoolctl.threadpool_info()) or real(*a))
+    s = parse_sweep(sweep_data)
+    with threadpoolctl.threadpool_limits(limits=2):
+        assert numpys(threadpoolctl.threadpool_info()), (blas, threadpoolctl.__version__, threadpoolctl.threadpool_info())
+        compute_task(next(tasks(s, choose_blocking(s))))
+    assert seen and all(lib["num_threads"] == 1 for info in seen for lib in numpys(info)), seen[:1]
