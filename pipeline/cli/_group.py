@@ -104,9 +104,11 @@ def _stopping(process_ends: bool) -> bool:
     return True
 
 
-# What a command needs before it can do anything: imported with SIGINT held (a KeyboardInterrupt inside a
-# compiled module's import can be lost, or leave it half-built), so a Ctrl-C meanwhile is raised once they
-# are in, and becomes the one line. --help and --version need none of them.
+# What a command needs before it can do anything: imported with SIGINT and SIGTERM held (a KeyboardInterrupt
+# inside a compiled module's import can be lost, or leave it half-built), so a Ctrl-C meanwhile is raised once
+# they are in, and becomes the one line. Held, not only blocked: a thread that does not block the signal (one
+# a library started) can receive it, and Python then raises in the main thread wherever it is, blocked or not
+# (CI saw a Ctrl-C 0.5 s into a run lost so, the run going on to exit 0). --help and --version need none.
 # Those that start work take the whole run side; those that read a store, the store (the analysis imports
 # the rest as it needs it).
 _STARTS_WORK = {"run", "demo", "submit", "work"}
@@ -118,12 +120,12 @@ def _import_heavy(argv: list[str]) -> None:
     if not argv or {"-h", "--help", "--version"} & set(argv):
         return
     import importlib
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
+
+    from ..signals import Held
+    with Held(block=True) as held:            # blocked too: the threads the imports start never receive them
         for name in _HEAVY[argv[0] in _STARTS_WORK]:
             importlib.import_module(name)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)          # a Ctrl-C held meanwhile is raised here
+    held.deliver()                            # a Ctrl-C held meanwhile is raised here
 
 
 def _os_error(exc: OSError) -> str:

@@ -98,11 +98,12 @@ LAWS = ("cubic MP_delta ⊠ MP_gamma", "finite-T law, exact (one token per seque
         "finite-T law over a sampled token-count spectrum (seeded, V = 1000, 4 samples)")
 FINITE_T_BELOW = 8.0     # T_eff under which the finite-T law is computed; above it the cubic is within 0.003
 FINITE_T_BUDGET = 25.0   # estimated seconds of the finite-T spectrum law a template may take; beyond, the cubic
-SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.5 s per law, ~1e-3 in KS
-# Wall seconds on the 2-core development machine, for the announcement only: one sampled law (a weight profile at one
-# delta/gamma; at SAMPLE's size and replicates, its cost growing as replicates x size^3, a dense eigendecomposition)
-# and one histogram of it (fixed, and per bin). paper-finite-t: 27 laws and 36 histograms of 100 bins, 17 s
-# estimated and measured (33 CPU-s).
+SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.4 CPU-s per law, ~1e-3 in KS
+# Wall seconds on the 2-core development machine, for the budget and the announcement (an estimate from the grid
+# alone, so the budget decides alike on every machine): one sampled law (a weight profile at one delta/gamma; at
+# SAMPLE's size and replicates, its cost growing as replicates x size^3, a dense eigendecomposition) and one
+# histogram (fixed, and per bin). paper-finite-t: 27 laws and 36 histograms of 100 bins, 18 s estimated, 17 s
+# measured (33 CPU-s).
 SAMPLE_SECONDS = 0.25
 HISTOGRAM_SECONDS = (0.08, 2.2e-3)
 SPECTRUM_SAY = 3.0        # estimated seconds past which the finite-T spectrum law's computation is announced

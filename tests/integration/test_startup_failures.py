@@ -147,6 +147,42 @@ def test_a_second_ctrl_c_while_stopping_changes_nothing(tmp_path):
         one_line(err, (INTERRUPTED,))
 
 
+def test_a_ctrl_c_that_another_thread_receives_during_the_imports_is_raised_after_them(monkeypatch):
+    """A command imports what it needs with Ctrl-C held. A thread that does not block SIGINT (a library's own)
+    can receive it, and Python then runs the handler in the main thread wherever it is: a KeyboardInterrupt
+    inside an import can be lost (CI once saw a run signalled 0.5 s in go on to exit 0). Here a helper thread
+    receives SIGINT during the first import; the KeyboardInterrupt must come once the imports are done."""
+    import importlib
+    import threading
+
+    from rmtsweep.cli import _group
+    ready, stop = threading.Event(), threading.Event()
+    helper = threading.Thread(target=lambda: (ready.set(), stop.wait()))
+    helper.start()
+    ready.wait()
+    inside: list[str] = []
+
+    def import_module(name: str) -> None:
+        if name != _group._HEAVY[True][0]:
+            return
+        signal.pthread_kill(helper.ident, signal.SIGINT)
+        try:
+            for _ in range(30):                   # the handler runs in this thread within these 0.3 s
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            inside.append(name)
+            raise
+
+    monkeypatch.setattr(importlib, "import_module", import_module)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _group._import_heavy(["run", "sweep.yaml"])
+    finally:
+        stop.set()
+        helper.join()
+    assert inside == []
+
+
 def test_a_ctrl_c_inside_exec_of_source_text_still_exits_130(tmp_path):
     """CPython records a KeyboardInterrupt that leaves an ``exec`` of source text (dataclasses and namedtuples
     are made that way, so imports do it) and ``python -m`` then died by SIGINT (-2) after the one line and
