@@ -108,7 +108,8 @@ def _stopping(process_ends: bool) -> bool:
 # inside a compiled module's import can be lost, or leave it half-built), so a Ctrl-C meanwhile is raised once
 # they are in, and becomes the one line. Held, not only blocked: a thread that does not block the signal (one
 # a library started) can receive it, and Python then raises in the main thread wherever it is, blocked or not
-# (CI saw a Ctrl-C 0.5 s into a run lost so, the run going on to exit 0). --help and --version need none.
+# (CI once saw a Ctrl-C 0.5 s into a run lost, the run going on to exit 0: one way that can happen, closed
+# here). --help and --version need none of them.
 # Those that start work take the whole run side; those that read a store, the store (the analysis imports
 # the rest as it needs it).
 _STARTS_WORK = {"run", "demo", "submit", "work"}

@@ -212,7 +212,8 @@ def _spectrum_cost(profiles: set[tuple], pairs: list[tuple[float, float]], edges
         histograms = {(p, dl, g) for p, dl, g in histograms
                       if ("histogram", p, dl, g, edges.tobytes(), settings if p else ()) not in _MEMO}
     per_sample = SAMPLE_SECONDS * SAMPLE["replicates"] / 4 * (SAMPLE["size"] / 1000) ** 3
-    seconds = len(samples) * per_sample + len(histograms) * (HISTOGRAM_SECONDS[0] + HISTOGRAM_SECONDS[1] * (edges.size - 1))
+    per_histogram = HISTOGRAM_SECONDS[0] + HISTOGRAM_SECONDS[1] * (edges.size - 1)
+    seconds = len(samples) * per_sample + len(histograms) * per_histogram
     return len(samples), len(histograms), seconds
 
 

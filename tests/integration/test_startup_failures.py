@@ -150,8 +150,9 @@ def test_a_second_ctrl_c_while_stopping_changes_nothing(tmp_path):
 def test_a_ctrl_c_that_another_thread_receives_during_the_imports_is_raised_after_them(monkeypatch):
     """A command imports what it needs with Ctrl-C held. A thread that does not block SIGINT (a library's own)
     can receive it, and Python then runs the handler in the main thread wherever it is: a KeyboardInterrupt
-    inside an import can be lost (CI once saw a run signalled 0.5 s in go on to exit 0). Here a helper thread
-    receives SIGINT during the first import; the KeyboardInterrupt must come once the imports are done."""
+    inside an import can be lost (CI once saw a run signalled 0.5 s in go on to exit 0: one way that can
+    happen). Here a helper thread receives SIGINT during the first import; the KeyboardInterrupt must come
+    once the imports are done."""
     import importlib
     import threading
 

@@ -164,6 +164,7 @@ def test_a_task_runs_numpys_own_blas_on_one_thread(sweep_data, monkeypatch):
     monkeypatch.setattr(block, "simulate_schemes", lambda *a: seen.append(threadpoolctl.threadpool_info()) or real(*a))
     s = parse_sweep(sweep_data)
     with threadpoolctl.threadpool_limits(limits=2):
-        assert numpys(threadpoolctl.threadpool_info()), (blas, threadpoolctl.__version__, threadpoolctl.threadpool_info())
+        assert numpys(threadpoolctl.threadpool_info()), (blas, threadpoolctl.__version__,
+                                                         threadpoolctl.threadpool_info())
         compute_task(next(tasks(s, choose_blocking(s))))
     assert seen and all(lib["num_threads"] == 1 for info in seen for lib in numpys(info)), seen[:1]
