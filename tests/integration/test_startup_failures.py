@@ -184,6 +184,32 @@ def test_a_ctrl_c_that_another_thread_receives_during_the_imports_is_raised_afte
     assert inside == []
 
 
+def test_a_run_imports_no_compiled_module_after_its_held_imports(tmp_path, sweep_data):
+    """Where a Ctrl-C can be lost: inside a compiled module's import. A run's driver imports every compiled module
+    it needs while Ctrl-C is held (before this, 53 of them came later, lazily, mid-run, and CI twice saw a run
+    signalled 0.5 s in go on to exit 0)."""
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(sweep_data))
+    (tmp_path / "spy.py").write_text(
+        "import atexit, sys\n"
+        "from rmtsweep.cli import _group\n"
+        "held, seen = _group._import_heavy, {}\n"
+        "def heavy(argv):\n"
+        "    held(argv)\n"
+        "    seen['after'] = set(sys.modules)\n"
+        "_group._import_heavy = heavy\n"
+        "def report():\n"
+        "    late = sorted(m for m in set(sys.modules) - seen['after']\n"
+        "                  if str(getattr(sys.modules[m], '__file__', '') or '').endswith(('.so', '.pyd')))\n"
+        "    print('LATE', late)\n"
+        "if __name__ == '__main__':                  # (the worker process imports this file again)\n"
+        "    atexit.register(report)\n"
+        "    sys.argv = ['rmtsweep', 'run', 'tiny.yaml', '--store', 's.zarr', '--workers', '1', '--no-progress']\n"
+        "    _group.main()\n")
+    proc = subprocess.run([sys.executable, "spy.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "LATE []" in proc.stdout, proc.stdout[-3000:]
+
+
 def test_a_ctrl_c_inside_exec_of_source_text_still_exits_130(tmp_path):
     """CPython records a KeyboardInterrupt that leaves an ``exec`` of source text (dataclasses and namedtuples
     are made that way, so imports do it) and ``python -m`` then died by SIGINT (-2) after the one line and
