@@ -123,17 +123,25 @@ def _memo(key: tuple, compute):
     return _MEMO[key]
 
 
+def _law_key(profile: tuple, delta: float, gamma: float) -> tuple:
+    """The cache key of a sampled token-count law: it depends on ``delta/gamma`` and the weights' profile only."""
+    return ("nu", profile, round(delta / gamma, 12), tuple(sorted(SAMPLE.items())))
+
+
+def _histogram_key(profile: tuple, delta: float, gamma: float, edges: np.ndarray) -> tuple:
+    """The cache key of a finite-T histogram (the exact law, ``profile == ()``, takes no sample)."""
+    return ("histogram", profile, delta, gamma, edges.tobytes(), tuple(sorted(SAMPLE.items())) if profile else ())
+
+
 def _finite_t_histogram(profile: tuple, w: np.ndarray, delta: float, gamma: float, edges: np.ndarray) -> np.ndarray:
     """The finite-T law's histogram on ``edges``: exact (``profile == ()``, one position) or over the token-count
     law sampled with :data:`SAMPLE` (which depends on ``delta/gamma`` and the weights' sorted profile only)."""
     def law() -> finite_t.DiscreteLaw:
         if not profile:
             return finite_t.poisson_law(delta, gamma)
-        ratio = round(delta / gamma, 12)
-        return _memo(("nu", profile, ratio, tuple(sorted(SAMPLE.items()))),
-                     lambda: finite_t.sample_token_law(w, delta, gamma, **SAMPLE))
-    key = ("histogram", profile, delta, gamma, edges.tobytes(), tuple(sorted(SAMPLE.items())) if profile else ())
-    return _memo(key, lambda: finite_t.histogram(edges, law(), delta, nodes=8))   # callers copy it into their array
+        return _memo(_law_key(profile, delta, gamma), lambda: finite_t.sample_token_law(w, delta, gamma, **SAMPLE))
+    return _memo(_histogram_key(profile, delta, gamma, edges),
+                 lambda: finite_t.histogram(edges, law(), delta, nodes=8))   # callers copy it into their array
 
 
 def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None) -> dict[str, xr.DataArray]:
@@ -204,13 +212,10 @@ def _spectrum_cost(profiles: set[tuple], pairs: list[tuple[float, float]], edges
     """(sampled laws, histograms, estimated seconds) of the finite-T spectrum law over ``profiles`` (``()``: the
     exact law, no sample) and the (delta, gamma) ``pairs``; with ``skip_cached``, only what this process has not
     computed yet."""
-    settings = tuple(sorted(SAMPLE.items()))
-    samples = {(p, round(dl / g, 12)) for p in profiles if p for dl, g in pairs}
-    histograms = {(p, dl, g) for p in profiles for dl, g in pairs}
+    samples = {_law_key(p, dl, g) for p in profiles if p for dl, g in pairs}
+    histograms = {_histogram_key(p, dl, g, edges) for p in profiles for dl, g in pairs}
     if skip_cached:
-        samples = {(p, r) for p, r in samples if ("nu", p, r, settings) not in _MEMO}
-        histograms = {(p, dl, g) for p, dl, g in histograms
-                      if ("histogram", p, dl, g, edges.tobytes(), settings if p else ()) not in _MEMO}
+        samples, histograms = samples - _MEMO.keys(), histograms - _MEMO.keys()
     per_sample = SAMPLE_SECONDS * SAMPLE["replicates"] / 4 * (SAMPLE["size"] / 1000) ** 3
     per_histogram = HISTOGRAM_SECONDS[0] + HISTOGRAM_SECONDS[1] * (edges.size - 1)
     seconds = len(samples) * per_sample + len(histograms) * per_histogram
