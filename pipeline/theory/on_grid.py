@@ -102,8 +102,8 @@ SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.4
 # Wall seconds on the 2-core development machine, for the budget and the announcement (an estimate from the grid
 # alone, so the budget decides alike on every machine): one sampled law (a weight profile at one delta/gamma; at
 # SAMPLE's size and replicates, its cost growing as replicates x size^3, a dense eigendecomposition) and one
-# histogram (fixed, and per bin). paper-finite-t: 27 laws and 36 histograms of 100 bins, 18 s estimated, 17 s
-# measured (33 CPU-s).
+# histogram (fixed, and per bin). paper-finite-t: 27 laws and 40 histograms (4 of the exact law) of 100 bins, 19 s
+# estimated, 16-17 s measured (33 CPU-s).
 SAMPLE_SECONDS = 0.25
 HISTOGRAM_SECONDS = (0.08, 2.2e-3)
 SPECTRUM_SAY = 3.0        # estimated seconds past which the finite-T spectrum law's computation is announced
