@@ -154,14 +154,17 @@ def test_a_driver_job_at_its_walltime_stops_cleanly_and_resumes(slurm, tmp_path)
 
     A 1-minute driver walltime with a 10 s warning: slurmctld looks at time limits every 30 s and signals at
     its first look within 30 s + 10 s of the end, so 20-50 s after the start (measured: the drivers stopped
-    17-24 s after the start with a 15 s warning), after the first tasks (the worker job computes about 10 s
-    after the driver starts), at least 10 s before the walltime, and well before the sweep (~4 minutes on one
-    worker) is done. A 2-minute walltime with a 30 s warning took 60-90 s.
+    17-24 s after the start with a 15 s warning), at least 10 s before the walltime, and well before the sweep
+    (~4 minutes on one worker) is done. A 2-minute walltime with a 30 s warning took 60-90 s.
+
+    Once the worker job has written its first task it is suspended (``scontrol suspend``: SIGSTOP), so that it
+    spends no CPU in the wait for the signal (it computed for 20-50 s before); the driver then stops with a task
+    in flight on a worker that does not answer, and what was done is whole.
     """
     import yaml
 
     from rmtsweep.store.lock import lock_file
-    from tests.helpers import MEDIUM
+    from tests.helpers import MEDIUM, writes
     sweep = tmp_path / "long.yaml"
     sweep.write_text(yaml.safe_dump({**MEDIUM, "name": "long", "replicates": 4096, "replicates_per_task": 16}))
     cfg = tmp_path / "slurm.yaml"
@@ -169,11 +172,15 @@ def test_a_driver_job_at_its_walltime_stops_cleanly_and_resumes(slurm, tmp_path)
                                    "driver_walltime": "00:01:00", "driver_stop_warning": 10, "interface": "lo",
                                    "python": sys.executable}))
     store = tmp_path / "walltime.zarr"
+    before = queued_jobs()
     proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "submit", str(sweep), "--store", str(store),
                            "--cluster", "slurm", "--cluster-config", str(cfg), "--jobs", "1"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]
     job = re.search(r"submitted driver job (\d+)", proc.stdout).group(1)
+    wait_until(lambda: writes(store) > 0 or job not in queued_jobs(), 120, "the first task written")
+    for worker in queued_jobs() - before - {job}:
+        subprocess.run(["scontrol", "suspend", worker], capture_output=True)
     wait_until(lambda: job not in queued_jobs(), 200, f"driver job {job} to end")
     log = (tmp_path / f"slurm-{job}.out").read_text()
     assert log.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume", log[-3000:]
