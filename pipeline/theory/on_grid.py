@@ -35,7 +35,9 @@ from .cell_law import ONE_TOKEN_BUDGET, one_position, one_token_spikes, transiti
 from .finite_d import pooled_sign_excess_kurtosis
 from .finite_size import finite_size_arrays, finite_size_law, pooled_arrays
 
-__all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset", "weight_scalars"]
+__all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
+           "SAMPLE_SECONDS", "SPECTRUM_SAY", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset",
+           "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
 
