@@ -39,17 +39,6 @@ os.environ["RMTSWEEP_DASHBOARD_ADDRESS"] = "none"
 SPREAD = {"test_fault_table.py", "test_startup_failures.py", "test_object_storage.py"}
 
 
-def pytest_xdist_auto_num_workers(config) -> int | None:
-    """``-n auto``: a process per core, and one more where the SLURM tests run: they share one process, which
-    spends 2-3 minutes waiting on SLURM's clock (a walltime's signal, a job's lifetime, jobs that queue), time in
-    which the extra process keeps the cores busy (measured on 2 cores with a local SLURM, one run each: -n 3
-    473-482 s, -n 2 497-516 s)."""
-    if config.option.numprocesses != "auto":
-        return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores + (slurm_problem() is None)
-
-
 @pytest.hookimpl(tryfirst=True)            # before xdist reads the groups
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
