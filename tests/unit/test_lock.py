@@ -23,8 +23,11 @@ def _dead_pid() -> int:
 
 
 def _remote(path, token="remote", beat=0):
-    """A lock file as a run on another host writes it."""
-    path.write_text(json.dumps({"token": token, "host": "elsewhere", "pid": 1, "started": "earlier", "beat": beat}))
+    """A lock file as a run on another host writes it: a new file renamed over the old (written in place, a
+    reader under load once caught it empty and refused the store with its owner unknown, `pid ? on ?`)."""
+    tmp = path.with_name(path.name + ".tmp-remote")
+    tmp.write_text(json.dumps({"token": token, "host": "elsewhere", "pid": 1, "started": "earlier", "beat": beat}))
+    os.replace(tmp, path)
 
 
 def test_the_lock_lives_beside_the_store_not_in_it(tmp_path):
