@@ -157,9 +157,10 @@ def test_a_driver_job_at_its_walltime_stops_cleanly_and_resumes(slurm, tmp_path)
     17-24 s after the start with a 15 s warning), at least 10 s before the walltime, and well before the sweep
     (~4 minutes on one worker) is done. A 2-minute walltime with a 30 s warning took 60-90 s.
 
-    Once the worker job has written its first task it is suspended (``scontrol suspend``: SIGSTOP), so that it
-    spends no CPU in the wait for the signal (it computed for 20-50 s before); the driver then stops with a task
-    in flight on a worker that does not answer, and what was done is whole.
+    Once the worker job has written its first task it is suspended (``scontrol suspend``: SIGSTOP; allowed to root
+    and SLURM's administrators, elsewhere the worker computes on), so that it spends no CPU in the wait for the
+    signal (it computed for 20-50 s before); the driver then stops with a task in flight on a worker that does
+    not answer, and what was done is whole.
     """
     import yaml
 
