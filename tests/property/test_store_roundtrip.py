@@ -1,7 +1,8 @@
 """Property: a store reads back exactly what its tasks wrote, and nothing where no task wrote.
 
 Random small sweeps; every task is left unwritten, written (data only, as a worker does before the
-driver marks it) or written and marked done, in a random order and with a random run number.
+driver marks it) or written and marked done, in a random order and with a random run number. The examples
+are derandomized (Hypothesis draws them from the test itself): the same on every run and machine.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tests.property.strategies import sweeps
 STATES = ("unwritten", "written", "done")
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=sweeps(), choices=st.data())
 def test_store_reads_back_what_was_written_and_empty_elsewhere(data, choices):
     sweep = parse_sweep(data)
@@ -36,9 +37,13 @@ def test_store_reads_back_what_was_written_and_empty_elsewhere(data, choices):
         prepare_store(SweepFile(sweep, str(path.with_suffix(".yaml")), yaml.safe_dump(data)), path)
         all_tasks = list(tasks(sweep, Blocking(*blocking_of(path))))
         n = len(all_tasks)
-        states = choices.draw(st.lists(st.sampled_from(STATES), min_size=n, max_size=n), label="states")
-        runs = choices.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n), label="runs")
-        order = choices.draw(st.permutations(range(n)), label="order")
+        # each task's state, run number and place in the order from one drawn seed: three lists of n draws each
+        # overran Hypothesis's buffer on the larger sweeps, which it then discarded (a health check fails when
+        # most do), so that the sweeps with the most tasks were never tried
+        rng = np.random.default_rng(choices.draw(st.integers(0, 2**32 - 1), label="seed of the states"))
+        states = [STATES[i] for i in rng.integers(0, len(STATES), n)]
+        runs = [int(r) for r in rng.integers(0, 6, n)]
+        order = [int(i) for i in rng.permutation(n)]
         writer = Writer(path)
         written: dict[int, dict[str, np.ndarray]] = {}
         for i in order:
