@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 from scipy.special import ndtr
 from threadpoolctl import threadpool_limits
 
@@ -260,4 +259,5 @@ def mixture_quantile(p: float, location: ArrayLike, scale: ArrayLike) -> float:
         return float("nan")
     spread = np.nanmax(np.where(np.isnan(loc), 0, scale)) * 20 + 1e-12
     lo, hi = float(np.nanmin(loc)) - spread, float(np.nanmax(loc)) + spread
+    from scipy.optimize import brentq      # here, not above: scipy.optimize costs every importer of the theory 0.1 s
     return float(brentq(lambda x: float(mixture_cdf(x, loc, scale)) - p, lo, hi, xtol=1e-10))
