@@ -289,8 +289,10 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
               help="Compute element I (from 0) of an array of N: every Nth task of the store, from its Ith.")
 @_workers
 @_in_process
+@_dashboard
 @_progress
-def work(store_path: Path, share_text: str, workers: int | None, in_process: bool, progress: bool) -> None:
+def work(store_path: Path, share_text: str, workers: int | None, in_process: bool, dashboard_address: str | None,
+         progress: bool) -> None:
     """Compute one element's share of the sweep in STORE, beside the other elements of its job array.
 
     What a job array's element runs (`rmtsweep submit SWEEP --cluster slurm --array N` makes the store and
@@ -307,8 +309,8 @@ def work(store_path: Path, share_text: str, workers: int | None, in_process: boo
     conflicts(store_path, share, tidy=False)              # refused before the cluster starts, not seconds after
     sweep = store.stored_sweep(store_path, attrs)
     sweep_file = SweepFile(sweep, f"{store_path} (its stored sweep)", attrs["sweep_canonical"])
-    _run(sweep_file, store_path, make_engine("local", workers=workers or _node_cores(), in_process=in_process), progress,
-         share=share)
+    _run(sweep_file, store_path, make_engine("local", workers=workers or _node_cores(), in_process=in_process,
+                                             dashboard_address=dashboard_address), progress, share=share)
 
 
 def _parse_share(text: str) -> tuple[int, int]:

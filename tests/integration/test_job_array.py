@@ -118,6 +118,7 @@ def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path, recorde
     for proc in procs:
         _, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err[-3000:]
+        assert "no dashboard" in err          # RMTSWEEP_DASHBOARD_ADDRESS=none (conftest.py), as for `run`
     assert_stores_equal(store, reference)
     runs = open_dataset(store).attrs["runs"]
     assert sorted(tuple(r["share"]) for r in runs) == [(0, 3), (1, 3), (2, 3)]
