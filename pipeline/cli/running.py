@@ -53,8 +53,8 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
         report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
                            expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
                            notes=lambda line: click.echo(line, err=True), share=share)
-    st = store.status(path)
-    click.echo(f"{path}: {st['tasks_done']}/{st['tasks_total']} tasks done "
+    done, total = store.tasks_done(path)
+    click.echo(f"{path}: {done}/{total} tasks done "
                f"({report.tasks_computed} computed now) in {time.perf_counter() - start:.1f} s")
     return path
 

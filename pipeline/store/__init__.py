@@ -30,6 +30,7 @@ _LAZY: dict[str, str] = {
     "status": "io",
     "store_problem": "io",
     "stored_sweep": "io",
+    "tasks_done": "io",
     "write_template": "io",
     "FORMAT": "layout",
     "RESULT_VARS": "layout",
@@ -54,7 +55,7 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from .handle import JOURNAL_NAME, PreparedRun, Store
     from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, open_group, open_zarr,
-                     record_run, status, store_problem, stored_sweep, write_template)
+                     record_run, status, store_problem, stored_sweep, tasks_done, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
     from .location import Remote, local_path, locate
     from .lock import StoreLock, lock_file
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Remote", "Store", "StoreLock",
     "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store",
-    "local_path", "locate", "lock_file", "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "template", "write_template",
+    "local_path", "locate", "lock_file", "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
 ]
 
 

@@ -23,8 +23,8 @@ from .location import Remote, StorePath, locate, zarr_target
 from .metalock import metadata_lock
 
 __all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
-           "array_run", "edit_consolidated", "half_created", "read_object", "record_run", "status", "stored_sweep", "upload",
-           "write_template"]
+           "array_run", "edit_consolidated", "half_created", "read_object", "record_run", "status", "stored_sweep", "tasks_done",
+           "upload", "write_template"]
 
 
 CUT_SHORT = "its creation or extension was cut before the end"
@@ -283,6 +283,16 @@ def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
         starts = np.arange(0, done.shape[axis], size)
         out = np.logical_and.reduceat(out, starts, axis=axis) if done.shape[axis] else out
     return out
+
+
+def tasks_done(path: str | StorePath, storage_options: dict | None = None) -> tuple[int, int]:
+    """``(tasks done, tasks in all)`` of a store, from its ``done`` array alone: what a run says when it ends.
+
+    :func:`status` also opens the dataset and reads ``run``: on object storage, a request more per task.
+    """
+    done = open_group(locate(path, storage_options))["done"]
+    per_task = chunk_done(done[...], done.chunks)
+    return int(per_task.sum()), int(per_task.size)
 
 
 def status(path: str | StorePath, storage_options: dict | None = None) -> dict:

@@ -19,7 +19,7 @@ import zarr
 from ..dims import has_d_axis, store_dims
 from .location import StorePath, locate, zarr_target
 
-__all__ = ["DONE_WRITERS", "Writer", "open_for_writing", "per_replicate_arrays"]
+__all__ = ["DONE_WRITERS", "Writer", "open_for_writing", "per_replicate_arrays", "selection_shape"]
 
 DONE_WRITERS = 8   # threads that write done chunks concurrently (each chunk has its own file)
 
@@ -46,6 +46,15 @@ def open_for_writing(path: str | StorePath) -> dict[str, zarr.Array]:
         return dict(zarr.open_group(zarr_target(locate(path), read_only=False), mode="r+").arrays())
 
 
+def selection_shape(region: tuple[slice | int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of ``array[region]`` for an array of ``shape``, without reading it (an integer drops its axis).
+
+    >>> selection_shape((0, slice(2, 4), slice(6, 9)), (2, 5, 7))
+    (2, 1)
+    """
+    return tuple(len(range(*r.indices(n))) for r, n in zip(region, shape) if isinstance(r, slice)) + shape[len(region):]
+
+
 class Writer:
     """The per-replicate arrays of an existing store, opened once, written chunk by chunk."""
 
@@ -67,7 +76,7 @@ class Writer:
         for name, array in self.arrays.items():
             if name == "done":
                 continue
-            new = np.full(self.done[region].shape, run, np.int16) if name == "run" else values.get(name)
+            new = np.full(selection_shape(region, self.done.shape), run, np.int16) if name == "run" else values.get(name)
             if new is None:
                 continue
             if todo is not None:

@@ -22,7 +22,7 @@ from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import tasks
 from rmtsweep.run.runner import prepare_store
 from rmtsweep.spec import SweepFile, parse_sweep
-from rmtsweep.store import Writer, blocking_of
+from rmtsweep.store import Writer, blocking_of, tasks_done
 from tests.property.strategies import sweeps
 
 STATES = ("unwritten", "written", "done")
@@ -54,6 +54,7 @@ def test_store_reads_back_what_was_written_and_empty_elsewhere(data, choices):
             if states[i] == "done":
                 writer.mark_done(all_tasks[i].region)
         ds = open_store(path).load()
+        assert tasks_done(path) == (states.count("done"), n)      # what a run's last line says, from done alone
 
         g = sweep.grid
         assert np.array_equal(ds.delta.values, g.delta) and np.array_equal(ds.gamma.values, g.gamma)
