@@ -123,7 +123,7 @@ def open_dataset(path: str | StorePath, storage_options: dict | None = None) -> 
 def open_zarr(path: StorePath, **kwargs) -> xr.Dataset:
     """``xr.open_zarr`` of the store at a path or a URL (its storage options passed on); ``kwargs`` as xarray's."""
     if isinstance(path, Remote):
-        return xr.open_zarr(path.url, storage_options=path.storage_options, **kwargs)
+        return xr.open_zarr(path.url, storage_options=path.open_options, **kwargs)
     return xr.open_zarr(str(path), **kwargs)
 
 

@@ -208,6 +208,21 @@ def test_a_scheme_without_its_filesystem_names_the_package(tmp_path, capsys, mon
     assert not list(tmp_path.iterdir())
 
 
+def test_an_object_is_read_in_one_request_unless_the_options_say_otherwise(bucket, endpoint):
+    """s3fs asks an object's size (HEAD) before reading it (GET) when it may split large reads; a store's objects
+    are small, so rmtsweep reads each in one request, and an absent one too (no HEAD, no listing)."""
+    from rmtsweep.store import locate
+    where = locate(bucket[0], {"endpoint_url": endpoint})
+    assert where.child(".zattrs").read()                              # connected
+    sent: list[str] = []
+    where.fs.s3.meta.events.register("before-send.s3", lambda request, **_: sent.append(request.method))
+    assert json.loads(where.child(".zattrs").read())["rmtsweep_format"] == "rmtsweep-store-1"
+    assert where.child("absent").read() is None
+    assert sent == ["GET", "GET"]
+    assert where.open_options["max_concurrency"] == 1                 # what xarray and zarr are given too
+    assert locate(bucket[0], {"endpoint_url": endpoint, "max_concurrency": 4}).fs.max_concurrency == 4
+
+
 def test_storage_options_parse_as_fsspec_takes_them_and_are_refused_for_a_path(tmp_path, capsys):
     from rmtsweep.store.location import parse_storage_options
     assert parse_storage_options(["anon=true", "client_kwargs.region_name=eu-west-1", "retries=3", "key=abc"]) == \
