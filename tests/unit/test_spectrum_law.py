@@ -51,9 +51,12 @@ def test_single_token_cells_use_the_exact_law_short_ones_a_sampled_law_long_ones
 
 @pytest.mark.slow
 def test_the_sampled_law_is_close_to_a_larger_sample(ds):
-    """The store's sampled law (V = 1000, 4 samples) against V = 2500 x 6 samples: Kolmogorov <= 0.003."""
+    """The store's sampled law (V = 1000, 4 samples) against V = 1500 x 4 samples: Kolmogorov <= 0.003.
+
+    (Measured: 0.0010-0.0014 against 1500 x 4 at two seeds, 0.0014-0.0018 against 2500 x 6, which takes 2.5 times
+    as long: the store's own sample sets the distance.)"""
     w = np.full(4, 0.25)                                      # mean weights at T = 4
-    big = finite_t.histogram(np.linspace(0, 8, 41), finite_t.sample_token_law(w, 0.5, 0.5, size=2500, replicates=6,
+    big = finite_t.histogram(np.linspace(0, 8, 41), finite_t.sample_token_law(w, 0.5, 0.5, size=1500, replicates=4,
                                                                                seed=99), 0.5)
     got = ds["theory_spectrum"].sel(delta=0.5, gamma=0.5, T=4, weights="mean").values
     assert np.abs(np.cumsum(got - big) * 0.2).max() < 0.003
