@@ -215,9 +215,17 @@ def test_an_object_is_read_in_one_request_unless_the_options_say_otherwise(bucke
     where = locate(bucket[0], {"endpoint_url": endpoint})
     assert where.child(".zattrs").read()                              # connected
     sent: list[str] = []
-    where.fs.s3.meta.events.register("before-send.s3", lambda request, **_: sent.append(request.method))
-    assert json.loads(where.child(".zattrs").read())["rmtsweep_format"] == "rmtsweep-store-1"
-    assert where.child("absent").read() is None
+
+    def count(request, **_):
+        sent.append(request.method)
+
+    events = where.fs.s3.meta.events                                  # the module's other tests share this client
+    events.register("before-send.s3", count)
+    try:
+        assert json.loads(where.child(".zattrs").read())["rmtsweep_format"] == "rmtsweep-store-1"
+        assert where.child("absent").read() is None
+    finally:
+        events.unregister("before-send.s3", count)
     assert sent == ["GET", "GET"]
     assert where.open_options["max_concurrency"] == 1                 # what xarray and zarr are given too
     assert locate(bucket[0], {"endpoint_url": endpoint, "max_concurrency": 4}).fs.max_concurrency == 4
