@@ -109,11 +109,16 @@ class Bench:
             prepare_store(load_sweep(self.sweep), template)
         self.clean_k, self.template_k = _disk_k(self.clean), _disk_k(template)    # as a tmpfs counts them
 
-    def cmd(self, store: Path) -> list[str]:
-        return [*RMTSWEEP, "run", str(self.sweep), "--store", str(store), "--workers", "1", "--no-progress"]
+    def cmd(self, store: Path, in_process: bool = False) -> list[str]:
+        """The run's command line; ``in_process``: its worker a thread of the run (``--in-process``), for the rows
+        of the store's faults (disk, mounts, modes, a reader), which a worker process would not change: the signals'
+        rows keep the worker process (a Ctrl-C reaches it too), and a worker process that cannot write is the
+        read-only workers' row."""
+        return [*RMTSWEEP, "run", str(self.sweep), "--store", str(store), "--workers", "1", "--no-progress",
+                *(["--in-process"] if in_process else [])]
 
-    def run(self, store: Path, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-        return subprocess.run([*prefix, *self.cmd(store)], capture_output=True, text=True, timeout=600)
+    def run(self, store: Path, prefix: tuple[str, ...] = (), in_process: bool = False) -> subprocess.CompletedProcess:
+        return subprocess.run([*prefix, *self.cmd(store, in_process)], capture_output=True, text=True, timeout=600)
 
     def resume(self, store: Path) -> None:
         """Run the sweep into ``store`` to the end (the recovery every message asks for), on the bench's cluster."""
@@ -138,9 +143,9 @@ class Bench:
             return False
         return True
 
-    def start(self, store: Path, after: int) -> subprocess.Popen:
+    def start(self, store: Path, after: int, in_process: bool = False) -> subprocess.Popen:
         """A run in its own process group, returned once ``after`` tasks are written."""
-        proc = subprocess.Popen(self.cmd(store), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        proc = subprocess.Popen(self.cmd(store, in_process), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         deadline = time.monotonic() + 120
         while writes(store) < after and proc.poll() is None and time.monotonic() < deadline:
@@ -239,7 +244,7 @@ def disk_full(bench: Bench) -> Row:
     mnt = bench.root / "small-disk"
     mnt.mkdir(exist_ok=True)
     store, saved = mnt / "full.zarr", bench.fresh("full.zarr")
-    run = " ".join(bench.cmd(store))
+    run = " ".join(bench.cmd(store, in_process=True))
     script = (f"mount -t tmpfs -o size={size_k}k none {mnt} && "
               f"{{ {run} 2> {bench.root}/full.err; echo $? > {bench.root}/full.code; }}; "
               f"mount -o remount,size=64m {mnt} && {run} 2>/dev/null && cp -a {store} {saved}")
@@ -254,7 +259,7 @@ def disk_full(bench: Bench) -> Row:
 def read_only(bench: Bench) -> Row:
     """The store's filesystem read-only (a bind mount remounted ``ro``), then writable again."""
     store = bench.half_done("readonly.zarr")
-    run = " ".join(bench.cmd(store))
+    run = " ".join(bench.cmd(store, in_process=True))
     script = (f"mount --bind {store} {store} && mount -o remount,ro,bind {store} && {run}")
     proc = _namespaced(bench, script)
     message, noise = _stderr_lines(proc.stderr)
@@ -268,7 +273,7 @@ def permission_denied(bench: Bench) -> Row:
     """The data arrays not writable by the user (a user namespace, so root obeys the mode bits too)."""
     store = bench.half_done("denied.zarr")
     subprocess.run(["chmod", "-R", "a-w", str(store / "eigenvalues")], check=True)
-    proc = bench.run(store, prefix=("unshare", "-U"))
+    proc = bench.run(store, prefix=("unshare", "-U"), in_process=True)
     message, noise = _stderr_lines(proc.stderr)
     subprocess.run(["chmod", "-R", "u+w", str(store / "eigenvalues")], check=True)
     lacking = _without_data(store)
@@ -280,7 +285,7 @@ def permission_denied(bench: Bench) -> Row:
 def vanished_store(bench: Bench) -> Row:
     """The store directory removed while the run writes (a scratch purge)."""
     store = bench.fresh("vanished.zarr")
-    proc = bench.start(store, after=5)
+    proc = bench.start(store, after=5, in_process=True)
     shutil.rmtree(store, ignore_errors=True)
     _, err = proc.communicate(timeout=120)
     message, noise = _stderr_lines(err)
@@ -294,7 +299,7 @@ def reader_while_writing(bench: Bench) -> Row:
     """A reader opening the store again and again while a run writes: every done replicate has its data."""
     from rmtsweep import open_store
     store = bench.fresh("read.zarr")
-    proc = bench.start(store, after=1)
+    proc = bench.start(store, after=1, in_process=True)
     bad, reads = [], 0
     while proc.poll() is None:
         try:
