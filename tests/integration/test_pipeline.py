@@ -185,8 +185,8 @@ def test_a_stop_signal_between_the_done_flags_and_the_journal_waits_for_both(swe
     def mark_then_signal(self, regions):
         mark(self, regions)
         calls.append(len(regions))
-        if len(calls) == 2:
-            signal.raise_signal(signal.SIGTERM)   # the handler raises in this thread at once, unless held
+        if len(calls) == 1:                       # the first batch: on a loaded machine both tasks may finish
+            signal.raise_signal(signal.SIGTERM)   # before the driver marks any, and there is no second (seen in CI)
     monkeypatch.setattr(writer_module.Writer, "mark_done_many", mark_then_signal)
     previous = signal.signal(signal.SIGTERM, stop)
     store = tmp_path / "s.zarr"
@@ -197,4 +197,4 @@ def test_a_stop_signal_between_the_done_flags_and_the_journal_waits_for_both(swe
     finally:
         signal.signal(signal.SIGTERM, previous)
     from tests.helpers import writes
-    assert len(calls) == 2 and status(store)["tasks_done"] == sum(calls) == writes(store)
+    assert len(calls) == 1 and status(store)["tasks_done"] == calls[0] == writes(store)
