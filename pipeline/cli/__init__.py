@@ -10,6 +10,6 @@ verify, compare, plot, figures, export); each imports what it needs when it runs
 from __future__ import annotations
 
 from . import reading, running  # noqa: F401  (registers the commands)
-from ._group import cli, main
+from ._group import cli, main, script
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "main", "script"]

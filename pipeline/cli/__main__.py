@@ -1,8 +1,8 @@
 """``python -m rmtsweep.cli``: the ``rmtsweep`` command."""
 
-from . import main
+from . import script
 
 __all__: list[str] = []
 
 if __name__ == "__main__":
-    main()
+    script()

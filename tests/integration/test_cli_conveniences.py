@@ -4,7 +4,10 @@ status --json, sweeps with their size and cost."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import xarray as xr
@@ -93,3 +96,37 @@ def test_in_process_runs_the_same_store_without_a_worker_process(reference, half
     err = capsys.readouterr().err
     assert stop.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert "--in-process (or RMTSWEEP_IN_PROCESS) is for the embedded LocalCluster, not for --scheduler" in err
+
+
+# A process whose command line is rmtsweep's, with a thread that is no daemon, an atexit hook and output still in
+# stdout's buffer (a pipe: block-buffered) when the command ends.
+_ENDING = """
+import atexit, sys, threading, time
+from pathlib import Path
+from rmtsweep.cli import script
+
+def late():
+    time.sleep(0.3)
+    Path("thread.txt").write_text("joined")
+
+threading.Thread(target=late).start()
+atexit.register(lambda: print("the atexit hook ran"))
+sys.stdout.write("written before the command, not flushed\\n")
+sys.argv = ["rmtsweep", *sys.argv[1:]]
+script()
+"""
+
+
+@pytest.mark.parametrize("argv, status, stderr", [(["--version"], 0, ""),
+                                                  (["status", "nope.zarr"], 2, "rmtsweep: error: nope.zarr: does not "
+                                                                               "exist\n")])
+def test_the_command_ends_as_a_normal_exit_does(argv, status, stderr, tmp_path):
+    """The command leaves without the interpreter's teardown, and otherwise as Python's own exit does: the
+    thread is joined, the atexit hook runs, stdout is flushed, and the status is the command's."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}      # stdout buffered, as by default
+    proc = subprocess.run([sys.executable, "-c", _ENDING, *argv], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == status and proc.stderr == stderr, proc.stderr
+    assert proc.stdout.startswith("written before the command, not flushed\n")
+    assert proc.stdout.endswith("the atexit hook ran\n")
+    assert (tmp_path / "thread.txt").read_text() == "joined"
