@@ -197,4 +197,6 @@ def test_a_stop_signal_between_the_done_flags_and_the_journal_waits_for_both(swe
     finally:
         signal.signal(signal.SIGTERM, previous)
     from tests.helpers import writes
-    assert len(calls) == 1 and status(store)["tasks_done"] == calls[0] == writes(store)
+    # a task that has come back written by then is marked done too as the run stops, in a batch of its own (under
+    # load, once); either way every task marked done is journaled
+    assert calls and status(store)["tasks_done"] == sum(calls) == writes(store)
