@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from distributed import Client
+from threadpoolctl import threadpool_limits
 
 from ..errors import StoreWriteError
 from ..shipped import resolve_sweep
@@ -131,7 +132,14 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     """
     sweep_file, path = _as_sweep_file(sweep_file), locate(path, storage_options)
     try:
-        with _client_or_default(client) as client:
+        # One BLAS thread in this process for the whole run, set from this thread. Tasks pin their own (run.block),
+        # but where the workers are threads of this process (an in-process LocalCluster) that was not enough:
+        # OpenBLAS's pthreads pool is one per process, and threadpoolctl (>= 3.6) lets only the thread that set
+        # the limit first change it: a task's limit did nothing while another task held it, and the first task
+        # to end gave the pool back its threads under the others (`rmtsweep run --in-process --workers 2` on 2
+        # cores: 1 and 5 of the 64-task test sweep's 2,304 eigenvalues differed in their last bits from a run
+        # with worker processes, which dask starts with one BLAS thread).
+        with threadpool_limits(limits=1), _client_or_default(client) as client:
             return _run(sweep_file, path, client, progress, force, writes, expected_threads, memory_per_thread,
                         notes, share)
     except OSError as exc:
