@@ -88,7 +88,8 @@ def _stderr_lines(text: str) -> tuple[str, list[str]]:
 class Bench:
     """A scratch directory with the sweep file and one uninterrupted store to compare against.
 
-    The faults happen to real ``rmtsweep run`` processes (one worker: more prove nothing here). The
+    The faults happen to real ``rmtsweep run`` processes (one worker: more prove nothing here; a thread of the run
+    for the store's faults, a process for the signals'). The
     uninterrupted store and each recovery ("rerun the same command") run the same sweep through
     :func:`rmtsweep.run_sweep` in this process, on a cluster the bench starts once and keeps: a command's
     own start-up, repeated for every row, would be most of the table's time. Close the bench when done.
@@ -145,8 +146,8 @@ class Bench:
 
     def start(self, store: Path, after: int, in_process: bool = False) -> subprocess.Popen:
         """A run in its own process group, returned once ``after`` tasks are written."""
-        proc = subprocess.Popen(self.cmd(store, in_process), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(self.cmd(store, in_process), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
         deadline = time.monotonic() + 120
         while writes(store) < after and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
