@@ -134,7 +134,7 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     try:
         # One BLAS thread in this process for the whole run, set from this thread. Tasks pin their own (run.block),
         # but where the workers are threads of this process (an in-process LocalCluster) that was not enough:
-        # OpenBLAS's pthreads pool is one per process, and threadpoolctl (>= 3.6) lets only the thread that set
+        # OpenBLAS's pthreads pool is one per process, and threadpoolctl (3.8 here) lets only the thread that set
         # the limit first change it: a task's limit did nothing while another task held it, and the first task
         # to end gave the pool back its threads under the others (`rmtsweep run --in-process --workers 2` on 2
         # cores: 1 and 5 of the 64-task test sweep's 2,304 eigenvalues differed in their last bits from a run
