@@ -291,7 +291,12 @@ def tasks_done(path: str | StorePath, storage_options: dict | None = None) -> tu
     :func:`status` also opens the dataset and reads ``run``: on object storage, a request more per task.
     """
     done = open_group(locate(path, storage_options))["done"]
-    per_task = chunk_done(done[...], done.chunks)
+    return _task_counts(done[...], done.chunks)
+
+
+def _task_counts(done: np.ndarray, chunks: tuple[int, ...]) -> tuple[int, int]:
+    """``(tasks done, tasks in all)`` of a ``done`` array with these chunks (a task is done when its chunk is)."""
+    per_task = chunk_done(done, chunks)
     return int(per_task.sum()), int(per_task.size)
 
 
@@ -303,9 +308,9 @@ def status(path: str | StorePath, storage_options: dict | None = None) -> dict:
     group = open_group(path)
     done = group["done"][...]
     attrs = dict(group.attrs)
-    per_task = chunk_done(done, group["done"].chunks)
+    tasks, total = _task_counts(done, group["done"].chunks)
     runs, counts = np.unique(group["run"][...][done] if "run" in group else [], return_counts=True)
-    return {"tasks_done": int(per_task.sum()), "tasks_total": int(per_task.size),
+    return {"tasks_done": tasks, "tasks_total": total,
             "replicates_done": int(done.sum()), "replicates_total": int(done.size),
             "replicates_by_run": dict(zip(runs.tolist(), counts.tolist())), "attrs": attrs,
             "d_axis": group["d"][...].tolist() if has_d_axis(group["done"].attrs["_ARRAY_DIMENSIONS"]) else None}
