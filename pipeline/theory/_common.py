@@ -7,7 +7,7 @@ from typing import Callable
 
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MAX_NEWTON", "bin_average", "broadcast", "critical_a"]
+__all__ = ["MAX_NEWTON", "bin_average", "bisect", "broadcast", "critical_a"]
 
 Float = NDArray[np.float64]
 
@@ -39,6 +39,29 @@ def critical_a(delta: Float, gamma: Float) -> Float:
             break
         a = np.minimum(a, a_new)
     return a
+
+
+def bisect(below: Callable[[Float], Float], lo: Float, hi: Float, steps: int) -> tuple[Float, Float]:
+    """Elementwise bisection: up to ``steps`` halvings of ``[lo, hi]``, ``mid`` kept as ``lo`` where ``below(mid)``.
+
+    Stops at the first halving that changes no bracket: every bracket is then down to adjacent floats (or
+    empty) and each further halving would give the same ``mid`` and the same answer, so the result is the
+    one all ``steps`` give, bit for bit, with ``below`` a pure function. Returns the final ``(lo, hi)``.
+
+    Examples
+    --------
+    >>> lo, hi = bisect(lambda x: x * x < 2.0, np.array([0.0]), np.array([2.0]), 200)
+    >>> bool(hi[0] - lo[0] <= np.spacing(lo[0])), float(lo[0]) == float(np.sqrt(2.0)) or float(hi[0]) == float(np.sqrt(2.0))
+    (True, True)
+    """
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        go_up = below(mid)
+        new_lo, new_hi = np.where(go_up, mid, lo), np.where(go_up, hi, mid)
+        if np.array_equal(new_lo, lo, equal_nan=True) and np.array_equal(new_hi, hi, equal_nan=True):
+            break
+        lo, hi = new_lo, new_hi
+    return lo, hi
 
 
 def bin_average(edges: ArrayLike, density: Callable[[Float], Float], atom: float, nodes: int = 16) -> Float:

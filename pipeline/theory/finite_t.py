@@ -49,7 +49,7 @@ import hashlib
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._common import bin_average
+from ._common import bin_average, bisect
 from .token_law import DiscreteLaw, empirical_law, mp_law, poisson_law, sample_laws, sample_token_law, token_law
 
 __all__ = [
@@ -295,11 +295,8 @@ def outlier(rho: ArrayLike, nu: DiscreteLaw, delta: float, *, tail: float = 0.5,
     loc, ov = np.full(r.size, main[3]), np.zeros(r.size)
     found = np.zeros(r.size, bool)
     for g_lo, g_hi, g_edge, l_edge, _ in sorted(gaps, key=lambda g: -g[3]):
-        lo, hi = np.full(r.size, g_lo), np.full(r.size, g_edge)
-        for _ in range(200):  # E beta increasing in G on the interval
-            mid = 0.5 * (lo + hi)
-            up = _eb(mid, sig, delta) < target
-            lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+        lo, hi = bisect(lambda mid: _eb(mid, sig, delta) < target,          # E beta increases in G on the interval
+                        np.full(r.size, g_lo), np.full(r.size, g_edge), 200)
         G = 0.5 * (lo + hi)
         q = {**_moments_g(G, sig, delta), **{k: v for k, v in _moments_g(G, nu, delta).items() if k in ("l", "dl")}}
         take = ~found & (q["dl"] < 0) & (hi < g_edge) & (lo > g_lo) & np.isfinite(target) & (q["l"] >= main[3])

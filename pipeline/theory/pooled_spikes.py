@@ -44,6 +44,7 @@ from scipy.special import ndtr
 from threadpoolctl import threadpool_limits
 
 from ..model.correlation import Correlation
+from ._common import bisect
 from .finite_t import _moments_g
 from .null_law import (POOLED_DRAWS, POOLED_TAIL, gram, gram_eigenvalues, null_parts, pooled_model, pooled_seed,
                        pooling_matrix)
@@ -152,11 +153,8 @@ def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: 
         return (weights * nodes ** (power - 1) / (1.0 - delta * nodes * G[..., None]) ** power).sum(-1)
 
     exists = c * hi * e_beta(np.array(hi)) > 1.0
-    lo_, hi_ = np.zeros(c.shape), np.full(c.shape, hi)
-    for _ in range(100):                                 # c G E beta(G) increases with G below the poles
-        mid = 0.5 * (lo_ + hi_)
-        below = c * mid * e_beta(mid) < 1.0
-        lo_, hi_ = np.where(below, mid, lo_), np.where(below, hi_, mid)
+    lo_, hi_ = bisect(lambda mid: c * mid * e_beta(mid) < 1.0,   # c G E beta(G) increases with G below the poles
+                      np.zeros(c.shape), np.full(c.shape, hi), 100)
     G = np.where(exists, 0.5 * (lo_ + hi_), hi)
     m = _moments_g(G, nu, delta)
     align = -(G**2) * m["dl"] / (1.0 + G**2 * c * delta * e_beta(G, 2))

@@ -310,3 +310,29 @@ def test_broadcasting_and_dtypes() -> None:
     scalar = sample_outlier(3.0, 0.5, 0.5)
     assert isinstance(scalar, np.ndarray) and scalar.shape == () and scalar.dtype == np.float64
     assert set(theory.__all__) >= {"edge", "density", "uncentred", "outlier_from_stieltjes"}
+
+
+def test_bisection_stops_where_further_halvings_change_nothing() -> None:
+    """`_common.bisect` ends early and gives the brackets of the full count of halvings, bit for bit (a plain loop of
+    every halving is the reference), on seeded roots spread over 12 decades and a NaN bracket."""
+    from rmtsweep.theory._common import bisect
+
+    rng = np.random.default_rng(3)
+    root = 10.0 ** rng.uniform(-6, 6, 200)
+    lo0, hi0 = np.zeros(201), np.append(root * rng.uniform(1.5, 1e3, 200), np.nan)
+    calls = []
+
+    def below(x):
+        calls.append(1)
+        return np.append(x[:-1] ** 3 < root**3, False)
+
+    ref_lo, ref_hi = lo0, hi0
+    for _ in range(200):
+        mid = 0.5 * (ref_lo + ref_hi)
+        up = np.append(mid[:-1] ** 3 < root**3, False)
+        ref_lo, ref_hi = np.where(up, mid, ref_lo), np.where(up, ref_hi, mid)
+    lo, hi = bisect(below, lo0, hi0, 200)
+    np.testing.assert_array_equal(lo, ref_lo)
+    np.testing.assert_array_equal(hi, ref_hi)
+    assert len(calls) < 120                                      # 200 without the early stop
+    assert np.all(hi[:-1] - lo[:-1] <= np.spacing(hi[:-1]))      # down to adjacent floats
