@@ -99,10 +99,25 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="session")
 def tiny_store(tmp_path_factory) -> Path:
-    """A real (tiny) store with every optional observable and its comparison group written."""
+    """A real (tiny) store with every optional observable and its comparison group written (read only: tests that
+    change a store copy it). Built once per session: under pytest-xdist the first process to ask builds it in the
+    session's directory, under a lock, and the others wait for it (3.5 CPU-s a build, most of it the finite-T
+    spectrum law's theory)."""
+    import fcntl
+    import shutil
+
     from rmtsweep.analysis.compare import compare, write_comparison
-    path = build_store(tmp_path_factory.mktemp("stores") / "tiny.zarr")
-    write_comparison(path, compare(path))
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base      # the session's own directory
+    path = shared / "tiny-store" / "tiny.zarr"
+    path.parent.mkdir(exist_ok=True)
+    with open(shared / "tiny-store.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            draft = build_store(path.parent / "draft" / "tiny.zarr")
+            write_comparison(draft, compare(draft))
+            draft.rename(path)                                   # whole or not there
+            shutil.rmtree(draft.parent)
     return path
 
 

@@ -62,6 +62,19 @@ def build_store(path: Path, data: dict = TINY) -> Path:
     return path
 
 
+def run_main(argv: list[str], capsys) -> tuple[int, str, str]:
+    """``rmtsweep ARGV`` in this process (:func:`rmtsweep.cli.main`, output caught by pytest's ``capsys``): its exit
+    status, stdout and stderr."""
+    from rmtsweep.cli import main
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def writes(store: Path, run: int | None = None) -> int:
     """Tasks written so far (by ``run`` only, if given), from the run journal."""
     from rmtsweep.store import JOURNAL_NAME

@@ -26,7 +26,7 @@ import yaml
 
 from rmtsweep.cli import main
 from rmtsweep.testing import assert_stores_equal
-from tests.helpers import BASE, MEDIUM, build_store
+from tests.helpers import BASE, MEDIUM, build_store, run_main
 
 s3fs = pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
@@ -61,16 +61,6 @@ def bucket(endpoint, tiny_store):
     return "s3://rmtsweep/tiny.zarr", {"endpoint_url": endpoint}
 
 
-def _cli(argv, capsys) -> tuple[int, str, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _copy(endpoint: str, src: Path, name: str) -> str:
     fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
     fs.put(str(src), f"rmtsweep/{name}", recursive=True)
@@ -101,17 +91,17 @@ def test_the_reading_commands_answer_from_a_bucket_as_from_the_disk(bucket, tiny
     results = {}
     for where, extra in ((url, opt), (str(tiny_store), [])):
         tag = "s3" if where == url else "disk"
-        code, out, _ = _cli(["status", where, "--json", *extra], capsys)
+        code, out, _ = run_main(["status", where, "--json", *extra], capsys)
         assert code == 0
         st = json.loads(out)
         st.pop("store")
-        code, verified, _ = _cli(["verify", where, *extra], capsys)
+        code, verified, _ = run_main(["verify", where, *extra], capsys)
         assert code == 0 and "every finished task's chunks are present" in verified
-        code, summary, err = _cli(["compare", where, "--no-write", *extra], capsys)
+        code, summary, err = run_main(["compare", where, "--no-write", *extra], capsys)
         assert code == 0 and not err
-        code, _, _ = _cli(["export", where, "--out", f"{tag}.csv", *extra], capsys)
+        code, _, _ = run_main(["export", where, "--out", f"{tag}.csv", *extra], capsys)
         assert code == 0
-        code, _, _ = _cli(["export", where, "--group", "comparison", "--out", f"{tag}-cmp.csv", *extra], capsys)
+        code, _, _ = run_main(["export", where, "--group", "comparison", "--out", f"{tag}-cmp.csv", *extra], capsys)
         assert code == 0
         results[tag] = (st, summary.replace(where, "STORE"))
     assert results["s3"] == results["disk"]
@@ -123,12 +113,12 @@ def test_the_reading_commands_answer_from_a_bucket_as_from_the_disk(bucket, tiny
 def test_maps_and_figures_draw_from_a_bucket(bucket, tmp_path, capsys):
     url, options = bucket
     opt = ["--storage-option", f"endpoint_url={options['endpoint_url']}"]
-    code, out, err = _cli(["plot", url, "--x", "snr", "--y", "gamma", "--var", "overlap", "--format", "png",
+    code, out, err = run_main(["plot", url, "--x", "snr", "--y", "gamma", "--var", "overlap", "--format", "png",
                            "--out", str(tmp_path / "maps"), *opt], capsys)
     assert code == 0, err
     pngs = sorted((tmp_path / "maps").glob("tiny*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
-    code, out, err = _cli(["figures", url, "--out", str(tmp_path / "figs"), *opt], capsys)
+    code, out, err = run_main(["figures", url, "--out", str(tmp_path / "figs"), *opt], capsys)
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "figs" / "tiny").glob("fig-*.png"))
 
@@ -145,7 +135,7 @@ def test_verify_finds_a_corrupt_and_an_absent_object_in_the_bucket(bucket, tiny_
     fs.pipe_file(chunks[0], bytes(raw))
     fs.rm_file(alpha[-1])                                       # another task's chunk lost
     opt = ["--storage-option", f"endpoint_url={endpoint}"]
-    code, out, err = _cli(["verify", broken, *opt], capsys)
+    code, out, err = run_main(["verify", broken, *opt], capsys)
     assert code == 1
     lines = out.strip().splitlines()
     assert any("eigenvalues chunk is corrupt" in line for line in lines), out
@@ -172,7 +162,7 @@ def test_the_environment_gives_the_endpoint_to_a_fresh_process(bucket, tiny_stor
                                                              "s3://rmtsweep/run.zarr (its lock object goes beside it)")])
 def test_what_is_not_a_store_in_a_bucket_is_one_line(bucket, path, problem, capsys):
     url, options = bucket
-    code, out, err = _cli(["status", path, "--storage-option", f"endpoint_url={options['endpoint_url']}"], capsys)
+    code, out, err = run_main(["status", path, "--storage-option", f"endpoint_url={options['endpoint_url']}"], capsys)
     assert code == 2 and err.strip() == f"rmtsweep: error: {path}: {problem}"
 
 
@@ -180,7 +170,7 @@ def test_an_unreachable_endpoint_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    code, out, err = _cli(["status", "s3://rmtsweep/tiny.zarr", "--storage-option", "endpoint_url=http://127.0.0.1:9",
+    code, out, err = run_main(["status", "s3://rmtsweep/tiny.zarr", "--storage-option", "endpoint_url=http://127.0.0.1:9",
                            "--storage-option", "config_kwargs.retries.max_attempts=1"],
                           capsys)
     assert code == 2
@@ -200,10 +190,10 @@ def test_a_scheme_without_its_filesystem_names_the_package(tmp_path, capsys, mon
 
     monkeypatch.setattr(fsspec, "get_filesystem_class", without_gcsfs)
     monkeypatch.chdir(tmp_path)
-    code, out, err = _cli(["status", "gs://bucket/run.zarr"], capsys)
+    code, out, err = run_main(["status", "gs://bucket/run.zarr"], capsys)
     assert code == 2 and err.strip() == ("rmtsweep: error: gs://bucket/run.zarr: stores at gs:// are read through the "
                                          "package gcsfs, which is not installed: pip install gcsfs")
-    code, out, err = _cli(["status", "nosuchscheme://bucket/run.zarr"], capsys)
+    code, out, err = run_main(["status", "nosuchscheme://bucket/run.zarr"], capsys)
     assert code == 2 and "no filesystem is known for nosuchscheme://" in err
     assert not list(tmp_path.iterdir())
 
@@ -235,9 +225,9 @@ def test_storage_options_parse_as_fsspec_takes_them_and_are_refused_for_a_path(t
     from rmtsweep.store.location import parse_storage_options
     assert parse_storage_options(["anon=true", "client_kwargs.region_name=eu-west-1", "retries=3", "key=abc"]) == \
         {"anon": True, "client_kwargs": {"region_name": "eu-west-1"}, "retries": 3, "key": "abc"}
-    code, out, err = _cli(["status", str(tmp_path / "x.zarr"), "--storage-option", "anon=true"], capsys)
+    code, out, err = run_main(["status", str(tmp_path / "x.zarr"), "--storage-option", "anon=true"], capsys)
     assert code == 2 and "--storage-option is for stores at a URL" in err
-    code, out, err = _cli(["status", "s3://b/x.zarr", "--storage-option", "anon"], capsys)
+    code, out, err = run_main(["status", "s3://b/x.zarr", "--storage-option", "anon"], capsys)
     assert code == 2 and "expected KEY=VALUE" in err
 
 
@@ -255,14 +245,14 @@ def test_a_driver_job_for_a_bucket_runs_the_same_store_with_the_same_options(opt
     monkeypatch.chdir(tmp_path)
     items = [a for item in format_storage_options(options) for a in ("--storage-option", item)]
     argv = ["submit", str(base_sweep), "--store", "s3://lab/runs/tiny.zarr", *items, "--cluster", "slurm", "--dry-run"]
-    code, out, err = _cli(argv, capsys)
+    code, out, err = run_main(argv, capsys)
     assert code == 0, err
     command = shlex.split(next(line for line in out.splitlines() if line.startswith("exec ")))
     assert command[command.index("--store") + 1] == "s3://lab/runs/tiny.zarr"
     given = [command[i + 1] for i, a in enumerate(command) if a == "--storage-option"]
     assert parse_storage_options(given) == options
     assert not list(tmp_path.iterdir())                               # a dry run: nothing here, no `s3:` directory
-    code, out, err = _cli([*argv, "--array", "4"], capsys)
+    code, out, err = run_main([*argv, "--array", "4"], capsys)
     assert code == 2 and "job arrays on it are not supported yet" in err and len(err.strip().splitlines()) == 1
 
 
@@ -290,7 +280,7 @@ def test_a_sweep_run_into_a_bucket_equals_the_same_sweep_on_disk(endpoint, bucke
                                                                   capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     url = "s3://rmtsweep/run.zarr"
-    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+    code, out, err = run_main(_run_argv(base_sweep, url, endpoint), capsys)
     assert code == 0, err
     assert f"{url}: 2/2 tasks done (2 computed now)" in out
     assert_stores_equal(_opened(url, endpoint), reference[1])             # bit for bit, as the same sweep on disk
@@ -298,10 +288,10 @@ def test_a_sweep_run_into_a_bucket_equals_the_same_sweep_on_disk(endpoint, bucke
     assert plain.attrs["rmtsweep_format"] == "rmtsweep-store-1" and len(plain.attrs["runs"]) == 1
     fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
     assert not fs.exists("rmtsweep/run.zarr.lock")                        # the lock object released
-    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)   # a rerun: nothing left to do
+    code, out, err = run_main(_run_argv(base_sweep, url, endpoint), capsys)   # a rerun: nothing left to do
     assert code == 0 and "(0 computed now)" in out
     # compare writes its group into the bucket; xarray reads it there
-    code, out, err = _cli(["compare", url, "--storage-option", f"endpoint_url={endpoint}"], capsys)
+    code, out, err = run_main(["compare", url, "--storage-option", f"endpoint_url={endpoint}"], capsys)
     assert code == 0, err
     group = xr.open_zarr(url, group="comparison", storage_options={"endpoint_url": endpoint})
     assert "lambda1_z" in group and int(group.attrs["done_replicates"]) == int(_opened(url, endpoint)["done"].sum())
@@ -353,7 +343,7 @@ def test_sigkill_twice_then_resume_in_the_bucket_is_identical(endpoint, bucket, 
     assert_stores_equal(_opened(url, endpoint), clean)
     assert len(_opened(url, endpoint).attrs["runs"]) == 3
     # verified in this process (a fresh process finding the endpoint in its environment has its own test above)
-    code, out, err = _cli(["verify", url, "--storage-option", f"endpoint_url={endpoint}"], capsys)
+    code, out, err = run_main(["verify", url, "--storage-option", f"endpoint_url={endpoint}"], capsys)
     assert code == 0, out + err
 
 
@@ -365,7 +355,7 @@ def test_one_writer_a_live_lock_refuses_a_second_run_and_a_stale_one_is_taken_ov
     url = "s3://rmtsweep/locked.zarr"
     where = locate(url, {"endpoint_url": endpoint})
     with StoreLock(where) as held:                      # another run holds the store (alive, on this host)
-        code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+        code, out, err = run_main(_run_argv(base_sweep, url, endpoint), capsys)
         assert code == 2 and "another rmtsweep run is writing this store" in err, err
         assert json.loads(lock_file(where).read())["token"] == held.token        # the live lock untouched
     fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
@@ -373,11 +363,11 @@ def test_one_writer_a_live_lock_refuses_a_second_run_and_a_stale_one_is_taken_ov
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     stale = {"token": "gone", "host": socket.gethostname(), "pid": int(dead.stdout), "started": "earlier", "beat": 3}
     fs.pipe_file("rmtsweep/locked.zarr.lock", json.dumps(stale).encode())       # a run killed on this host
-    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+    code, out, err = run_main(_run_argv(base_sweep, url, endpoint), capsys)
     assert code == 0, err
     assert "2/2 tasks done" in out and not fs.exists("rmtsweep/locked.zarr.lock")
     with StoreLock(where):                              # status names who holds the store, from the bucket
-        code, out, err = _cli(["status", url, "--json", "--storage-option", f"endpoint_url={endpoint}"], capsys)
+        code, out, err = run_main(["status", url, "--json", "--storage-option", f"endpoint_url={endpoint}"], capsys)
         assert code == 0 and [(w["pid"], w["alive"]) for w in json.loads(out)["writers"]] == [(os.getpid(), True)]
 
 
@@ -389,9 +379,9 @@ def test_a_creation_cut_short_is_made_again_and_verify_repairs_in_the_bucket(end
     fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
     fs.put(str(reference[1] / ".zattrs"), "rmtsweep/cut.zarr/.zattrs")        # a template cut after its first object
     fs.put(str(reference[1] / ".zgroup"), "rmtsweep/cut.zarr/.zgroup")
-    code, out, err = _cli(["status", url, *opt], capsys)
+    code, out, err = run_main(["status", url, *opt], capsys)
     assert code == 2 and "its creation or extension was cut before the end" in err
-    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+    code, out, err = run_main(_run_argv(base_sweep, url, endpoint), capsys)
     assert code == 0, err
     assert_stores_equal(_opened(url, endpoint), reference[1])
     # a finished chunk overwritten in the bucket: verify names it, --repair clears its done, a rerun recomputes it
@@ -399,11 +389,11 @@ def test_a_creation_cut_short_is_made_again_and_verify_repairs_in_the_bucket(end
     raw = bytearray(fs.cat_file(chunk))
     raw[len(raw) // 2] ^= 0xFF
     fs.pipe_file(chunk, bytes(raw))
-    code, out, err = _cli(["verify", url, *opt], capsys)
+    code, out, err = run_main(["verify", url, *opt], capsys)
     assert code == 1 and "overlap chunk is corrupt" in out
-    code, out, err = _cli(["verify", url, "--repair", *opt], capsys)
+    code, out, err = run_main(["verify", url, "--repair", *opt], capsys)
     assert code == 0 and "cleared the done flags of 1 task(s)" in out
-    code, out, err = _cli(_run_argv(base_sweep, url, endpoint), capsys)
+    code, out, err = run_main(_run_argv(base_sweep, url, endpoint), capsys)
     assert code == 0 and "(1 computed now)" in out, out + err
     assert_stores_equal(_opened(url, endpoint), reference[1])
 
@@ -495,7 +485,7 @@ def test_extending_a_store_in_a_bucket_equals_a_fresh_run_of_the_larger_sweep(en
                                                                              monkeypatch):
     monkeypatch.chdir(tmp_path)
     url = _copy(endpoint, reference[1], "smaller.zarr")
-    code, out, err = _cli(_run_argv(bigger[0], url, endpoint), capsys)
+    code, out, err = run_main(_run_argv(bigger[0], url, endpoint), capsys)
     assert code == 0, err
     assert f"{url}: extended; 16 finished replicate(s) carried over" in err, err   # 2 delta x 2 weights x 4
     assert_stores_equal(_opened(url, endpoint), bigger[1])             # bit for bit, as one fresh run on disk
@@ -538,13 +528,13 @@ def test_an_extension_cut_in_the_bucket_is_finished_or_undone_by_the_next_run(en
     fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
     assert fs.exists(f"rmtsweep/{name}.rmtsweep-new/.zmetadata")
     assert fs.exists(f"rmtsweep/{name}.rmtsweep-swap") == (cut == "in the copy")
-    code, out, err = _cli(["status", url, "--storage-option", f"endpoint_url={endpoint}"], capsys)
+    code, out, err = run_main(["status", url, "--storage-option", f"endpoint_url={endpoint}"], capsys)
     if cut == "in the copy":                           # what a reader sees meanwhile: not a whole store
         assert code == 2 and "its creation or extension was cut before the end" in err, err
     else:                                              # the store itself untouched
         assert code == 0 and _objects(endpoint, url) == {str(f.relative_to(reference[1])): f.read_bytes()
                                                          for f in reference[1].rglob("*") if f.is_file()}
-    code, out, err = _cli(_run_argv(bigger[0], url, endpoint), capsys)
+    code, out, err = run_main(_run_argv(bigger[0], url, endpoint), capsys)
     assert code == 0, err
     assert_stores_equal(_opened(url, endpoint), bigger[1])
     assert set(_objects(endpoint, url)) == _files(extended_on_disk)

@@ -14,7 +14,7 @@ from rmtsweep.engine import make_engine
 from rmtsweep.errors import ClusterError
 from rmtsweep.security import temporary_credentials
 from rmtsweep.testing import assert_stores_equal
-from tests.helpers import TINY, build_store
+from tests.helpers import BASE, build_store
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -39,12 +39,12 @@ def tls_scheduler(tmp_path):
 def test_a_sweep_through_a_tls_scheduler_equals_a_local_run(tls_scheduler, tmp_path):
     address, sec = tls_scheduler
     sweep = tmp_path / "tiny.yaml"
-    sweep.write_text(yaml.safe_dump(TINY))
+    sweep.write_text(yaml.safe_dump(BASE))
     proc = cli("run", str(sweep), "--store", str(tmp_path / "tls.zarr"), "--scheduler", address, "--security",
                str(sec), "--no-progress", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warning" not in proc.stderr
-    assert_stores_equal(tmp_path / "tls.zarr", build_store(tmp_path / "local.zarr"))
+    assert_stores_equal(tmp_path / "tls.zarr", build_store(tmp_path / "local.zarr", BASE))
 
     refused = cli("run", str(sweep), "--store", str(tmp_path / "no.zarr"), "--scheduler", address, "--no-progress",
                   cwd=tmp_path)

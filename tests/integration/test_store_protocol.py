@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,18 +17,22 @@ from rmtsweep.errors import StoreError
 from rmtsweep.store import Store, corrupt_tasks
 from rmtsweep.store.lock import StoreLock, lock_file
 from rmtsweep.store.migrate import NEW_SUFFIX
-from tests.helpers import BASE, build_store
+from tests.helpers import BASE, build_store, run_main
 
 pytestmark = pytest.mark.usefixtures("in_process_runs")     # runs of the store, not of worker processes
 
-RMTSWEEP = [sys.executable, "-m", "rmtsweep.cli"]
 
 
-def _run(sweep: dict, store, tmp_path, *extra) -> subprocess.CompletedProcess:
-    path = tmp_path / f"{sweep['name']}-{len(list(tmp_path.glob('*.yaml')))}.yaml"
-    path.write_text(yaml.safe_dump(sweep))
-    return subprocess.run([*RMTSWEEP, "run", str(path), "--store", str(store), "--workers", "1", "--no-progress",
-                           *extra], capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def _run(capsys):
+    """``rmtsweep run SWEEP --store STORE`` as the command line has it, in this process (the protocol is the store's,
+    not a process's: 1 CPU-second of imports less a run): its exit status and output."""
+    def run(sweep: dict, store, tmp_path, *extra) -> subprocess.CompletedProcess:
+        path = tmp_path / f"{sweep['name']}-{len(list(tmp_path.glob('*.yaml')))}.yaml"
+        path.write_text(yaml.safe_dump(sweep))
+        argv = ["run", str(path), "--store", str(store), "--workers", "1", "--no-progress", *extra]
+        return subprocess.CompletedProcess(argv, *run_main(argv, capsys))
+    return run
 
 
 def test_a_run_started_while_another_holds_the_store_changes_nothing(tmp_path):
@@ -77,7 +80,7 @@ def test_a_worker_writes_nothing_for_a_run_that_no_longer_holds_the_store(share,
 
 
 @pytest.mark.slow
-def test_failed_writes_beside_good_ones_mark_nothing_done_without_data(tmp_path):
+def test_failed_writes_beside_good_ones_mark_nothing_done_without_data(_run, tmp_path):
     """Some tasks' chunks cannot be written (a directory where the chunk file goes): the run stops in one
     line, every done task has all its chunks, none of the failed tasks is done, and a rerun completes."""
     from rmtsweep.testing import assert_stores_equal
@@ -108,7 +111,7 @@ def test_failed_writes_beside_good_ones_mark_nothing_done_without_data(tmp_path)
 
 
 @pytest.mark.slow
-def test_an_extension_that_adds_attention_equals_a_fresh_run(tmp_path):
+def test_an_extension_that_adds_attention_equals_a_fresh_run(_run, tmp_path):
     """The new variables kappa_snr, alpha_snr, attention_distance of carried replicates are as a fresh run has them."""
     from rmtsweep.testing import assert_stores_equal
     small = {**copy.deepcopy(BASE), "name": "ext"}
@@ -127,7 +130,7 @@ def test_an_extension_that_adds_attention_equals_a_fresh_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_changing_the_snr_axis_says_everything_is_recomputed(tmp_path):
+def test_changing_the_snr_axis_says_everything_is_recomputed(_run, tmp_path):
     sweep = {**copy.deepcopy(BASE), "name": "snr"}
     store = tmp_path / "snr.zarr"
     assert _run(sweep, store, tmp_path).returncode == 0
