@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._common import broadcast, critical_a
+from ._common import bisect, broadcast, critical_a
 from .bulk import edge, stieltjes, stieltjes_derivative
 
 __all__ = [
@@ -213,14 +213,8 @@ def outlier_from_stieltjes(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike) -
         if not np.any(short):
             break
         hi = np.where(short, lo + 2.0 * (hi - lo), hi)
-    lo = np.where(exists, tiny, np.nan)
-    hi = np.where(exists, hi, np.nan)
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if not np.any((mid > lo) & (mid < hi)):
-            break
-        right = rho * _d_of_l(mid, delta, gamma) > 1.0
-        lo, hi = np.where(right, mid, lo), np.where(right, hi, mid)
+    lo, hi = bisect(lambda mid: rho * _d_of_l(mid, delta, gamma) > 1.0,      # D decreases: the root is right of mid
+                    np.where(exists, tiny, np.nan), np.where(exists, hi, np.nan), 200)
     loc = 0.5 * (lo + hi)
     g, dg = stieltjes(loc, delta, gamma), stieltjes_derivative(loc, delta, gamma)
     d_prime = gamma * g**2 + 2.0 * gamma * loc * g * dg + (1.0 - gamma) * dg
