@@ -51,7 +51,7 @@ def bisect(below: Callable[[Float], Float], lo: Float, hi: Float, steps: int) ->
     Examples
     --------
     >>> lo, hi = bisect(lambda x: x * x < 2.0, np.array([0.0]), np.array([2.0]), 200)
-    >>> bool(hi[0] - lo[0] <= np.spacing(lo[0])), float(lo[0]) == float(np.sqrt(2.0)) or float(hi[0]) == float(np.sqrt(2.0))
+    >>> bool(hi[0] - lo[0] <= np.spacing(lo[0])), bool(lo[0] == np.sqrt(2.0) or hi[0] == np.sqrt(2.0))
     (True, True)
     """
     for _ in range(steps):

@@ -114,7 +114,7 @@ def test_maps_and_figures_draw_from_a_bucket(bucket, tmp_path, capsys):
     url, options = bucket
     opt = ["--storage-option", f"endpoint_url={options['endpoint_url']}"]
     code, out, err = run_main(["plot", url, "--x", "snr", "--y", "gamma", "--var", "overlap", "--format", "png",
-                           "--out", str(tmp_path / "maps"), *opt], capsys)
+                               "--out", str(tmp_path / "maps"), *opt], capsys)
     assert code == 0, err
     pngs = sorted((tmp_path / "maps").glob("tiny*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
@@ -171,8 +171,7 @@ def test_an_unreachable_endpoint_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     code, out, err = run_main(["status", "s3://rmtsweep/tiny.zarr", "--storage-option", "endpoint_url=http://127.0.0.1:9",
-                           "--storage-option", "config_kwargs.retries.max_attempts=1"],
-                          capsys)
+                               "--storage-option", "config_kwargs.retries.max_attempts=1"], capsys)
     assert code == 2
     assert err.strip().startswith("rmtsweep: error: s3://rmtsweep/tiny.zarr: cannot read it (")
     assert "Could not connect to the endpoint URL" in err and "Traceback" not in err
