@@ -114,6 +114,7 @@ def tiny_store(tmp_path_factory) -> Path:
     with open(shared / "tiny-store.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
+            shutil.rmtree(path.parent / "draft", ignore_errors=True)     # what a process that failed to build left
             draft = build_store(path.parent / "draft" / "tiny.zarr")
             write_comparison(draft, compare(draft))
             draft.rename(path)                                   # whole or not there
