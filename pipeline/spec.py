@@ -20,9 +20,10 @@ Every error names the file, the field and the bad value, in one line, and is rai
       spectrum: {bins: 100, max: 10.0}            # eigenvalue histogram of S/kappa
       ridge: {penalty: 0.1, test_samples: 2000}   # downstream task accuracy
 
-Fields can be overridden from the command line (``rmtsweep run demo d=400 grid.T=[4,16]``): each
-``KEY=VALUE`` sets a dotted path to a YAML value, ``~KEY`` removes one; the result is validated like
-the file, and the overrides are kept with it (:attr:`SweepFile.overrides`, the store's provenance).
+Fields can be overridden from the command line (``rmtsweep run demo d=400 grid.T=4,16``): each
+``KEY=VALUE`` sets a dotted path to a YAML value (a plain comma list is a list), ``~KEY`` removes one;
+the result is validated like the file, and the overrides are kept with it (:attr:`SweepFile.overrides`,
+the store's provenance). ``rmtsweep show`` prints the result (:meth:`Sweep.to_yaml`).
 """
 
 from __future__ import annotations
@@ -207,10 +208,30 @@ class Sweep(BaseModel):
             out.pop("d")
         return out
 
+    def to_yaml(self) -> str:
+        """The sweep as a sweep file, every default filled in (``rmtsweep show``); it reads back to this sweep.
+
+        Lists of plain values are written on one line (``T: [4, 16]``), as sweep files usually are.
+        """
+        return yaml.dump(self.model_dump(mode="json"), Dumper=_FlowLists, sort_keys=False, allow_unicode=True,
+                         width=100)
+
     def digest(self) -> str:
         """SHA-256 of the canonical definition: two files that mean the same sweep hash the same."""
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _FlowLists(yaml.SafeDumper):
+    """A YAML dumper that writes a list of scalars in flow style (``[0.5, 1.0]``) and the rest in block style."""
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+    flow = all(not isinstance(x, (list, dict)) for x in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_FlowLists.add_representer(list, _represent_list)
 
 
 def sizes(d: int, delta: float, gamma: float) -> tuple[int, int]:
@@ -337,8 +358,10 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
 def apply_overrides(data: Any, overrides: Sequence[str], source: str = "<sweep>") -> dict:
     """``data`` (a sweep file's mapping, not changed) with each ``KEY=VALUE`` or ``~KEY`` of ``overrides`` applied.
 
-    ``KEY`` is a dotted path (``grid.T``); ``VALUE`` is read as YAML (``400``, ``[4, 16]``, ``mean``);
-    missing mappings on the way are created. Errors name the override.
+    ``KEY`` is a dotted path (``grid.T``); ``VALUE`` is read as YAML (``400``, ``[4, 16]``, ``mean``),
+    and a plain comma list is a list (``grid.T=4,16``, ``grid.weights=mean,harmonic``; quote a string
+    that holds a comma: ``description='a, b'``); missing mappings on the way are created. Errors name
+    the override.
     """
     out = copy.deepcopy(data) if isinstance(data, dict) else {}
     for item in overrides:
@@ -360,11 +383,29 @@ def apply_overrides(data: Any, overrides: Sequence[str], source: str = "<sweep>"
             del node[last]
             continue
         try:
-            node[last] = yaml.safe_load(text)
+            node[last] = _override_value(text)
         except yaml.YAMLError as exc:
             raise SweepDefinitionError(f"{source}: override {item!r}: the value is not YAML "
                                        f"({getattr(exc, 'problem', None) or exc})") from None
     return out
+
+
+def _override_value(text: str) -> Any:
+    """An override's value: YAML, where a plain comma list (``4,16``, ``mean,harmonic``) is a list.
+
+    A value that YAML reads as a string with a comma in it becomes the list of its parts, as Hydra's
+    multirun lists do; quoting keeps the comma in one string (``description='a, b'``), and a value in
+    brackets or braces is read as written (``grid.T=[4,16]``).
+    """
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        if "," not in text:
+            raise
+        return yaml.safe_load(f"[{text}]")      # `"a b", c`: a list whose first item is quoted
+    if isinstance(value, str) and "," in value and text.lstrip()[:1] not in ("'", '"'):
+        return yaml.safe_load(f"[{text}]")
+    return value
 
 
 def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:

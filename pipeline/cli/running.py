@@ -1,4 +1,4 @@
-"""``run``, ``submit``, ``demo`` and ``sweeps``: the commands that start work (or list what can be started).
+"""``run``, ``submit``, ``demo``, ``sweeps`` and ``show``: the commands that start work (or show what can be started).
 
 Heavy modules (the store, dask, the theory) are imported inside the commands, so that ``--help``
 answers at once.
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..spec import SweepFile
 
-__all__ = ["demo", "list_sweeps", "run", "submit", "work"]
+__all__ = ["demo", "list_sweeps", "run", "show", "submit", "work"]
 
 
 def _store_path(sweep_file: SweepFile, store_path: Path | None, create: bool = True) -> Path:
@@ -131,9 +131,9 @@ def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progre
         dry_run: bool, **engine) -> None:
     """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`).
 
-    KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value), ~KEY removes one, e.g.
-    `rmtsweep run demo d=400 grid.T=[4,16] replicates=32`; they are kept in the store's provenance, and a
-    resume needs the same ones.
+    KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value; a comma list is a list),
+    ~KEY removes one, e.g. `rmtsweep run demo d=400 grid.T=4,16 replicates=32`; they are kept in the
+    store's provenance, and a resume needs the same ones.
     """
     from ..engine import make_engine
     sweep_file = _load(sweep, overrides)
@@ -354,6 +354,22 @@ def demo(store_path: Path, workers: int | None, progress: bool, dashboard_addres
     for x, y, var in (("snr", "gamma", "overlap"), ("snr", "weights", "lambda1_z")):
         html, png = plot_map(store_path, x, y, var, maps)
         click.echo(f"map of {var} over ({x}, {y}): {html} and {png}")
+
+
+@cli.command()
+@click.argument("sweep", type=click.Path(path_type=Path))
+@_overrides
+def show(sweep: Path, overrides: tuple[str, ...]) -> None:
+    """Print the sweep SWEEP resolves to, with KEY=VALUE overrides (as `run`), as a sweep file (YAML).
+
+    Every default is filled in: the output is what a run would use, and run as a file it is the same
+    sweep (the same hash).
+    """
+    sweep_file = _load(sweep, overrides)
+    with_overrides = f" with {' '.join(sweep_file.overrides)}" if sweep_file.overrides else ""
+    click.echo(f"# sweep {sweep_file.sweep.name} ({sweep_file.path}{with_overrides}), "
+               f"hash {sweep_file.sweep.digest()[:12]}")
+    click.echo(sweep_file.sweep.to_yaml(), nl=False)
 
 
 @cli.command(name="sweeps")
