@@ -294,8 +294,35 @@ def _format(err: dict) -> str:
     if err["type"] == "extra_forbidden":
         close = difflib.get_close_matches(str(err["loc"][-1]), _keys_at(err["loc"]), n=1, cutoff=0.6)
         return f"{where}: unknown key" + (f" (did you mean `{close[0]}`?)" if close else "")
+    if err["type"] == "union_tag_invalid":
+        field, tag = err["ctx"]["discriminator"].strip("'"), str(err["ctx"]["tag"])
+        known = [t.strip().strip("'") for t in str(err["ctx"]["expected_tags"]).split(",")]
+        close = difflib.get_close_matches(tag, known, n=1, cutoff=0.6)
+        return (f"{where}: unknown {field} {tag!r}" + (f" (did you mean `{close[0]}`?)" if close else "") +
+                f"; the {field}s are {', '.join(map(repr, known))}")
     got = err.get("input")
     return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
+
+
+def _on_ranges(errs: list[dict], data: dict) -> list[dict]:
+    """The errors of an axis given as a range ``{start, stop, num}``, each named by the range's field.
+
+    A range's values lie between its ends, so a bound that some value breaks is broken by ``start`` or
+    ``stop``: the error is that end's, once, not one per value of the range.
+    """
+    grid = data.get("grid")
+    out, seen = [], set()
+    for err in errs:
+        loc = err["loc"]
+        axis = grid.get(loc[1]) if isinstance(grid, dict) and len(loc) == 3 and loc[0] == "grid" else None
+        if not (isinstance(axis, dict) and isinstance(loc[2], int) and isinstance(axis.get("num"), int)):
+            out.append(err)
+            continue
+        end = "start" if loc[2] == 0 else "stop" if loc[2] == axis["num"] - 1 else None
+        if end is not None and (loc[1], end) not in seen:        # a middle value breaks a bound only with an end
+            seen.add((loc[1], end))
+            out.append({**err, "loc": ("grid", loc[1], end), "input": axis[end]})
+    return out or errs
 
 
 def _check_d(s: Sweep) -> str | None:
@@ -347,8 +374,8 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
     try:
         sweep = Sweep.model_validate(data)
     except ValidationError as exc:
-        errs = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")   # a typo first: it explains
-        raise SweepDefinitionError(f"{source}: " + "; ".join(_format(e) for e in errs)) from None  # the rest
+        errs = sorted(_on_ranges(exc.errors(), data), key=lambda e: e["type"] != "extra_forbidden")  # a typo first:
+        raise SweepDefinitionError(f"{source}: " + "; ".join(_format(e) for e in errs)) from None  # it explains
     problems = _check_consistency(sweep)
     if problems:
         raise SweepDefinitionError(f"{source}: " + "; ".join(problems))
