@@ -40,7 +40,7 @@ from typing import Annotated, Any
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .dims import StoreDims, store_dims
 from .errors import SweepDefinitionError
@@ -149,13 +149,28 @@ class Sweep(BaseModel):
     d: Annotated[int, Field(ge=2)] | None = None
     replicates: Annotated[int, Field(ge=1)]
     replicates_per_task: Annotated[int, Field(ge=1)] | None = None
-    cells_per_task: Annotated[int, Field(ge=1)] | None = None
+    points_per_task: Annotated[int, Field(ge=1)] | None = None
     seed: Annotated[int, Field(ge=0)]
     correlation: CorrelationSpec
     table_centering: Centering = "class"
     top_k: Annotated[int, Field(ge=1)] = 3
     observables: Observables = Observables()
     grid: Grid
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """``cells_per_task``, the old name of ``points_per_task``, is read as it (files and stores use it)."""
+        if isinstance(data, dict) and "cells_per_task" in data:
+            if "points_per_task" in data:
+                raise ValueError("give points_per_task, or cells_per_task (its old name), not both")
+            data = {("points_per_task" if k == "cells_per_task" else k): v for k, v in data.items()}
+        return data
+
+    @property
+    def cells_per_task(self) -> int | None:
+        """The old name of :attr:`points_per_task`."""
+        return self.points_per_task
 
     def weight_labels(self) -> list[str]:
         """The ``weights`` coordinate: one label per scheme."""
@@ -192,16 +207,19 @@ class Sweep(BaseModel):
     def canonical(self, batching: bool = True) -> dict[str, Any]:
         """The definition as plain JSON-able data (defaults filled in).
 
-        ``batching=False`` leaves out ``cells_per_task`` and ``replicates_per_task``: how work is cut
+        ``batching=False`` leaves out ``points_per_task`` and ``replicates_per_task``: how work is cut
         into tasks changes no result, so two sweeps that differ only there hold the same numbers.
-        An unset ``cells_per_task`` is left out either way (hashes of sweeps written before it existed
+        An unset ``points_per_task`` is left out either way (hashes of sweeps written before it existed
         stay the same), and so are an unset ``grid.d`` and, with ``grid.d``, the unset top-level ``d``.
+        ``points_per_task`` is written under its old name ``cells_per_task``, so that the hash of a sweep
+        that sets it, and so the stores made of it, stay the same.
         """
         out = self.model_dump(mode="json")
+        points_per_task = out.pop("points_per_task")
         if not batching:
             out.pop("replicates_per_task")
-        if not batching or out["cells_per_task"] is None:
-            out.pop("cells_per_task")
+        if batching and points_per_task is not None:
+            out["cells_per_task"] = points_per_task
         if out["grid"]["d"] is None:
             out["grid"].pop("d")
         if out["d"] is None:

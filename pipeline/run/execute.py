@@ -57,12 +57,20 @@ def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:
 
 @dataclass
 class RunReport:
-    """What a run did: tasks and cells computed, wall seconds, the largest in-flight window used."""
+    """What a run did: tasks and replicates computed (docs/glossary.md), wall seconds, the largest in-flight window."""
 
     tasks_computed: int
     seconds: float
     in_flight: int = 0
-    cells_computed: int = 0
+    points_computed: int = 0
+    """Points of the tasks computed, summed over tasks (a point in two tasks counts twice)."""
+    replicates_computed: int = 0
+    """Replicates computed, one per point, weights scheme and replicate number."""
+
+    @property
+    def cells_computed(self) -> int:
+        """The old name of :attr:`points_computed`."""
+        return self.points_computed
 
 
 class Window:
@@ -103,7 +111,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
         The tasks still to do (consumed lazily).
     on_done
         Called in this process once tasks' data are in the store (mark ``done``, journal, progress),
-        with a list of ``(task, {"cells", ...})``: every task that finished since the last call, so a
+        with a list of ``(task, {"replicates", ...})``: every task that finished since the last call, so a
         busy driver handles many at once.
     path, run
         The store and this run's index (recorded in ``run``).
@@ -154,10 +162,10 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
                 for task in batch:
                     on_submit(task)
 
-    computed = cells = 0
+    computed = points = replicates = 0
     top_up()
     try:
-        computed, cells = _drain(queue, by_key, futures, writer, run, retries, on_done, top_up)
+        computed, points, replicates = _drain(queue, by_key, futures, writer, run, retries, on_done, top_up)
     except BaseException:
         # stopped (Ctrl-C, SIGTERM) or failed: what has come back written is marked done, the rest cancelled
         ready = [(by_key[k], f) for k, f in futures.items() if k in by_key and f.status == "finished"]
@@ -172,13 +180,13 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
             futures[key].cancel()
         raise
     return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=window.largest,
-                     cells_computed=cells)
+                     points_computed=points, replicates_computed=replicates)
 
 
 def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | None, run: int, retries: int,
-           on_done: Callable[[list[tuple[Task, dict]]], None], top_up: Callable[[], None]) -> tuple[int, int]:
-    """Hand finished tasks to ``on_done`` in batches until none is left; returns (tasks, cells)."""
-    computed = cells = 0
+           on_done: Callable[[list[tuple[Task, dict]]], None], top_up: Callable[[], None]) -> tuple[int, int, int]:
+    """Hand finished tasks to ``on_done`` in batches until none is left; returns (tasks, points, replicates)."""
+    computed = points = replicates = 0
     while queue.count():
         finished = []
         for fut in queue.next_batch(block=True):               # every future done by now, at least one
@@ -204,14 +212,15 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
                                       f"fix it and rerun the same command to resume")
             if writer is not None:
                 writer.write_block(task.region, result, task.todo, run)
-                result = {"written": True, "cells": task.cells}
+                result = {"written": True, "replicates": task.n_replicates}
             fut.release()
             finished.append((task, result))
             computed += 1
-            cells += task.cells
+            points += task.n_points
+            replicates += task.n_replicates
         on_done(finished)
         top_up()
-    return computed, cells
+    return computed, points, replicates
 
 
 def check_memory(client: Client, need: int, force: bool = False, fallback: float | None = None) -> str:

@@ -1,8 +1,9 @@
 """The sweep grid: points, tasks (one store chunk each) and the random stream of every replicate.
 
-A *point* (or cell) is one value of ``(delta, gamma, T)`` — and of ``d`` when ``d`` is a grid axis;
-every weights scheme of a point shares its draws (paired comparisons), and one draw serves every SNR
-value (common random numbers). A *task* is a block of points and replicates — one chunk of every
+The words are those of docs/glossary.md. A *point* is one value of ``(delta, gamma, T)`` — and of ``d``
+when ``d`` is a grid axis; every weights scheme of a point shares its draws (paired comparisons), and one
+draw serves every SNR value (common random numbers), so a *replicate* of a point gives a value to each
+of its *cells* (a point with one scheme and one SNR). A *task* is a block of points and replicates — one chunk of every
 per-replicate variable of the store, cut by :func:`rmtsweep.run.cost.choose_blocking` so that it
 runs about a second. A task holds one ``d`` value (blocks along ``d`` have size 1); its
 :class:`Context` carries that ``d``, which sets the model's ``V``, ``N`` and table.
@@ -180,9 +181,14 @@ class Task:
         return np.asarray(self.context.snr, dtype=float)
 
     @property
-    def cells(self) -> int:
+    def n_points(self) -> int:
         """``(delta, gamma, T)`` points in the task."""
         return len(self.delta) * len(self.gamma) * len(self.T)
+
+    @property
+    def n_replicates(self) -> int:
+        """The replicates it computes, one per point, weights scheme and replicate number (the ``done`` flags it sets)."""
+        return int(np.prod(self.shape)) if self.todo is None else int(np.count_nonzero(self.todo))
 
     @property
     def key(self) -> str:

@@ -21,7 +21,7 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """Counts tasks and cells; shows them as a tqdm bar (TTY) or as periodic plain lines (no TTY).
+    """Counts tasks and replicates (docs/glossary.md); shows them as a tqdm bar (TTY) or as periodic plain lines (no TTY).
 
     Parameters
     ----------
@@ -40,36 +40,36 @@ class Progress:
         self.name, self.total, self.done = name, total, done
         self.stream = stream or sys.stderr
         self.enabled, self.every = enabled, every
-        self.cells = self.now_done = 0
+        self.replicates = self.now_done = 0
         self.start = self.last = time.monotonic()
         tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.bar = tqdm(total=total, initial=done, desc=f"{name}: tasks", unit="task", file=self.stream,
                         dynamic_ncols=True) if enabled and tty else None
 
-    def update(self, cells: int) -> None:
-        """One task finished, holding ``cells`` points."""
+    def update(self, replicates: int) -> None:
+        """One task finished, which computed ``replicates`` (one per point, weights scheme and replicate number)."""
         self.done += 1
         self.now_done += 1
-        self.cells += cells
+        self.replicates += replicates
         if self.bar is not None:
             self.bar.update()
         elif self.enabled and time.monotonic() - self.last >= self.every:
             self.line()
 
     def line(self) -> None:
-        """Print ``name: tasks a/b (p%), c cells in t, r cells/s, ETA e``."""
+        """Print ``name: tasks a/b (p%), c replicates in t, r replicates/s, ETA e``."""
         now = time.monotonic()
         self.last = now
         elapsed = max(now - self.start, 1e-9)
         left = self.total - self.done
         eta = left * elapsed / max(self.now_done, 1)
         print(f"{self.name}: tasks {self.done}/{self.total} ({100 * self.done / max(self.total, 1):.0f}%), "
-              f"{self.cells} cells in {_duration(elapsed)}, {self.cells / elapsed:,.1f} cells/s, "
+              f"{self.replicates} replicates in {_duration(elapsed)}, {self.replicates / elapsed:,.1f} replicates/s, "
               f"ETA {_duration(eta)}", file=self.stream, flush=True)
 
     def close(self) -> None:
         """Close the bar, or print the last line."""
         if self.bar is not None:
             self.bar.close()
-        elif self.enabled and self.cells:
+        elif self.enabled and self.replicates:
             self.line()

@@ -220,7 +220,7 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
                 run.writer.mark_done_many([task.region for task, _ in batch])
                 for task, _ in batch:
                     run.log("write", task.key)
-                    bar.update(task.cells)
+                    bar.update(task.n_replicates)
             stop.deliver()
 
         try:

@@ -38,7 +38,7 @@ def write_task(task: Task, path: str | Remote, run: int, token: str, fence: str 
 
     The store's arrays are opened once per worker and run (``token``). ``fence`` is the run's fencing
     token: the data are written only while the store's lock (an array element's: that of its ``share``)
-    carries it (checked after computing, right before writing). Returns ``{"written": True, "cells": ...,
+    carries it (checked after computing, right before writing). Returns ``{"written": True, "replicates": ...,
     "seconds": ...}``; ``{"os_error": (errno, message, filename)}`` when the store cannot be written (full disk,
     permission, read-only or vanished store): retrying would not help, so the run stops with that one
     line instead of retrying and logging the task's traceback on every worker; or ``{"fenced": path}``
@@ -59,4 +59,4 @@ def write_task(task: Task, path: str | Remote, run: int, token: str, fence: str 
     except OSError as exc:
         _WRITERS.clear()
         return {"os_error": (exc.errno, exc.strerror or str(exc), exc.filename or path)}
-    return {"written": True, "cells": task.cells, "seconds": time.perf_counter() - start}
+    return {"written": True, "replicates": task.n_replicates, "seconds": time.perf_counter() - start}

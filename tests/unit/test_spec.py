@@ -156,3 +156,16 @@ def test_every_consistency_problem_is_listed(sweep_data):
     sweep_data["replicates_per_task"] = sweep_data["replicates"] + 1
     with pytest.raises(SweepDefinitionError, match=r"top_k: .* exceeds the rank bound .*; replicates_per_task: "):
         parse_sweep(sweep_data, "s.yaml")
+
+
+def test_points_per_task_keeps_its_old_name_and_the_hash(sweep_data):
+    """``cells_per_task`` (the old name) reads as ``points_per_task``; the hash is the one it always had."""
+    old = parse_sweep({**sweep_data, "cells_per_task": 2})
+    new = parse_sweep({**sweep_data, "points_per_task": 2})
+    assert old == new and old.points_per_task == 2 and old.cells_per_task == 2
+    assert new.canonical()["cells_per_task"] == 2 and "points_per_task" not in new.canonical()
+    assert new.digest() == "4b052f067a9b79f3347ae1fa7646e6347b25461bd1358935db0732c0f9f8d460"     # as before the rename
+    assert parse_sweep(new.canonical()) == new                       # a store's canonical sweep reads back
+    assert "cells_per_task" not in parse_sweep(sweep_data).canonical()
+    with pytest.raises(SweepDefinitionError, match=r"give points_per_task, or cells_per_task \(its old name\)"):
+        parse_sweep({**sweep_data, "cells_per_task": 2, "points_per_task": 2})
