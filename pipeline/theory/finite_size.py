@@ -144,8 +144,8 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
         return {}
     if notes is not None and work * POOLED_SECONDS > POOLED_SAY:
         n = len(cells) * d_values.size * delta.size * gamma.size
-        notes(f"{sweep.name}: computing the detection nulls and finite-size spikes of {n} cells over T >= 2 "
-              f"positions (about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
+        notes(f"{sweep.name}: computing the detection nulls and finite-size spikes of {n} (point, weights scheme) "
+              f"pairs over T >= 2 positions (about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
     point = (d_values.size, delta.size, gamma.size)
     null = {k: np.full((*point, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES), np.nan)
             for k in ("location", "scale")}
