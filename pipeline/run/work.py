@@ -20,7 +20,7 @@ from .grid import Task
 __all__ = ["WORKER_ENV", "compute_task", "write_task"]
 
 # The environment of the worker processes of the LocalClusters rmtsweep starts (with this module as their
-# preload): ``import rmtsweep`` then leaves out the ``ds.rmt`` accessor, and with it xarray and pandas.
+# preload): it marks them as task workers, for whoever inspects the processes.
 WORKER_ENV = {"RMTSWEEP_TASK_WORKER": "1"}
 
 
