@@ -47,7 +47,8 @@ from .errors import SweepDefinitionError
 from .shipped import resolve_sweep
 from .types import Centering
 
-__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "load_sweep",
+__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "as_sweep",
+           "load_sweep",
            "parse_sweep", "sizes"]
 from .model import CORRELATIONS, SCHEMES, CorrelationSpec, WeightsSpec
 
@@ -451,6 +452,20 @@ def _override_value(text: str) -> Any:
     if isinstance(value, str) and "," in value and text.lstrip()[:1] not in ("'", '"'):
         return yaml.safe_load(f"[{text}]")
     return value
+
+
+def as_sweep(sweep: Sweep | SweepFile | str | Path) -> Sweep:
+    """The :class:`Sweep` of ``sweep``: a Sweep, what :func:`load_sweep` returns, or a sweep file's path or a
+    shipped sweep's name (``"demo"``), as :func:`rmtsweep.run_sweep` takes.
+
+    Raises
+    ------
+    SweepDefinitionError
+        A path or name that :func:`load_sweep` refuses.
+    """
+    if isinstance(sweep, SweepFile):
+        return sweep.sweep
+    return sweep if isinstance(sweep, Sweep) else load_sweep(sweep).sweep
 
 
 def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:
