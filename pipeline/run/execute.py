@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 import numpy as np
 from distributed import Client, Future, as_completed
 
-from ..errors import RunError, StoreWriteError, TaskFailedError, UserError
+from ..errors import RmtsweepError, RunError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
 from ..store.lock import Share
 from ..store.location import Remote
@@ -36,7 +36,7 @@ from .grid import Task
 from .work import compute_task, write_task
 
 __all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "SUBMIT_BATCH", "RunReport", "Window", "check_memory", "compute_task",
-           "run_tasks", "write_task", "written"]
+           "run_tasks", "salvage", "write_task", "written"]
 
 MIN_IN_FLIGHT = 4
 PER_THREAD = 4          # tasks in flight per worker thread that has joined
@@ -53,6 +53,27 @@ def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:
     driver-side result not yet written never passes.
     """
     return [(task, result) for task, result in results if isinstance(result, dict) and result.get("written") is True]
+
+
+def salvage(ready: Iterable[tuple[Task, Future]], on_done: Callable[[list[tuple[Task, dict]]], None]) -> None:
+    """Hand the finished tasks of a run that is stopping to ``on_done``: those whose data are in the store.
+
+    A task whose result cannot be had (it failed, was cancelled, or does not arrive in 5 s) stays to do; if
+    the store or its lock refuses the marking, nothing more is marked, and the exception that stopped the run
+    is the one its caller reports.
+    """
+    results = []
+    for task, fut in ready:
+        try:
+            results.append((task, fut.result(timeout=5)))
+        except (Exception, asyncio.CancelledError):  # noqa: BLE001 - whatever the task raised: it stays to do
+            continue
+    done = written(results)
+    if done:
+        try:
+            on_done(done)
+        except (RmtsweepError, OSError):
+            pass
 
 
 @dataclass
@@ -168,16 +189,13 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
         computed, points, replicates = _drain(queue, by_key, futures, writer, run, retries, on_done, top_up)
     except BaseException:
         # stopped (Ctrl-C, SIGTERM) or failed: what has come back written is marked done, the rest cancelled
-        ready = [(by_key[k], f) for k, f in futures.items() if k in by_key and f.status == "finished"]
-        if ready and writer is None:
-            try:
-                done = written([(task, fut.result(timeout=5)) for task, fut in ready])
-                if done:
-                    on_done(done)
-            except BaseException:  # noqa: BLE001 - best effort; the original exception is the one to report
-                pass
-        for key in by_key:
-            futures[key].cancel()
+        try:
+            if writer is None:
+                salvage([(by_key[k], f) for k, f in futures.items() if k in by_key and f.status == "finished"],
+                        on_done)
+        finally:
+            for key in by_key:
+                futures[key].cancel()
         raise
     return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=window.largest,
                      points_computed=points, replicates_computed=replicates)
