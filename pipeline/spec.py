@@ -43,7 +43,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .dims import StoreDims, store_dims
-from .errors import SweepDefinitionError
+from .errors import ArgumentError, SweepDefinitionError
 from .shipped import resolve_sweep
 from .types import Centering
 
@@ -201,7 +201,7 @@ class Sweep(BaseModel):
         """
         if d is None:
             if self.d is None:
-                raise ValueError(f"sweep {self.name!r} sweeps d (grid.d = {list(self.d_values)}); pass d")
+                raise ArgumentError(f"sweep {self.name!r} sweeps d (grid.d = {list(self.d_values)}); pass d")
             d = self.d
         return sizes(d, delta, gamma)
 

@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse
 from pydantic import Field
 
+from ..errors import ArgumentError
 from ..types import AttentionScale
 from .replicate import CellModel, Draws, draw_replicate
 from .topk import spectrum_top_k
@@ -103,7 +104,7 @@ def score_scale(tau: float, d: int, scale: Scale) -> float:
         return tau / d
     if scale == "sqrt_d":
         return tau / math.sqrt(d)
-    raise ValueError(f"unknown attention scale {scale!r} (expected 'd' or 'sqrt_d')")
+    raise ArgumentError(f"unknown attention scale {scale!r} (expected 'd' or 'sqrt_d')")
 
 
 def limit_weights(T: int, tau: float, scale: Scale = "d") -> np.ndarray:

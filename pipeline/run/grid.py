@@ -3,8 +3,8 @@
 The words are those of docs/glossary.md. A *point* is one value of ``(delta, gamma, T)`` — and of ``d``
 when ``d`` is a grid axis; every weights scheme of a point shares its draws (paired comparisons), and one
 draw serves every SNR value (common random numbers), so a *replicate* of a point gives a value to each
-of its *cells* (a point with one scheme and one SNR). A *task* is a block of points and replicates — one chunk of every
-per-replicate variable of the store, cut by :func:`rmtsweep.run.cost.choose_blocking` so that it
+of its *cells* (a point with one scheme and one SNR). A *task* is a block of points and replicates — one
+chunk of every per-replicate variable of the store, cut by :func:`rmtsweep.run.cost.choose_blocking` so that it
 runs about a second. A task holds one ``d`` value (blocks along ``d`` have size 1); its
 :class:`Context` carries that ``d``, which sets the model's ``V``, ``N`` and table.
 
@@ -27,6 +27,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ..errors import ArgumentError
 from ..model import CellModel, Correlation, Scheme
 from ..spec import Sweep, sizes
 from ..types import Centering
@@ -87,7 +88,7 @@ class Context:
         """The sweep's shared part, for the tasks of dimension ``d`` (default: the top-level ``d``)."""
         if d is None:
             if sweep.d_axis:
-                raise ValueError(f"sweep {sweep.name!r} sweeps d (grid.d = {list(sweep.d_values)}); pass d")
+                raise ArgumentError(f"sweep {sweep.name!r} sweeps d (grid.d = {list(sweep.d_values)}); pass d")
             d = sweep.d
         obs = sweep.observables
         return cls(d=int(d), d_axis=sweep.d_axis, seed=sweep.seed, correlation=sweep.correlation,
@@ -187,7 +188,7 @@ class Task:
 
     @property
     def n_replicates(self) -> int:
-        """The replicates it computes, one per point, weights scheme and replicate number (the ``done`` flags it sets)."""
+        """The replicates it computes: one per point, weights scheme and replicate number (its ``done`` flags)."""
         return int(np.prod(self.shape)) if self.todo is None else int(np.count_nonzero(self.todo))
 
     @property

@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
+from ..errors import ArgumentError
 from ..spec import Sweep
 from . import finite_t, spikes
 from .token_law import DiscreteLaw
@@ -81,7 +82,7 @@ def transition_snr(kind: str, alpha: ArrayLike, kappa: ArrayLike, delta: ArrayLi
     if law == CUBIC or kind == "population":
         return spikes.transition_snr(kind, alpha, kappa, delta, gamma, centering)
     if centering != "class":
-        raise ValueError(f"the exact finite-T law is for a class-centred table, not table_centering={centering!r}")
+        raise ArgumentError(f"the exact finite-T law is for a class-centred table, not table_centering={centering!r}")
     rho_c = _per_point(lambda dl, g: exact_law(dl, g)[2], delta, gamma)
     return np.asarray(spikes.snr_threshold(rho_c, alpha, kappa))
 
