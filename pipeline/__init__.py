@@ -13,6 +13,8 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
     errors, types, dims   the error hierarchy, every string option, the store's dimension names
     lazy                  the names a package imports on first use
     model/                the Monte Carlo side: correlations, weights schemes, one replicate (no dask, no files)
+    overrides             KEY=VALUE overrides of a sweep file's data
+    sweep_errors          one-line messages of a sweep file's validation errors
     spec                  sweep file -> frozen Sweep (validated against the model's classes)
     theory/               exact large-dimension theory, and on a sweep's grid (pure numpy/xarray)
     store/                the zarr store: layout, writer, extension, lock, open and status

@@ -28,11 +28,8 @@ the store's provenance). ``rmtsweep show`` prints the result (:meth:`Sweep.to_ya
 
 from __future__ import annotations
 
-import copy
-import difflib
 import hashlib
 import json
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,13 +41,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .dims import StoreDims, store_dims
 from .errors import ArgumentError, SweepDefinitionError
+from .model import CorrelationSpec, WeightsSpec
+from .overrides import apply_overrides
 from .shipped import resolve_sweep
+from .sweep_errors import messages
 from .types import Centering
 
 __all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "as_sweep",
-           "load_sweep",
-           "parse_sweep", "sizes"]
-from .model import CORRELATIONS, SCHEMES, CorrelationSpec, WeightsSpec
+           "load_sweep", "parse_sweep", "sizes"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -268,82 +266,6 @@ class SweepFile:
     overrides: tuple[str, ...] = ()
 
 
-_BY_TAG: dict[str, type[BaseModel]] = {c.model_fields["model"].default: c for c in CORRELATIONS} | \
-    {w.model_fields["scheme"].default: w for w in SCHEMES}     # the classes of the discriminated unions' tags
-_UNION_TAGS = set(_BY_TAG)
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The model class inside a field's annotation (``X``, ``X | None``, ``list[X]``), if there is one."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    found = [m for arg in typing.get_args(annotation) if (m := _model_in(arg)) is not None]
-    return found[0] if len(found) == 1 else None
-
-
-def _keys_at(loc: tuple) -> list[str]:
-    """The keys the mapping that holds ``loc[-1]`` may have ([] where that is not known)."""
-    model: type[BaseModel] | None = Sweep
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        if part in _BY_TAG:
-            model = _BY_TAG[part]
-            continue
-        field = model.model_fields.get(part) if model is not None else None
-        model = _model_in(field.annotation) if field is not None else None
-    return list(model.model_fields) if model is not None else []
-
-
-def _where(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in _UNION_TAGS:
-            continue  # the tags of discriminated unions are not fields
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
-def _format(err: dict) -> str:
-    msg = err["msg"].removeprefix("Value error, ")
-    where = _where(err["loc"])
-    if err["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(str(err["loc"][-1]), _keys_at(err["loc"]), n=1, cutoff=0.6)
-        return f"{where}: unknown key" + (f" (did you mean `{close[0]}`?)" if close else "")
-    if err["type"] == "union_tag_invalid":
-        field, tag = err["ctx"]["discriminator"].strip("'"), str(err["ctx"]["tag"])
-        known = [t.strip().strip("'") for t in str(err["ctx"]["expected_tags"]).split(",")]
-        close = difflib.get_close_matches(tag, known, n=1, cutoff=0.6)
-        return (f"{where}: unknown {field} {tag!r}" + (f" (did you mean `{close[0]}`?)" if close else "") +
-                f"; the {field}s are {', '.join(map(repr, known))}")
-    got = err.get("input")
-    return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
-
-
-def _on_ranges(errs: list[dict], data: dict) -> list[dict]:
-    """The errors of an axis given as a range ``{start, stop, num}``, each named by the range's field.
-
-    A range's values lie between its ends, so a bound that some value breaks is broken by ``start`` or
-    ``stop``: the error is that end's, once, not one per value of the range.
-    """
-    grid = data.get("grid")
-    out, seen = [], set()
-    for err in errs:
-        loc = err["loc"]
-        axis = grid.get(loc[1]) if isinstance(grid, dict) and len(loc) == 3 and loc[0] == "grid" else None
-        if not (isinstance(axis, dict) and isinstance(loc[2], int) and isinstance(axis.get("num"), int)):
-            out.append(err)
-            continue
-        end = "start" if loc[2] == 0 else "stop" if loc[2] == axis["num"] - 1 else None
-        if end is not None and (loc[1], end) not in seen:        # a middle value breaks a bound only with an end
-            seen.add((loc[1], end))
-            out.append({**err, "loc": ("grid", loc[1], end), "input": axis[end]})
-    return out or errs
-
-
 def _check_d(s: Sweep) -> str | None:
     """Exactly one of the top-level ``d`` and ``grid.d``."""
     if s.d is not None and s.grid.d is not None:
@@ -393,65 +315,11 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
     try:
         sweep = Sweep.model_validate(data)
     except ValidationError as exc:
-        errs = sorted(_on_ranges(exc.errors(), data), key=lambda e: e["type"] != "extra_forbidden")  # a typo first:
-        raise SweepDefinitionError(f"{source}: " + "; ".join(_format(e) for e in errs)) from None  # it explains
+        raise SweepDefinitionError(f"{source}: " + "; ".join(messages(exc.errors(), data, Sweep))) from None
     problems = _check_consistency(sweep)
     if problems:
         raise SweepDefinitionError(f"{source}: " + "; ".join(problems))
     return sweep
-
-
-def apply_overrides(data: Any, overrides: Sequence[str], source: str = "<sweep>") -> dict:
-    """``data`` (a sweep file's mapping, not changed) with each ``KEY=VALUE`` or ``~KEY`` of ``overrides`` applied.
-
-    ``KEY`` is a dotted path (``grid.T``); ``VALUE`` is read as YAML (``400``, ``[4, 16]``, ``mean``),
-    and a plain comma list is a list (``grid.T=4,16``, ``grid.weights=mean,harmonic``; quote a string
-    that holds a comma: ``description='a, b'``); missing mappings on the way are created. Errors name
-    the override.
-    """
-    out = copy.deepcopy(data) if isinstance(data, dict) else {}
-    for item in overrides:
-        remove = item.startswith("~")
-        key, sep, text = item.removeprefix("~").partition("=")
-        if not key or (not sep and not remove) or (sep and remove) or any(not part for part in key.split(".")):
-            raise SweepDefinitionError(f"{source}: override {item!r}: expected KEY=VALUE (e.g. replicates=32, "
-                                       "grid.T=[4,16]) or ~KEY to remove one")
-        *parents, last = key.split(".")
-        node = out
-        for i, part in enumerate(parents):
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise SweepDefinitionError(f"{source}: override {item!r}: {'.'.join(parents[:i + 1])} is not a "
-                                           "mapping")
-        if remove:
-            if last not in node:
-                raise SweepDefinitionError(f"{source}: override {item!r}: there is no {key} to remove")
-            del node[last]
-            continue
-        try:
-            node[last] = _override_value(text)
-        except yaml.YAMLError as exc:
-            raise SweepDefinitionError(f"{source}: override {item!r}: the value is not YAML "
-                                       f"({getattr(exc, 'problem', None) or exc})") from None
-    return out
-
-
-def _override_value(text: str) -> Any:
-    """An override's value: YAML, where a plain comma list (``4,16``, ``mean,harmonic``) is a list.
-
-    A value that YAML reads as a string with a comma in it becomes the list of its parts, as Hydra's
-    multirun lists do; quoting keeps the comma in one string (``description='a, b'``), and a value in
-    brackets or braces is read as written (``grid.T=[4,16]``).
-    """
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        if "," not in text:
-            raise
-        return yaml.safe_load(f"[{text}]")      # `"a b", c`: a list whose first item is quoted
-    if isinstance(value, str) and "," in value and text.lstrip()[:1] not in ("'", '"'):
-        return yaml.safe_load(f"[{text}]")
-    return value
 
 
 def as_sweep(sweep: Sweep | SweepFile | str | Path) -> Sweep:
