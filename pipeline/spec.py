@@ -7,7 +7,7 @@ Every error names the file, the field and the bad value, in one line, and is rai
     d: 300                                        # or, as a grid axis: grid.d: [100, 200, 400]
     replicates: 8
     seed: 2026
-    correlation: {model: prefix, L: 4}
+    correlation: {model: prefix, L: 4}            # or your own R(T): {model: python, function: "pkg.mod:R"}
     table_centering: class
     top_k: 3
     grid:

@@ -40,8 +40,9 @@ ENTRY_POINT_GROUP = "rmtsweep.weights"
 Param = float | int | str | bool | list[float]
 
 
-def load_function(function: str) -> Callable[..., np.ndarray]:
-    """The function ``"module:name"`` or the entry point ``function`` of :data:`ENTRY_POINT_GROUP`.
+def load_function(function: str, group: str = ENTRY_POINT_GROUP, what: str = "weights function"
+                  ) -> Callable[..., np.ndarray]:
+    """The function ``"module:name"`` or the entry point ``function`` of ``group`` (``what`` names it in errors).
 
     Raises
     ------
@@ -58,11 +59,11 @@ def load_function(function: str) -> Callable[..., np.ndarray]:
         except AttributeError:
             raise SweepDefinitionError(f"module {module!r} has no {name!r}") from None
     else:
-        found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+        found = {ep.name: ep for ep in entry_points(group=group)}
         if function not in found:
             known = ", ".join(sorted(found)) or "none installed"
-            raise SweepDefinitionError(f"no weights function {function!r}: give 'package.module:name', or the name "
-                                       f"of an entry point in {ENTRY_POINT_GROUP!r} ({known})")
+            raise SweepDefinitionError(f"no {what} {function!r}: give 'package.module:name', or the name "
+                                       f"of an entry point in {group!r} ({known})")
         try:
             target = found[function].load()
         except (ImportError, AttributeError) as exc:

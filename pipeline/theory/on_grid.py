@@ -79,15 +79,15 @@ def weight_scalars(sweep: Sweep) -> xr.Dataset:
 def pooled_kurtosis(sweep: Sweep) -> xr.DataArray:
     """Excess kurtosis of the pooled signs ``w^T xi`` per (T, weights) (:mod:`rmtsweep.theory.finite_d`).
 
-    Exact for the label models; 0 (the Gaussian value) for ``markov``, whose pooled signs have no
-    closed form here.
+    Exact for the label models; 0 (the Gaussian value) for the others (``markov``, ``python``), whose pooled
+    signs have no closed form here.
     """
     coords = grid_coords(sweep)
     out = np.zeros((len(coords["T"]), len(coords["weights"])))
     corr = sweep.correlation
     for i, T in enumerate(coords["T"]):
         R = corr.matrix(int(T))
-        if corr.model == "markov":
+        if not corr.label_model:
             continue
         q = corr.copy_probabilities(int(T))
         for j, scheme in enumerate(sweep.grid.weights):
