@@ -285,11 +285,15 @@ def _check_consistency(s: Sweep) -> list[str]:
     d = min(s.d_values)                       # V, N and the rank bound are smallest at the smallest d
     at = f" at d = {d} (the smallest of grid.d)" if s.d_axis else ""
     for field, axis in (("grid.delta", s.grid.delta), ("grid.gamma", s.grid.gamma)):
-        for i, x in enumerate(axis):
-            if round(d / x) < 2:
-                what = "V" if field == "grid.delta" else "N"
-                problems.append(f"{field}[{i}]: d/{field[5:]} = {d}/{x:g} rounds to {what} = "
-                                f"{round(d / x)}{at}; need at least 2")
+        bad = [i for i, x in enumerate(axis) if round(d / x) < 2]
+        what = "V" if field == "grid.delta" else "N"
+        if len(bad) == 1:
+            x = axis[bad[0]]
+            problems.append(f"{field}[{bad[0]}]: d/{field[5:]} = {d}/{x:g} rounds to {what} = "
+                            f"{round(d / x)}{at}; need at least 2")
+        elif bad:                             # one error for the field, however many of its values
+            problems.append(f"{field}: d/{field[5:]} rounds to {what} < 2{at} for {len(bad)} of its values "
+                            f"({', '.join(f'{axis[i]:g}' for i in bad)}); need at least 2")
     n_min = min(round(d / g) for g in s.grid.gamma)
     v_min = min(round(d / x) for x in s.grid.delta)
     if s.top_k > min(d, n_min, v_min):

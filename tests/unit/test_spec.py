@@ -76,6 +76,8 @@ BAD = [
     ("unknown correlation", _set("correlation", {"model": "banana"}), r"correlation: unknown model 'banana'; .*'markov'"),
     ("V rounds below 2", _set("grid.delta", [30.0]), r"grid\.delta\[0\]: d/delta = 24/30 rounds to V = 1"),
     ("N rounds below 2", _set("grid.gamma", [50.0]), r"grid\.gamma\[0\]: d/gamma = 24/50 rounds to N = 0"),
+    ("V below 2 on a range", _set("grid.delta", {"start": 1.0, "stop": 40.0, "num": 40}),
+     r"grid\.delta: d/delta rounds to V < 2 for 24 of its values \(17, 18, .*, 40\); need at least 2; top_k"),
     ("duplicate axis values", _set("grid.T", [4, 4]), r"grid\.T: .*distinct"),
     ("bad range", _set("grid.snr", {"start": 0, "stop": 1}), r"grid\.snr: a range needs exactly the keys"),
     ("top_k too large", _set("top_k", 100), r"top_k: 100 exceeds the rank bound"),
