@@ -171,3 +171,13 @@ def test_points_per_task_keeps_its_old_name_and_the_hash(sweep_data):
     assert "cells_per_task" not in parse_sweep(sweep_data).canonical()
     with pytest.raises(SweepDefinitionError, match=r"give points_per_task, or cells_per_task \(its old name\)"):
         parse_sweep({**sweep_data, "cells_per_task": 2, "points_per_task": 2})
+
+
+@pytest.mark.parametrize("name", sorted(__import__("rmtsweep.shipped", fromlist=["sweeps"]).sweeps()))
+def test_every_shipped_sweep_as_yaml_reads_back_to_itself(name):
+    """Sweep.to_yaml (`rmtsweep show`) of every shipped sweep: the same sweep and hash, defaults filled in."""
+    import yaml
+    sweep = load_sweep(name).sweep
+    again = parse_sweep(yaml.safe_load(sweep.to_yaml()), name)
+    assert again == sweep and again.digest() == sweep.digest()
+    assert "points_per_task:" in sweep.to_yaml() and "top_k:" in sweep.to_yaml()
