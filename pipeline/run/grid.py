@@ -21,6 +21,7 @@ point, or values added to an axis later. The weights scheme is deliberately not 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -316,13 +317,23 @@ def share_done(sweep: Sweep, blocking: Blocking, share: tuple[int, int], shape: 
     return done
 
 
-def task_memory_bytes(sweep: Sweep) -> int:
-    """Upper estimate of one task's peak memory: table, pooled matrix, Gram and tokens of its largest point.
+def task_memory_bytes(sweep: Sweep, blocking: Blocking | None = None) -> int:
+    """Upper estimate of one task's peak memory: its largest point's working set, plus its results.
 
-    Tasks compute their points one after the other, so the peak is that of the largest point: the
-    largest ``d``, the smallest ``delta`` and ``gamma`` (largest ``V``, ``N``) and the largest ``T``.
+    Tasks compute their points one after the other, so the working set (table, pooled matrix, Gram,
+    tokens) is that of the largest point: the largest ``d``, the smallest ``delta`` and ``gamma``
+    (largest ``V``, ``N``) and the largest ``T``. The results of every point, replicate, scheme and
+    SNR value of the task (the chunk of each per-replicate variable) are held until written, twice
+    over while they are encoded; ``blocking`` defaults to that of a new store (:func:`choose_blocking`).
     """
+    from ..store.layout import data_variables
+    from .cost import choose_blocking
+
     d, g = max(sweep.d_values), sweep.grid
     V, N = sizes(d, min(g.delta), min(g.gamma))
     n = min(d, N)
-    return 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * max(g.T))
+    working = 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * max(g.T))
+    blocking = blocking or choose_blocking(sweep)
+    results = sum(math.prod(v.chunks) * np.dtype(v.dtype).itemsize
+                  for v in data_variables(sweep, blocking.as_tuple()))
+    return working + 2 * results

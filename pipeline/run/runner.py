@@ -185,11 +185,12 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
          share: Share | None = None) -> RunReport:
     sweep = sweep_file.sweep
     note = notes or (lambda _: None)
-    note(check_memory(client, task_memory_bytes(sweep), force, memory_per_thread))
+    threads = max(expected_threads, sum(client.nthreads().values()))
+    new = choose_blocking(sweep, task_target(threads))       # used only if the store is new
+    note(check_memory(client, task_memory_bytes(sweep, new), force, memory_per_thread))
+    new = new.as_tuple()
     store = Store(path)
     info = run_info(sweep_file)
-    threads = max(expected_threads, sum(client.nthreads().values()))
-    new = choose_blocking(sweep, task_target(threads)).as_tuple()       # used only if the store is new
     opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note), info, new) if share is None \
         else store.join(sweep_file, share, info)
     with opened as run:
