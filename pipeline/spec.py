@@ -51,12 +51,8 @@ __all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFi
 from .model import CORRELATIONS, SCHEMES, CorrelationSpec, WeightsSpec
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
-
-MAX_SWEEP_FILE = 4 * 2**20
-"""Bytes a sweep file may hold: its text is kept in every store's attributes."""
-MAX_DESCRIPTION = 10_000
-"""Characters a sweep's description may hold (it is stored twice, in the attributes and their consolidated copy)."""
-
+MAX_SWEEP_FILE = 4 * 2**20      # bytes: a sweep file's text is kept in every store's attributes
+MAX_DESCRIPTION = 10_000        # characters: stored twice, in the attributes and their consolidated copy
 PositiveAxis = tuple[Annotated[float, Field(gt=0.0, allow_inf_nan=False)], ...]
 
 
@@ -279,12 +275,8 @@ def _format(err: dict) -> str:
         close = difflib.get_close_matches(str(err["loc"][-1]), _keys_at(err["loc"]), n=1, cutoff=0.6)
         return f"{where}: unknown key" + (f" (did you mean `{close[0]}`?)" if close else "")
     got = err.get("input")
-    if isinstance(got, dict):
-        return f"{where}: {msg}"
-    shown = repr(got)
-    if len(shown) > 80:                  # one line, whatever the value's size
-        shown = f"{shown[:60]}... ({len(got) if isinstance(got, (str, list)) else len(shown)} long)"
-    return f"{where}: {msg} (got {shown})"
+    shown = repr(got) if len(repr(got)) <= 80 else f"{repr(got)[:60]}... ({len(repr(got))} characters)"
+    return f"{where}: {msg} (got {shown})" if not isinstance(got, dict) else f"{where}: {msg}"
 
 
 def _check_d(s: Sweep) -> str | None:
@@ -388,9 +380,8 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:
     """
     path = Path(path) if Path(path).exists() else resolve_sweep(path)
     try:
-        if (size := path.stat().st_size) > MAX_SWEEP_FILE:
-            raise SweepDefinitionError(f"{path}: {size:,} bytes; a sweep file may hold at most {MAX_SWEEP_FILE:,} "
-                                       "(give long axes as {start, stop, num} ranges)")
+        if (size := path.stat().st_size) > MAX_SWEEP_FILE:     # give long axes as {start, stop, num} ranges
+            raise SweepDefinitionError(f"{path}: {size:,} bytes; a sweep file may hold at most {MAX_SWEEP_FILE:,}")
         text = path.read_text()
     except OSError as exc:
         raise SweepDefinitionError(f"{path}: cannot read sweep file ({exc.strerror})") from None

@@ -19,10 +19,13 @@ import numpy as np
 
 from ..spec import Sweep, sizes
 
-__all__ = ["DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "PointCost", "choose_blocking", "point_cost",
+__all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost", "choose_blocking", "point_cost",
            "point_seconds", "task_target"]
 
 TARGET_TASK_SECONDS = 1.0
+PROGRESSIVE_BLOCKS = 4
+"""Replicate blocks a new store's tasks cut each point into, at least: in progressive order (the default of
+:func:`rmtsweep.run.grid.tasks`) a quarter of the tasks then covers every point."""
 DRIVER_TASKS_PER_SECOND = 100.0
 """Tasks per second the driver is asked to handle at most (it spends about 4 ms of CPU on each, the
 scheduler included: ``benchmarks/scale.py``), so a large cluster gets longer tasks, not a saturated
@@ -150,14 +153,15 @@ def task_target(threads: int = 0) -> float:
 def choose_blocking(sweep: Sweep, target: float = TARGET_TASK_SECONDS) -> Blocking:
     """The batching of a new store: ``replicates_per_task`` and ``cells_per_task`` if given, else the cost model.
 
-    Replicates are grouped first (up to all of them, while one point's replicates fit the target),
-    then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
+    Replicates are grouped first (while one point's replicates fit the target, and into at least
+    :data:`PROGRESSIVE_BLOCKS` blocks where there are that many replicates), then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
     task of average cost takes about ``target`` seconds (:func:`task_target`).
     """
     g = sweep.grid
     cost = point_cost(sweep)
     R = sweep.replicates
-    reps = sweep.replicates_per_task or max(1, min(R, math.floor(target / cost.max())))
+    reps = sweep.replicates_per_task or max(1, min(R, math.ceil(R / PROGRESSIVE_BLOCKS),
+                                                    math.floor(target / cost.max())))
     reps = min(reps, R)
     cells = sweep.cells_per_task or max(1, math.floor(target / (reps * cost.mean())))
     sizes = []
