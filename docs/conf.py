@@ -52,21 +52,19 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks: set[str] = set()
 
-# Math, offline: MathJax 2 from the jupyter-server-mathjax package, copied into _static/mathjax at the build.
-mathjax_path = "mathjax/MathJax.js"
+# Math, offline: MathJax 2 from the jupyter-server-mathjax package, copied into _static/mathjax at the build. The
+# package ships the combined configuration below (TeX input, HTML-CSS output) and the STIX-Web fonts.
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
 mathjax2_config = {
-    "jax": ["input/TeX", "output/SVG"],
-    "extensions": ["tex2jax.js"],
-    "TeX": {"extensions": ["AMSmath.js", "AMSsymbols.js"]},
     "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
                 "ignoreClass": "document", "processClass": "math|output_area"},
-    "SVG": {"font": "TeX"},
+    "HTML-CSS": {"availableFonts": ["STIX-Web"], "preferredFont": "STIX-Web", "webFont": "STIX-Web",
+                 "imageFont": None},
     "messageStyle": "none",
 }
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"rmtsweep {version}"
-html_static_path = ["_static"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
@@ -87,7 +85,7 @@ def _mathjax(app, exception) -> None:
     target = Path(app.outdir) / "_static" / "mathjax"
     if not (target / "MathJax.js").exists():
         shutil.copytree(source, target, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("*.eot", "*.otf", "*.svg", "HTML-CSS", "localization"))
+                        ignore=shutil.ignore_patterns("*.eot", "*.otf"))
 
 
 def _schema_table(kind: str) -> list[str]:
@@ -99,8 +97,8 @@ def _schema_table(kind: str) -> list[str]:
     if kind == "weights":
         classes, tag = SCHEMES, "scheme"
     else:
-        classes = [c for c in vars(correlation).values()
-                   if isinstance(c, type) and issubclass(c, correlation.Correlation) and c is not correlation.Correlation]
+        base = correlation.Correlation
+        classes = [c for c in vars(correlation).values() if isinstance(c, type) and issubclass(c, base) and c is not base]
         tag = "model"
     rows = [".. list-table::", "   :header-rows: 1", "   :widths: 15 30 55", "", f"   * - ``{tag}``",
             "     - parameters", "     - what it is"]
