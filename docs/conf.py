@@ -47,7 +47,6 @@ nb_execution_mode = "off"
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_typehints = "none"         # the signatures show the hints; numpydoc shows the docstrings
-autodoc_default_options = {"members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks: set[str] = set()
