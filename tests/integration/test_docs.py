@@ -219,3 +219,15 @@ def test_the_math_renders_offline(site, page, tmp_path):
     keep = ROOT / "docs" / "_build" / "screenshots"       # for a person to look at (docs/_build is not committed)
     keep.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, keep / shot.name)
+
+
+def test_the_gallery_shows_every_picture_with_its_command():
+    """Every PNG in docs/ is in the gallery, each followed by the shell command that makes it."""
+    text = (DOCS / "gallery.md").read_text()
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    shown = {}
+    for section in sections:
+        for image in re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", section):
+            shown[image] = re.search(r"```bash\n.*rmtsweep .*\n", section, flags=re.S) is not None
+    assert set(shown) == {p.name for p in DOCS.glob("*.png")}
+    assert all(shown.values()), [image for image, has in shown.items() if not has]
