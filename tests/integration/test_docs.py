@@ -231,3 +231,15 @@ def test_the_gallery_shows_every_picture_with_its_command():
             shown[image] = re.search(r"```bash\n.*rmtsweep .*\n", section, flags=re.S) is not None
     assert set(shown) == {p.name for p in DOCS.glob("*.png")}
     assert all(shown.values()), [image for image, has in shown.items() if not has]
+
+
+def test_the_pages_keep_their_sentences_short():
+    """The median sentence of every page of the site, as of the README, is at most 25 words."""
+    pages = [README, ROOT / "deploy" / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md",
+             *(p for p in DOCS.rglob("*.md") if not {"_build", "generated", "plugin-example"} & set(p.parts))]
+    long = {}
+    for page in pages:
+        sentences = _sentences(page.read_text())
+        if sentences and (median := statistics.median(len(s.split()) for s in sentences)) > 25:
+            long[str(page.relative_to(ROOT))] = median
+    assert not long, long
