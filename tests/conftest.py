@@ -49,7 +49,7 @@ SPREAD = {"test_fault_table.py", "test_startup_failures.py", "test_object_storag
 LONGEST_FIRST = ("test_slurm.py", "test_plots.py", "test_job_array.py", "test_readme.py", "test_resume.py",
                  "test_faults.py", "test_local_security.py", *sorted(SPREAD), "test_statistical.py", "test_pipeline.py", "test_lock.py",
                  "test_store_protocol.py", "analysis.ipynb", "test_benchmarks.py", "test_browser.py", "test_elastic.py",
-                 "test_compare.py", "test_d_axis_store.py", "test_batching.py")
+                 "test_docs.py", "test_compare.py", "test_d_axis_store.py", "test_batching.py")
 
 
 @pytest.hookimpl(tryfirst=True)            # before xdist reads the groups
