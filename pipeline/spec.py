@@ -51,7 +51,8 @@ __all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFi
            "load_sweep", "parse_sweep", "sizes"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
-
+MAX_SWEEP_FILE = 4 * 2**20      # bytes: a sweep file's text is kept in every store's attributes
+MAX_DESCRIPTION = 10_000        # characters: stored twice, in the attributes and their consolidated copy
 PositiveAxis = tuple[Annotated[float, Field(gt=0.0, allow_inf_nan=False)], ...]
 
 
@@ -144,7 +145,7 @@ class Sweep(BaseModel):
 
     model_config = _STRICT
     name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")]
-    description: str = ""
+    description: Annotated[str, Field(max_length=MAX_DESCRIPTION)] = ""
     d: Annotated[int, Field(ge=2)] | None = None
     replicates: Annotated[int, Field(ge=1)]
     replicates_per_task: Annotated[int, Field(ge=1)] | None = None
@@ -351,6 +352,8 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:
     """
     path = Path(path) if Path(path).exists() else resolve_sweep(path)
     try:
+        if (size := path.stat().st_size) > MAX_SWEEP_FILE:     # give long axes as {start, stop, num} ranges
+            raise SweepDefinitionError(f"{path}: {size:,} bytes; a sweep file may hold at most {MAX_SWEEP_FILE:,}")
         text = path.read_text()
     except OSError as exc:
         raise SweepDefinitionError(f"{path}: cannot read sweep file ({exc.strerror})") from None

@@ -77,7 +77,8 @@ def _format(err: dict, root: type[BaseModel]) -> str:
         return (f"{where}: unknown {field} {tag!r}" + (f" (did you mean `{close[0]}`?)" if close else "") +
                 f"; the {field}s are {', '.join(map(repr, known))}")
     got = err.get("input")
-    return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
+    shown = repr(got) if len(repr(got)) <= 80 else f"{repr(got)[:60]}... ({len(repr(got))} characters)"
+    return f"{where}: {msg} (got {shown})" if not isinstance(got, dict) else f"{where}: {msg}"
 
 
 def _on_ranges(errs: list[dict], data: dict) -> list[dict]:

@@ -118,7 +118,8 @@ def _stopping(process_ends: bool) -> bool:
 _STARTS_WORK = {"run", "demo", "submit", "work"}
 _HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine", "rmtsweep.run.runner",
                  "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr", "scipy.optimize",
-                 "scipy.sparse.linalg", "dask.array"),
+                 "scipy.sparse.linalg", "dask.array", "cryptography.x509",
+                 "cryptography.hazmat.primitives.asymmetric.rsa"),
           False: ("rmtsweep.spec", "rmtsweep.store")}
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..spec import Sweep, SweepFile, as_sweep
-from .cost import Blocking, choose_blocking, point_seconds, task_target
+from .cost import Blocking, choose_blocking, point_cost, task_target
 from .grid import n_tasks, task_memory_bytes
 
 __all__ = ["Plan", "plan"]
@@ -47,7 +47,7 @@ def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None
     g = sweep.grid
     blocking = blocking or choose_blocking(sweep, task_target(threads))
     per_d = len(g.delta) * len(g.gamma) * len(g.T)
-    seconds = sum(float(point_seconds(sweep, d).sum()) for d in sweep.d_values) * sweep.replicates
+    seconds = sum(point_cost(sweep, d).total() for d in sweep.d_values) * sweep.replicates
     return Plan(points=per_d * len(sweep.d_values), cells=per_d * len(sweep.d_values) * len(g.weights) * len(g.snr),
                 replicates=sweep.replicates, tasks=n_tasks(sweep, blocking), blocking=blocking,
-                memory_per_task=task_memory_bytes(sweep), core_seconds=seconds)
+                memory_per_task=task_memory_bytes(sweep, blocking), core_seconds=seconds)
