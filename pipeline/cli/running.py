@@ -39,7 +39,7 @@ def _load(sweep: Path, overrides: tuple[str, ...] = ()) -> SweepFile:
 
 
 def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
-         writes: str = "workers", share: tuple[int, int] | None = None) -> Path:
+         writes: str = "workers", share: tuple[int, int] | None = None, order: str = "progressive") -> Path:
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
@@ -52,7 +52,7 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     with connect(engine) as (client, capacity):
         report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
                            expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
-                           notes=lambda line: click.echo(line, err=True), share=share)
+                           notes=lambda line: click.echo(line, err=True), share=share, order=order)
     done, total = store.tasks_done(path)
     click.echo(f"{path}: {done}/{total} tasks done "
                f"({report.tasks_computed} computed now) in {time.perf_counter() - start:.1f} s")
@@ -124,11 +124,14 @@ _overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]..
 @click.option("--writes", type=click.Choice(["workers", "driver"]), default="workers", show_default=True,
               help="Who writes each task's data chunks: the workers (the store must be on a filesystem they "
                    "see, or in a bucket they can reach) or this process.")
+@click.option("--order", type=click.Choice(["progressive", "grid"]), default="progressive", show_default=True,
+              help="progressive: every point gets a first block of replicates before any gets a second, so a "
+                   "partly done store covers the whole grid; grid: each point's replicates in turn. Same results.")
 @click.option("--dry-run", is_flag=True, help="Print the points, tasks, memory per task and the cost model's "
               "core-hours, and the store a run would write; start nothing, write nothing.")
 @_progress
 def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progress: bool, force: bool, writes: str,
-        dry_run: bool, **engine) -> None:
+        order: str, dry_run: bool, **engine) -> None:
     """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`).
 
     KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value; a comma list is a list),
@@ -141,7 +144,7 @@ def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progre
     if dry_run:
         _dry_run(sweep_file, _store_path(sweep_file, store_path, create=False), eng)
         return
-    _run(sweep_file, store_path, eng, progress, force, writes)
+    _run(sweep_file, store_path, eng, progress, force, writes, order=order)
 
 
 def _threads(engine: Engine) -> int:
