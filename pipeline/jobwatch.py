@@ -52,7 +52,8 @@ def jobqueue_classes(kind: Kind) -> tuple[type, type]:
 
 
 
-SUBMIT_TIMEOUT = 45.0     # seconds the first sbatch/qsub may take before the run gives up on the batch system
+SUBMIT_TIMEOUT = 45.0     # seconds the first sbatch/qsub may take before the run gives up on the batch system: the
+                          # shipped default of the setting rmtsweep.batch-system.submit-timeout, read at each watch
 POLL_SECONDS = 10.0       # how often jobs with no worker yet are looked up (squeue/qstat): queue_poll
 _STATUS_TIMEOUT = 30.0
 # SLURM job states after which no worker can come (squeue %T); PBS: C (Torque) and F (PBS Pro) finished
@@ -182,8 +183,13 @@ class JobWatch:
         self._noted: set[str] = set()
 
     @contextmanager
-    def watching(self, submit_timeout: float = SUBMIT_TIMEOUT, interval: float = POLL_SECONDS) -> Iterator[JobWatch]:
-        """Wait for the first submission, raise :class:`BatchSystemError` if the run cannot go on, then watch."""
+    def watching(self, submit_timeout: float | None = None, interval: float = POLL_SECONDS) -> Iterator[JobWatch]:
+        """Wait for the first submission, raise :class:`BatchSystemError` if the run cannot go on, then watch.
+
+        ``submit_timeout`` defaults to the setting ``rmtsweep.batch-system.submit-timeout``.
+        """
+        from .config import get
+        submit_timeout = float(get("batch-system.submit-timeout") if submit_timeout is None else submit_timeout)
         self.cluster.sync(self._plugin)
         failure = self.cluster.sync(self._first_submission, submit_timeout)
         if failure:
