@@ -150,3 +150,19 @@ def test_get_takes_either_spelling_and_refuses_an_unknown_key(key):
     assert config.get(key) == 4
     with pytest.raises(KeyError):
         config.get("run.window.no-such-key")
+
+
+def test_cluster_settings_left_null_come_from_dask_jobqueues_config():
+    """One schema: what a cluster file leaves null is dask-jobqueue's ``jobqueue.<kind>``; the file and the options win."""
+    from rmtsweep.clusters import load_cluster_config
+    from rmtsweep.errors import ClusterError
+
+    assert load_cluster_config("slurm").account is None                       # the shipped file: account: null
+    with dask.config.set({"jobqueue.slurm.account": "lab", "jobqueue.slurm.queue": "long",
+                          "jobqueue.slurm.local-directory": "$TMPDIR"}):
+        cfg = load_cluster_config("slurm")
+        assert (cfg.account, cfg.queue, cfg.local_directory) == ("lab", "debug", "$TMPDIR")
+        assert load_cluster_config("slurm", overrides={"account": "other"}).account == "other"
+    with dask.config.set({"jobqueue.pbs.interface": 5}):
+        with pytest.raises(ClusterError, match=r"field 'interface' \(jobqueue\.pbs\) = 5"):
+            load_cluster_config("pbs")
