@@ -220,8 +220,8 @@ def _scheduler_client(address: str, security: Any = None) -> Iterator:
 
 
 def _check_address(address: str, security: Any = None) -> None:
-    """One line, within ``rmtsweep.scheduler.connect-timeout`` seconds, on an address that has no port, an unknown scheme or host,
-    nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
+    """One line, within ``rmtsweep.scheduler.connect-timeout`` seconds, on an address that has no port, an unknown
+    scheme or host, nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
 
     The last is asked for the scheduler's identity here, under a deadline: a client whose handshake meets
     something that never answers (a web server, the dashboard's port) would wait for ever.

@@ -1,7 +1,7 @@
 """How long a task takes, and how many cells and replicates it should hold (the batching).
 
-A task should run about ``rmtsweep.batching.target-task-seconds`` (:mod:`rmtsweep.config`) whatever ``d`` is: long enough that dask's
-per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
+A task should run about ``rmtsweep.batching.target-task-seconds`` (:mod:`rmtsweep.config`) whatever ``d`` is:
+long enough that dask's per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
 noise, short enough that the work spreads over many workers and a kill loses little. The model
 below predicts one replicate of one ``(delta, gamma, T)`` point with every weights scheme; its
 constants were fitted on a 2-core development machine (single BLAS thread per task; see
@@ -30,9 +30,9 @@ PROGRESSIVE_BLOCKS = 4
 """Replicate blocks a new store's tasks cut each point into, at least: in progressive order (the default of
 :func:`rmtsweep.run.grid.tasks`) a quarter of the tasks then covers every point."""
 DRIVER_TASKS_PER_SECOND = 100.0
-"""Tasks per second the driver is asked to handle at most (it spends about 4 ms of CPU on each, the
-scheduler included: ``benchmarks/scale.py``), so a large cluster gets longer tasks, not a saturated
-driver: the target is ``max(target-task-seconds, threads / driver-tasks-per-second)``."""
+"""Tasks per second the driver is asked to handle at most, since it and the scheduler spend CPU on every task
+(``benchmarks/scale.py``): a large cluster gets longer tasks, not a saturated driver; the target is
+``max(target-task-seconds, threads / driver-tasks-per-second)``."""
 
 # seconds per unit, fitted by non-negative least squares on measured replicates (cost.py docstring)
 _PER_SCHEME_RANK2 = 1.1e-3     # Python overhead of the rank-2 path (bisection set-up), per scheme

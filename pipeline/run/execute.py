@@ -8,9 +8,10 @@ after the data, and only for a task whose result says its data were written (:fu
 every path: a normal finish, a failure of another task, Ctrl-C. Every task carries the run's fencing
 token; a worker writes nothing for a run that no longer holds the store's lock
 (:func:`rmtsweep.store.lock.holds`). At most :class:`Window` tasks are in flight, handed to the scheduler
-in batches of ``rmtsweep.run.submit-batch`` (:mod:`rmtsweep.config`), so a grid of 10^6 points starts at once and the scheduler never holds a
-graph of every chunk; the window is re-read as workers join and leave, and on an adaptive cluster it is
-sized for the largest cluster allowed, so the scheduler's adaptive target asks for every job.
+in batches of ``rmtsweep.run.submit-batch`` (:mod:`rmtsweep.config`), so a grid of 10^6 points starts at
+once and the scheduler never holds a graph of every chunk; the window is re-read as workers join and leave, and
+on an adaptive cluster it is sized for the largest cluster allowed, so the scheduler's adaptive target asks for
+every job.
 """
 
 from __future__ import annotations

@@ -99,7 +99,8 @@ class Writer:
                 self.mark_done(region)
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=int(config.get("store.done-writers")), thread_name_prefix="rmtsweep-done")
+            self._pool = ThreadPoolExecutor(max_workers=int(config.get("store.done-writers")),
+                                            thread_name_prefix="rmtsweep-done")
         list(self._pool.map(self.mark_done, regions))          # re-raises the first write error
 
     def close(self) -> None:

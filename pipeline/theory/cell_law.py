@@ -107,7 +107,7 @@ def one_token_spikes(ds: xr.Dataset, sweep: Sweep, budget: int | None = None) ->
     cells = one_position(sweep)
     pairs = [(float(dl), float(g)) for dl in coords["delta"] for g in coords["gamma"]]
     note = ""
-    if cells and len(pairs) > budget:   # the edge and threshold cost ~30 ms per (delta, gamma)
+    if cells and len(pairs) > budget:   # each (delta, gamma) point solves the exact law for its edge and threshold
         note = f"; not computed: {len(pairs)} (delta, gamma) points exceed the budget of {budget}"
         cells = []
     changed = ("theory_edge", "theory_outlier", "theory_overlap", "theory_phase", "theory_snr_sample")

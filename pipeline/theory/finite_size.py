@@ -55,8 +55,8 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray,
 
     Dims ``([d,] delta, gamma, snr, T, weights)``: ``d`` only where it is a grid axis of the sweep
     (else the arrays are at its one ``d``). Empty when no cell has ``law == 1``, or beyond
-    ``budget`` (default :data:`BUDGET`) ``(d, delta, gamma)`` points. ``rho = alpha snr / kappa`` is ``snr`` at these cells
-    (``alpha = kappa = w_t^2``), so one prediction serves every scheme of a point. NaN at a point
+    ``budget`` (default :data:`BUDGET`) ``(d, delta, gamma)`` points. ``rho = alpha snr / kappa`` is ``snr`` at
+    these cells (``alpha = kappa = w_t^2``), so one prediction serves every scheme of a point. NaN at a point
     too small for it (a tiny ``V``, ``N`` where some draw's counts leave the law no main gap).
 
     Parameters
@@ -127,9 +127,9 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     (:func:`rmtsweep.theory.pooled_spikes.pooled_spikes`). NaN at the cells with ``theory_law = 1`` (they have
     :func:`finite_size_arrays`), with weights computed from the data (finite-d attention: ``D`` is not
     independent of the table) or ``T = 1``. Empty when no cell qualifies or when the work would exceed
-    ``budget`` (default :data:`POOLED_BUDGET`; the detection then uses the cubic's Tracy-Widom threshold there, and the cells have
-    no finite-size prediction). ``notes`` gets one line first when the work is expected to take more than
-    :data:`POOLED_SAY` seconds.
+    ``budget`` (default :data:`POOLED_BUDGET`; the detection then uses the cubic's Tracy-Widom threshold there,
+    and the cells have no finite-size prediction). ``notes`` gets one line first when the work is expected to take
+    more than :data:`POOLED_SAY` seconds.
     """
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
