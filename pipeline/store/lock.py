@@ -67,7 +67,7 @@ HEARTBEAT = 5.0
 """Seconds between heartbeats: the shipped default of the setting ``rmtsweep.lock.heartbeat``."""
 LEASE = 60.0
 """Seconds without a heartbeat after which a lock is stale: the shipped default of ``rmtsweep.lock.lease``
-(``DASK_RMTSWEEP__LOCK__LEASE``; tests shorten it)."""
+(e.g. ``DASK_RMTSWEEP__LOCK__LEASE=10`` for a shorter one)."""
 
 
 Share = tuple[int, int]
