@@ -17,6 +17,7 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
     sweep_errors          one-line messages of a sweep file's validation errors
     spec                  sweep file -> frozen Sweep (validated against the model's classes)
     theory/               exact large-dimension theory, and on a sweep's grid (pure numpy/xarray)
+    config                the settings under ``rmtsweep`` in dask.config (shipped defaults: rmtsweep.yaml)
     store/                the zarr store: layout, writer, extension, lock, open and status
     run/                  grid (tasks, seeds), execution on dask, the runner (prepare, then execute)
     analysis/             comparison with theory, maps, the paper's figures, export
@@ -48,6 +49,7 @@ except _metadata.PackageNotFoundError:          # a source tree that was never i
 # name -> (module, attribute; None for the module itself), imported on first use
 _LAZY: dict[str, tuple[str, str | None]] = {
     "theory": ("rmtsweep.theory", None),
+    "config": ("rmtsweep.config", None),
     "compare": ("rmtsweep.analysis.compare", "compare"),
     "write_comparison": ("rmtsweep.analysis.compare", "write_comparison"),
     "run_sweep": ("rmtsweep.run", "run_sweep"),

@@ -196,7 +196,8 @@ def _credentials(engine: Engine, config: Any) -> Iterator:
 
 
 _TASK_CODE = "rmtsweep.run.work"     # what a LocalCluster worker imports as it starts (and no more: WORKER_ENV)
-CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take
+CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take: the shipped default of the setting
+                          # rmtsweep.scheduler.connect-timeout, read at each connection
 _PROBE_TIMEOUT = 5        # seconds for the quick look at its address first
 
 
@@ -208,9 +209,10 @@ def _scheduler_client(address: str, security: Any = None) -> Iterator:
     """
     from distributed import Client
 
+    from .config import get
     _check_address(address, security)
     try:
-        client = Client(address, timeout=f"{CONNECT_TIMEOUT}s", security=security)
+        client = Client(address, timeout=f"{float(get('scheduler.connect-timeout'))}s", security=security)
     except Exception as exc:  # noqa: BLE001 - whatever stops the connection is the one line to print
         raise ClusterError(f"--scheduler {address}: cannot connect: {_reason(exc)}") from None
     with client:
@@ -218,8 +220,8 @@ def _scheduler_client(address: str, security: Any = None) -> Iterator:
 
 
 def _check_address(address: str, security: Any = None) -> None:
-    """One line, within :data:`CONNECT_TIMEOUT`, on an address that has no port, an unknown scheme or host,
-    nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
+    """One line, within ``rmtsweep.scheduler.connect-timeout`` seconds, on an address that has no port, an unknown
+    scheme or host, nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
 
     The last is asked for the scheduler's identity here, under a deadline: a client whose handshake meets
     something that never answers (a web server, the dashboard's port) would wait for ever.
@@ -228,7 +230,9 @@ def _check_address(address: str, security: Any = None) -> None:
     from distributed.comm.registry import get_backend
     from distributed.security import Security
 
-    where, deadline = f"--scheduler {address}", time.monotonic() + CONNECT_TIMEOUT
+    from .config import get
+    timeout = float(get("scheduler.connect-timeout"))
+    where, deadline = f"--scheduler {address}", time.monotonic() + timeout
     try:
         scheme, location = parse_address(address)
         get_backend(scheme)
@@ -255,12 +259,12 @@ def _check_address(address: str, security: Any = None) -> None:
     except ConnectionRefusedError:
         raise ClusterError(f"{where}: nothing listens on {host}:{port} (connection refused)") from None
     except OSError:
-        pass            # unreachable, or slow: the identity below tries for CONNECT_TIMEOUT and says why
+        pass            # unreachable, or slow: the identity below tries until the deadline and says why
     try:
         left = max(1.0, deadline - time.monotonic())
         kind = asyncio.run(asyncio.wait_for(_identity(address, security, left), left))
     except (asyncio.TimeoutError, TimeoutError):
-        raise ClusterError(f"{where}: no dask scheduler answered within {CONNECT_TIMEOUT} s (a scheduler listens "
+        raise ClusterError(f"{where}: no dask scheduler answered within {timeout:g} s (a scheduler listens "
                            "on 8786 unless told otherwise; 8787 is its dashboard)") from None
     except OSError as exc:
         raise ClusterError(f"{where}: cannot connect: {_reason(exc)}") from None

@@ -1,7 +1,7 @@
 """How long a task takes, and how many cells and replicates it should hold (the batching).
 
-A task should run about :data:`TARGET_TASK_SECONDS` whatever ``d`` is: long enough that dask's
-per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
+A task should run about ``rmtsweep.batching.target-task-seconds`` (:mod:`rmtsweep.config`) whatever ``d`` is:
+long enough that dask's per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
 noise, short enough that the work spreads over many workers and a kill loses little. The model
 below predicts one replicate of one ``(delta, gamma, T)`` point with every weights scheme; its
 constants were fitted on a 2-core development machine (single BLAS thread per task; see
@@ -17,19 +17,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import config
 from ..spec import Sweep, sizes
 
 __all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost", "choose_blocking", "point_cost",
            "point_seconds", "task_target"]
 
+# TARGET_TASK_SECONDS, PROGRESSIVE_BLOCKS and DRIVER_TASKS_PER_SECOND are the shipped defaults of the settings
+# rmtsweep.batching.* (rmtsweep.yaml), which the functions below read when they are called.
 TARGET_TASK_SECONDS = 1.0
 PROGRESSIVE_BLOCKS = 4
 """Replicate blocks a new store's tasks cut each point into, at least: in progressive order (the default of
 :func:`rmtsweep.run.grid.tasks`) a quarter of the tasks then covers every point."""
 DRIVER_TASKS_PER_SECOND = 100.0
-"""Tasks per second the driver is asked to handle at most (it spends about 4 ms of CPU on each, the
-scheduler included: ``benchmarks/scale.py``), so a large cluster gets longer tasks, not a saturated
-driver: the target is ``max(TARGET_TASK_SECONDS, threads / DRIVER_TASKS_PER_SECOND)``."""
+"""Tasks per second the driver is asked to handle at most, since it and the scheduler spend CPU on every task
+(``benchmarks/scale.py``): a large cluster gets longer tasks, not a saturated driver; the target is
+``max(target-task-seconds, threads / driver-tasks-per-second)``."""
 
 # seconds per unit, fitted by non-negative least squares on measured replicates (cost.py docstring)
 _PER_SCHEME_RANK2 = 1.1e-3     # Python overhead of the rank-2 path (bisection set-up), per scheme
@@ -146,21 +149,26 @@ class Blocking:
 
 
 def task_target(threads: int = 0) -> float:
-    """Seconds a task should take on a cluster of ``threads`` worker threads (see :data:`DRIVER_TASKS_PER_SECOND`)."""
-    return max(TARGET_TASK_SECONDS, threads / DRIVER_TASKS_PER_SECOND)
+    """Seconds a task should take on a cluster of ``threads`` worker threads (see :data:`DRIVER_TASKS_PER_SECOND`):
+    the settings ``rmtsweep.batching.target-task-seconds`` and ``driver-tasks-per-second`` now."""
+    return max(float(config.get("batching.target-task-seconds")),
+               threads / float(config.get("batching.driver-tasks-per-second")))
 
 
-def choose_blocking(sweep: Sweep, target: float = TARGET_TASK_SECONDS) -> Blocking:
+def choose_blocking(sweep: Sweep, target: float | None = None) -> Blocking:
     """The batching of a new store: ``replicates_per_task`` and ``cells_per_task`` if given, else the cost model.
 
     Replicates are grouped first (while one point's replicates fit the target, and into at least
     :data:`PROGRESSIVE_BLOCKS` blocks where there are that many replicates), then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
-    task of average cost takes about ``target`` seconds (:func:`task_target`).
+    task of average cost takes about ``target`` seconds (:func:`task_target`; default: that of no threads).
+    The block count and the target are the settings ``rmtsweep.batching.*`` now.
     """
+    target = task_target() if target is None else target
+    blocks = int(config.get("batching.progressive-blocks"))
     g = sweep.grid
     cost = point_cost(sweep)
     R = sweep.replicates
-    reps = sweep.replicates_per_task or max(1, min(R, math.ceil(R / PROGRESSIVE_BLOCKS),
+    reps = sweep.replicates_per_task or max(1, min(R, math.ceil(R / blocks),
                                                     math.floor(target / cost.max())))
     reps = min(reps, R)
     cells = sweep.cells_per_task or max(1, math.floor(target / (reps * cost.mean())))

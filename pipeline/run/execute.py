@@ -8,9 +8,10 @@ after the data, and only for a task whose result says its data were written (:fu
 every path: a normal finish, a failure of another task, Ctrl-C. Every task carries the run's fencing
 token; a worker writes nothing for a run that no longer holds the store's lock
 (:func:`rmtsweep.store.lock.holds`). At most :class:`Window` tasks are in flight, handed to the scheduler
-in batches of :data:`SUBMIT_BATCH`, so a grid of 10^6 points starts at once and the scheduler never holds a
-graph of every chunk; the window is re-read as workers join and leave, and on an adaptive cluster it is
-sized for the largest cluster allowed, so the scheduler's adaptive target asks for every job.
+in batches of ``rmtsweep.run.submit-batch`` (:mod:`rmtsweep.config`), so a grid of 10^6 points starts at
+once and the scheduler never holds a graph of every chunk; the window is re-read as workers join and leave, and
+on an adaptive cluster it is sized for the largest cluster allowed, so the scheduler's adaptive target asks for
+every job.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Callable, Iterable
 import numpy as np
 from distributed import Client, Future, as_completed
 
+from .. import config
 from ..errors import RmtsweepError, RunError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
 from ..store.lock import Share
@@ -38,12 +40,14 @@ from .work import compute_task, write_task
 __all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "SUBMIT_BATCH", "RunReport", "Window", "check_memory", "compute_task",
            "run_tasks", "salvage", "write_task", "written"]
 
+# The shipped defaults of rmtsweep.run.window.* and rmtsweep.run.submit-batch (rmtsweep.yaml), which the run reads
+# through rmtsweep.config when it starts.
 MIN_IN_FLIGHT = 4
 PER_THREAD = 4          # tasks in flight per worker thread that has joined
 ADAPTIVE_PER_THREAD = 10   # ... per thread the adaptive cluster may grow to: dask's adaptive target asks for a
                            # worker per 5 s of queued work, and counts 0.5 s for a task it has not timed yet
-SUBMIT_BATCH = 256      # tasks handed to the scheduler in one message: one submit each cost the driver about 0.6 ms
-                        # and the scheduler a graph update per task (4,000 submits: 2.2-3.3 s, against 0.1 s in batches)
+SUBMIT_BATCH = 256      # tasks handed to the scheduler in one message: one graph update per batch, not per task,
+                        # keeps the driver and the scheduler from spending the run on submissions
 
 
 def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:
@@ -95,16 +99,21 @@ class RunReport:
 
 
 class Window:
-    """How many tasks to keep in flight: follows the worker threads there now (re-read every second).
+    """How many tasks to keep in flight: follows the worker threads there now (re-read every ``refresh`` seconds).
 
-    ``max(MIN_IN_FLIGHT, PER_THREAD * threads, ADAPTIVE_PER_THREAD * expected_threads)``, where
-    ``expected_threads`` is what an adaptive cluster may grow to (0 for a fixed one).
+    ``max(min-in-flight, per-thread * threads, adaptive-per-thread * expected_threads)``, where
+    ``expected_threads`` is what an adaptive cluster may grow to (0 for a fixed one); the three factors and
+    ``refresh`` are the settings ``rmtsweep.run.window.*`` when the window is made (:mod:`rmtsweep.config`).
     """
 
-    def __init__(self, client: Client, expected_threads: int = 0, refresh: float = 1.0) -> None:
-        self.client, self.expected, self.refresh = client, expected_threads, refresh
+    def __init__(self, client: Client, expected_threads: int = 0, refresh: float | None = None) -> None:
+        self.client, self.expected = client, expected_threads
+        self.refresh = float(config.get("run.window.refresh") if refresh is None else refresh)
+        self.least = int(config.get("run.window.min-in-flight"))
+        self.per_thread = int(config.get("run.window.per-thread"))
+        self.adaptive_per_thread = int(config.get("run.window.adaptive-per-thread"))
         self.read_at = -np.inf
-        self.value = MIN_IN_FLIGHT
+        self.value = self.least
         self.largest = 0
 
     def size(self) -> int:
@@ -113,13 +122,13 @@ class Window:
         if now - self.read_at >= self.refresh:
             self.read_at = now
             threads = sum(self.client.nthreads().values())
-            self.value = max(MIN_IN_FLIGHT, PER_THREAD * threads, ADAPTIVE_PER_THREAD * self.expected)
+            self.value = max(self.least, self.per_thread * threads, self.adaptive_per_thread * self.expected)
             self.largest = max(self.largest, self.value)
         return self.value
 
 
 def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tuple[Task, dict]]], None], path: Path,
-              run: int, writes: Writes = "workers", window: Window | None = None, retries: int = 2,
+              run: int, writes: Writes = "workers", window: Window | None = None, retries: int | None = None,
               on_submit: Callable[[Task], None] | None = None, fence: str | None = None,
               share: Share | None = None) -> RunReport:
     """Compute ``tasks`` on ``client``, keeping a window in flight; call ``on_done`` as each one's data is written.
@@ -141,7 +150,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     window
         The in-flight window (default: :class:`Window` on ``client``, no adaptive growth).
     retries
-        Times a failing task is retried (worker deaths are rescheduled by dask regardless).
+        Times a failing task is retried (worker deaths are rescheduled by dask regardless; default: the
+        setting ``rmtsweep.run.retries``).
     on_submit
         Called when a task is handed to the scheduler (the run's journal).
     fence, share
@@ -155,6 +165,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     """
     start = time.perf_counter()
     window = window or Window(client)
+    retries = int(config.get("run.retries") if retries is None else retries)
+    per_message = int(config.get("run.submit-batch"))
     token = uuid.uuid4().hex
     writer = Writer(path) if writes == "driver" else None
     where = path if isinstance(path, Remote) else str(path)    # a URL store travels with its storage options
@@ -167,8 +179,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     def top_up() -> None:
         nonlocal exhausted
         while not exhausted and (room := window.size() - queue.count()) > 0:
-            batch = list(islice(pending, min(room, SUBMIT_BATCH)))
-            exhausted = len(batch) < min(room, SUBMIT_BATCH)
+            batch = list(islice(pending, min(room, per_message)))
+            exhausted = len(batch) < min(room, per_message)
             if not batch:
                 return
             keys = [f"rmtsweep-task-{task.key}-{token[:8]}" for task in batch]

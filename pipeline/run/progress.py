@@ -1,4 +1,4 @@
-"""Progress of a run: a bar on a terminal, one line every :data:`LINE_SECONDS` in a batch log."""
+"""Progress of a run: a bar on a terminal, one line every ``rmtsweep.progress.line-seconds`` in a batch log."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from typing import TextIO
 
 from tqdm.auto import tqdm
 
+from .. import config
+
 __all__ = ["LINE_SECONDS", "Progress"]
 
 LINE_SECONDS = 15.0
+"""The shipped default of the setting ``rmtsweep.progress.line-seconds`` (:mod:`rmtsweep.config`)."""
 
 
 def _duration(seconds: float) -> str:
@@ -33,13 +36,16 @@ class Progress:
         ``False`` prints nothing.
     stream
         Where to write (default stderr); a bar only if it is a terminal.
+    every
+        Seconds between two plain lines (default: the setting ``rmtsweep.progress.line-seconds``).
     """
 
     def __init__(self, name: str, total: int, done: int, enabled: bool = True,
-                 stream: TextIO | None = None, every: float = LINE_SECONDS) -> None:
+                 stream: TextIO | None = None, every: float | None = None) -> None:
         self.name, self.total, self.done = name, total, done
         self.stream = stream or sys.stderr
-        self.enabled, self.every = enabled, every
+        self.enabled = enabled
+        self.every = float(config.get("progress.line-seconds") if every is None else every)
         self.replicates = self.now_done = 0
         self.start = self.last = time.monotonic()
         tty = bool(getattr(self.stream, "isatty", lambda: False)())

@@ -35,13 +35,14 @@ from typing import Callable
 from distributed import Client
 from threadpoolctl import threadpool_limits
 
+from .. import config
 from ..errors import StoreWriteError
 from ..shipped import resolve_sweep
 from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
 from ..store import Store, Template, local_path, locate, now, provenance, template
 from ..store.lock import Share
-from ..theory.on_grid import theory_dataset
+from ..theory.on_grid import TheoryBudgets, theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
@@ -77,10 +78,17 @@ def git_revision() -> str | None:
 def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
                   notes: Callable[[str], None] | None = None) -> Template:
     """The store template of ``sweep_file`` with tasks of ``blocking``: coordinates, theory, provenance
-    (``notes``: where a line goes before a theory computation of several seconds)."""
+    (``notes``: where a line goes before a theory computation of several seconds).
+
+    The theory is bounded by the settings ``rmtsweep.theory.*`` now; they and ``rmtsweep.batching.*``, which
+    shape what the store holds, are recorded in ``attrs["config"]``.
+    """
     sweep = sweep_file.sweep
-    return template(sweep, theory_dataset(sweep, notes), provenance(sweep_file, package_version(), git_revision()),
-                    blocking)
+    theory = config.settings("theory")
+    budgets = TheoryBudgets(**{name.replace("-", "_"): value for name, value in theory.items()})
+    attrs = provenance(sweep_file, package_version(), git_revision())
+    attrs["config"] = {"theory": theory, "batching": config.settings("batching")}
+    return template(sweep, theory_dataset(sweep, notes, budgets), attrs, blocking)
 
 
 def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
