@@ -30,7 +30,7 @@ import yaml
 __all__ = ["PATH", "defaults", "get", "settings"]
 
 PATH = Path(__file__).with_name("rmtsweep.yaml")
-"""The shipped defaults, commented (docs/configuration.md describes every key)."""
+"""The shipped defaults, commented (docs/user-guide/configuration.md describes every key)."""
 
 
 @cache

@@ -69,14 +69,14 @@ def test_the_shipped_defaults_are_the_documented_constants():
 
 
 def test_every_key_is_documented():
-    page = (ROOT / "docs" / "configuration.md").read_text()
+    page = (ROOT / "docs" / "user-guide" / "configuration.md").read_text()
 
     def keys(tree: dict, prefix: str) -> list[str]:
         return [k for name, value in tree.items()
                 for k in (keys(value, f"{prefix}.{name}") if isinstance(value, dict) else [f"{prefix}.{name}"])]
 
     missing = [k for k in keys(config.defaults()["rmtsweep"], "rmtsweep") if f"`{k}`" not in page]
-    assert not missing, f"docs/configuration.md does not describe {missing}"
+    assert not missing, f"docs/user-guide/configuration.md does not describe {missing}"
 
 
 class _Threads:
