@@ -127,11 +127,12 @@ _overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]..
 @click.option("--order", type=click.Choice(["progressive", "grid"]), default="progressive", show_default=True,
               help="progressive: every point gets a first block of replicates before any gets a second, so a "
                    "partly done store covers the whole grid; grid: each point's replicates in turn. Same results.")
-@click.option("--dry-run", is_flag=True, help="Print the points, tasks, memory per task and the cost model's "
-              "core-hours, and the store a run would write; start nothing, write nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the points, tasks, memory per task, the cost model's "
+              "core-hours, the estimated wall time and the store a run would write; start nothing, write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: print the same as JSON.")
 @_progress
 def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progress: bool, force: bool, writes: str,
-        order: str, dry_run: bool, **engine) -> None:
+        order: str, dry_run: bool, as_json: bool, **engine) -> None:
     """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`).
 
     KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value; a comma list is a list),
@@ -142,58 +143,12 @@ def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progre
     sweep_file = _load(sweep, overrides)
     eng = make_engine(**engine)
     if dry_run:
-        _dry_run(sweep_file, _store_path(sweep_file, store_path, create=False), eng)
+        from .dry_run import dry_run
+        dry_run(sweep_file, _store_path(sweep_file, store_path, create=False), eng, as_json)
         return
+    if as_json:
+        raise click.UsageError("--json goes with --dry-run")
     _run(sweep_file, store_path, eng, progress, force, writes, order=order)
-
-
-def _threads(engine: Engine) -> int:
-    """Worker threads the run would have: LocalCluster processes, or the batch jobs' cores (0: unknown)."""
-    import os
-    if engine.scheduler:
-        return 0
-    if engine.cluster == "local":
-        return engine.workers or os.cpu_count() or 1
-    config = engine.batch_config()
-    return (engine.jobs or config.max_jobs) * config.cores
-
-
-def _dry_run(sweep_file: SweepFile, path: Path, engine: Engine) -> None:
-    from .. import store
-    from ..run import Blocking
-    from ..run.plan import plan
-    sweep, threads = sweep_file.sweep, _threads(engine)
-    exists = path.exists() and store.is_store(path)
-    the_plan = plan(sweep, Blocking(*store.blocking_of(path)) if exists else None, threads)
-    g, b = sweep.grid, the_plan.blocking
-    d = f"d axis {', '.join(map(str, sweep.d_values))}" if sweep.d_axis else f"d = {sweep.d}"
-    with_overrides = f" with {' '.join(sweep_file.overrides)}" if sweep_file.overrides else ""
-    click.echo(f"sweep {sweep.name} ({sweep_file.path}{with_overrides}), hash {sweep.digest()[:12]}: {d}")
-    click.echo(f"grid: {the_plan.points} points ({len(g.delta)} delta x {len(g.gamma)} gamma x {len(g.T)} T"
-               f"{f' x {len(sweep.d_values)} d' if sweep.d_axis else ''}) x {len(g.weights)} weights x {len(g.snr)} "
-               f"SNR = {the_plan.cells} cells, {the_plan.replicates} replicates each")
-    click.echo(f"tasks: {the_plan.tasks} of up to {b.cells} points x {b.replicate} replicates; memory up to "
-               f"{_bytes(the_plan.memory_per_task)} per task")
-    on = f", about {_duration(the_plan.seconds_on(threads))} on {threads} worker threads" if threads else ""
-    click.echo(f"cost model: {_duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours){on}; "
-               "fitted on a 2-core machine, within ~30 %")
-    if not exists:
-        click.echo(f"store: {path} (new)")
-    else:
-        st = store.status(path)
-        same = st["attrs"].get("sweep_hash") == sweep.digest()
-        click.echo(f"store: {path} exists, {st['tasks_done']}/{st['tasks_total']} tasks done; a run "
-                   f"{'computes the rest' if same else 'extends it to this sweep, or says why it cannot'}")
-    click.echo("dry run: nothing was started or written")
-
-
-def _bytes(n: int) -> str:
-    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
-        f"{seconds / 3600:.1f} h"
 
 
 @cli.command()
@@ -394,4 +349,5 @@ def _size_text(path: Path) -> str:
         return f"{'(does not load: ' + str(exc)[:60] + ')':40s}"
     the_plan = plan(sweep)
     d = ("axis " if sweep.d_axis else "") + ",".join(map(str, sweep.d_values))
-    return f"{d:22s} {the_plan.points:7d} {_duration(the_plan.core_seconds):>9s}"
+    from .dry_run import duration
+    return f"{d:22s} {the_plan.points:7d} {duration(the_plan.core_seconds):>9s}"

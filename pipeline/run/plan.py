@@ -1,15 +1,22 @@
-"""What a sweep will cost before anything runs: points, tasks, memory per task, core-hours (``run --dry-run``)."""
+"""What a sweep will cost before anything runs: points, tasks, memory per task, core-hours, and the wall time
+of a run from its start-up to its last task (``run --dry-run``)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..spec import Sweep, SweepFile, as_sweep
+from .. import config
+from ..theory.estimate import theory_seconds
+from ..theory.on_grid import TheoryBudgets
 from .cost import Blocking, choose_blocking, point_cost, task_target
 from .grid import n_tasks, task_memory_bytes
 
-__all__ = ["Plan", "plan"]
+__all__ = ["TEMPLATE_SECONDS", "Plan", "plan"]
+
+TEMPLATE_SECONDS = 0.5      # writing a new store's template and provenance, beside its theory
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,7 @@ class Plan:
     blocking: Blocking
     memory_per_task: int        # bytes, an upper estimate (the largest point)
     core_seconds: float
+    theory_seconds: float = 0.0  # a new store's theory, on one core (rmtsweep.theory.estimate)
 
     @property
     def core_hours(self) -> float:
@@ -35,6 +43,17 @@ class Plan:
     def seconds_on(self, threads: int) -> float:
         """Wall seconds on ``threads`` worker threads, if they stay busy (no start-up, no tail)."""
         return self.core_seconds / max(threads, 1)
+
+    def compute_seconds(self, threads: int, left: float = 1.0) -> float:
+        """Wall seconds of the tasks (a share ``left`` of them) on ``threads`` worker threads, in waves."""
+        tasks = math.ceil(self.tasks * left)
+        return math.ceil(tasks / max(threads, 1)) * self.core_seconds / max(self.tasks, 1)
+
+    def wall_seconds(self, threads: int, startup: float, new_store: bool = True, left: float = 1.0) -> float:
+        """Estimated wall seconds of a run: ``startup`` (imports, the cluster), a new store's template and
+        theory, then the tasks left on ``threads`` worker threads."""
+        made = TEMPLATE_SECONDS + self.theory_seconds if new_store else 0.0
+        return startup + made + self.compute_seconds(threads, left)
 
 
 def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None, threads: int = 0) -> Plan:
@@ -50,4 +69,10 @@ def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None
     seconds = sum(point_cost(sweep, d).total() for d in sweep.d_values) * sweep.replicates
     return Plan(points=per_d * len(sweep.d_values), cells=per_d * len(sweep.d_values) * len(g.weights) * len(g.snr),
                 replicates=sweep.replicates, tasks=n_tasks(sweep, blocking), blocking=blocking,
-                memory_per_task=task_memory_bytes(sweep, blocking), core_seconds=seconds)
+                memory_per_task=task_memory_bytes(sweep, blocking), core_seconds=seconds,
+                theory_seconds=theory_seconds(sweep, theory_budgets()))
+
+
+def theory_budgets() -> TheoryBudgets:
+    """The budgets of a new store's theory, from the settings ``rmtsweep.theory.*``."""
+    return TheoryBudgets(**{name.replace("-", "_"): value for name, value in config.settings("theory").items()})

@@ -42,12 +42,13 @@ from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
 from ..store import Store, Template, local_path, locate, now, provenance, template
 from ..store.lock import Share
-from ..theory.on_grid import TheoryBudgets, theory_dataset
+from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
 from .grid import Order, Task, n_tasks, share_done, share_tasks, task_memory_bytes, tasks, tasks_left
 from .work import WORKER_ENV
+from .plan import theory_budgets
 from .progress import Progress
 
 __all__ = ["git_revision", "make_template", "package_version", "prepare_store", "ready_store", "run_info",
@@ -84,11 +85,9 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     shape what the store holds, are recorded in ``attrs["config"]``.
     """
     sweep = sweep_file.sweep
-    theory = config.settings("theory")
-    budgets = TheoryBudgets(**{name.replace("-", "_"): value for name, value in theory.items()})
     attrs = provenance(sweep_file, package_version(), git_revision())
-    attrs["config"] = {"theory": theory, "batching": config.settings("batching")}
-    return template(sweep, theory_dataset(sweep, notes, budgets), attrs, blocking)
+    attrs["config"] = {"theory": config.settings("theory"), "batching": config.settings("batching")}
+    return template(sweep, theory_dataset(sweep, notes, theory_budgets()), attrs, blocking)
 
 
 def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,

@@ -37,7 +37,7 @@ from .finite_d import pooled_sign_excess_kurtosis
 from .finite_size import BUDGET, POOLED_BUDGET, finite_size_arrays, finite_size_law, pooled_arrays
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
-           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays",
+           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "spectrum_seconds",
            "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
@@ -191,13 +191,7 @@ def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None,
     cubic = np.array([[bulk_histogram(edges, dl, g) for g in c["gamma"]] for dl in c["delta"]])
     theory = np.repeat(np.repeat(cubic[:, :, None, None, :], len(c["T"]), 2), len(c["weights"]), 3)
     law = np.zeros((len(c["T"]), len(c["weights"])), np.int8)
-    # (T index, weights index, exact, weights) of the cells needing the finite-T law: exact on one position
-    single = set(one_position(sweep))
-    wanted = [(a, b, (a, b) in single, w) for a, b, w, dependent in _cell_weights(sweep)
-              if (a, b) in single or (not dependent and float(ws["theory_T_eff"][a, b]) < below)]
-    profile = {(a, b): () if exact else tuple(np.round(np.sort(np.abs(w[w != 0])) / np.abs(w).max(), 12))
-               for a, b, exact, w in wanted}
-    pairs = [(float(dl), float(g)) for dl in c["delta"] for g in c["gamma"]]
+    wanted, profile, pairs = _finite_t_cells(sweep, ws, below)
     profiles = set(profile.values())
     note = ""
     if (seconds := _spectrum_cost(profiles, pairs, edges)[2]) > budget:   # too slow: the cubic, and say so
@@ -226,6 +220,31 @@ def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None,
                                    flag_values=[0, 1, 2], flag_meanings="cubic finite_T_exact finite_T_sampled",
                                    description="; ".join(LAWS) + note),
     }
+
+
+def _finite_t_cells(sweep: Sweep, ws: xr.Dataset, below: float) -> tuple[list, dict, list[tuple[float, float]]]:
+    """The cells needing the finite-T spectrum law ``(T index, weights index, exact, weights)`` (exact where the
+    weights sit on one position), each one's sorted weight profile (``()``: exact), and the (delta, gamma) pairs."""
+    single = set(one_position(sweep))
+    wanted = [(a, b, (a, b) in single, w) for a, b, w, dependent in _cell_weights(sweep)
+              if (a, b) in single or (not dependent and float(ws["theory_T_eff"][a, b]) < below)]
+    profile = {(a, b): () if exact else tuple(np.round(np.sort(np.abs(w[w != 0])) / np.abs(w).max(), 12))
+               for a, b, exact, w in wanted}
+    c = grid_coords(sweep)
+    return wanted, profile, [(float(dl), float(g)) for dl in c["delta"] for g in c["gamma"]]
+
+
+def spectrum_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
+    """Estimated seconds of the finite-T spectrum law a new store of ``sweep`` computes (0 beyond its budget)."""
+    budgets = budgets or TheoryBudgets()
+    spec = sweep.observables.spectrum
+    if spec is None:
+        return 0.0
+    wanted, profile, pairs = _finite_t_cells(sweep, weight_scalars(sweep), budgets.finite_t_below)
+    if not wanted:
+        return 0.0
+    seconds = _spectrum_cost(set(profile.values()), pairs, spec.edges())[2]
+    return 0.0 if seconds > budgets.finite_t_budget else seconds
 
 
 def _spectrum_cost(profiles: set[tuple], pairs: list[tuple[float, float]], edges: np.ndarray,

@@ -1,0 +1,48 @@
+"""How long a new store's theory takes to compute, estimated from the grid alone (nothing is computed).
+
+The parts are those of :func:`rmtsweep.theory.on_grid.theory_dataset`, each within its budget
+(:class:`~rmtsweep.theory.on_grid.TheoryBudgets`): the limit formulas, the exact one-token law, the
+finite-size laws over token counts and over the realised pooling matrix, and the finite-T spectrum law.
+Their unit costs are the ones the budgets already use, fitted on a 2-core machine with one BLAS thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..spec import Sweep
+from .cell_law import one_position
+from .finite_size import POOLED_CELL, POOLED_SECONDS
+from .null_law import POOLED_DRAWS
+from .on_grid import TheoryBudgets, spectrum_seconds
+from .pooled_spikes import LANCZOS_STEPS
+
+__all__ = ["FINITE_SIZE_POINT_SECONDS", "LIMIT_SECONDS", "ONE_TOKEN_POINT_SECONDS", "theory_seconds"]
+
+LIMIT_SECONDS = 0.3                # the limit formulas on any grid: closed forms and small root finds
+ONE_TOKEN_POINT_SECONDS = 0.03     # the exact one-token law's edge and threshold, per (delta, gamma)
+FINITE_SIZE_POINT_SECONDS = 0.5    # the finite-size laws over token counts, per (d, delta, gamma)
+
+
+def theory_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
+    """Estimated seconds of the theory a new store of ``sweep`` computes, on one core."""
+    budgets = budgets or TheoryBudgets()
+    if sweep.table_centering != "class":
+        return LIMIT_SECONDS + spectrum_seconds(sweep, budgets)
+    g = sweep.grid
+    d_values = np.asarray(sweep.d_values, float)
+    pairs = len(g.delta) * len(g.gamma)
+    single = set(one_position(sweep))
+    seconds = LIMIT_SECONDS + spectrum_seconds(sweep, budgets)
+    if single and pairs <= budgets.one_token_budget:
+        seconds += ONE_TOKEN_POINT_SECONDS * pairs
+    if single and d_values.size * pairs <= budgets.finite_size_budget:
+        seconds += FINITE_SIZE_POINT_SECONDS * d_values.size * pairs
+    cells = sum(1 for a, T in enumerate(g.T) for b, scheme in enumerate(g.weights)
+                if int(T) >= 2 and not scheme.data_dependent and (a, b) not in single)
+    work = cells * sum(POOLED_DRAWS * (min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N) + POOLED_CELL
+                       for d in d_values for dl in g.delta for gm in g.gamma
+                       for V, N in [(round(d / dl), round(d / gm))])
+    if cells and work <= budgets.pooled_budget:
+        seconds += work * POOLED_SECONDS
+    return float(seconds)
