@@ -48,7 +48,8 @@ class Progress:
     rate
         Tasks a second over the last :data:`WINDOW` seconds watched; ``None`` before two readings.
     eta
-        Seconds left at that rate; ``None`` without a rate, or when no task landed for :data:`STALL` s.
+        Seconds left at that rate; ``None`` without a rate, or when no task landed for three times the gap
+        between the tasks seen landing (:data:`STALL` s at least).
     quiet
         Seconds since the last task landed (since watching began if none did).
     digest
@@ -128,8 +129,10 @@ class Watch:
         t0, n0 = self._seen[0]
         rate = (done - n0) / (now - t0) if len(self._seen) > 1 and now > t0 else None
         quiet = now - self._changed
-        left = st["tasks_total"] - done
-        eta = left / rate if rate and quiet < max(STALL, 3 / rate) else None
+        # stalled: quiet for three times the gap between landings seen before (and STALL s at least)
+        busy = (done - n0) / (self._changed - t0) if self._changed > t0 and done > n0 else None
+        stalled = quiet > (max(STALL, 3 / busy) if busy else STALL)
+        eta = (st["tasks_total"] - done) / rate if rate and not stalled else None
         digest = done_digest(open_group(self.path)["done"][...])    # a task can land between the two reads:
         return Progress(done, st["tasks_total"], st["replicates_done"], st["replicates_total"], rate, eta, quiet,
                         digest, str(st["attrs"].get("sweep_name", "")))  # the next poll sees it
