@@ -217,7 +217,8 @@ def test_a_port_in_use_is_one_line(tiny_store, capsys):
         code, out, err = run_main(["serve", str(tiny_store), "--port", str(port)], capsys)
     assert code == 2 and not out
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"rmtsweep: error: --host 127.0.0.1 --port {port}: cannot listen"), err
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"rmtsweep: error: --host 127.0.0.1 --port {port}: cannot listen"), err
 
 
 def test_the_websocket_is_accepted_only_from_the_address_served():
@@ -280,3 +281,43 @@ def test_maps_say_why_they_are_empty(tiny_store):
     absent = ds.drop_vars([v for v in ds.data_vars if str(v).startswith("theory_")])
     assert live_map(absent, "overlap", "snr", "gamma", {}).figure is not None
     assert map_variables(absent)[0] == "detection_rate"
+
+
+def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
+    """The page of a store at an s3:// URL (moto's S3 server on loopback) reads what the disk's would."""
+    s3fs = pytest.importorskip("s3fs")
+    moto_server = pytest.importorskip("moto.server")
+    from rmtsweep.analysis.live import Watch, live_map
+    from rmtsweep.store import locate, open_dataset
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(key, "testing")              # no lookup of real credentials by botocore
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    moto = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    server = None
+    try:
+        endpoint = "http://{}:{}".format(*moto.get_host_and_port())
+        fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
+        fs.mkdir("rmtsweep")
+        fs.put(str(tiny_store), "rmtsweep/tiny.zarr", recursive=True)
+        url = locate("s3://rmtsweep/tiny.zarr", {"endpoint_url": endpoint})
+        there, here = Watch(url).poll(), Watch(tiny_store).poll()
+        assert (there.count(), there.digest) == (here.count(), here.digest)
+        maps = [live_map(open_dataset(p), "detection_rate", "snr", "gamma", {}) for p in (url, tiny_store)]
+        assert maps[0].summary == maps[1].summary and maps[0].figure is not None
+
+        port = _free_port()
+        server = subprocess.Popen(_command("serve", "s3://rmtsweep/tiny.zarr", "--storage-option",
+                                           f"endpoint_url={endpoint}", "--port", str(port)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = server.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in line, line + server.stderr.read()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120) as page:   # the page is built here
+            assert page.status == 200 and "bokeh" in page.read().decode().lower()
+    finally:
+        if server is not None:
+            server.send_signal(signal.SIGINT)
+            server.communicate(timeout=60)
+        moto.stop()
+    assert server.returncode == 130
