@@ -36,8 +36,11 @@ def serve(store_path: Path, host: str, port: int, interval: float) -> None:
     problem = store.store_problem(store_path)
     if problem:
         raise StoreError(f"{store_path}: {problem}")
-    signum = serve_page(store_path, host, port, interval,
-                        announce=lambda url: click.echo(f"serving {store_path} at {url} (read only; Ctrl-C stops)"))
+    try:
+        signum = serve_page(store_path, host, port, interval,
+                            announce=lambda url: click.echo(f"serving {store_path} at {url} (read only; Ctrl-C stops)"))
+    except KeyboardInterrupt:                   # before the server listened (its own handler takes it after)
+        signum = signal.SIGINT
     # Ctrl-C is how this command ends: one line and the status of an interrupt, not main's words about resuming.
     if signum == signal.SIGTERM:
         click.echo("rmtsweep: stopped by SIGTERM; the page is closed", err=True)

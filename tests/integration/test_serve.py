@@ -307,6 +307,7 @@ def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
         maps = [live_map(open_dataset(p), "detection_rate", "snr", "gamma", {}) for p in (url, tiny_store)]
         assert maps[0].summary == maps[1].summary and maps[0].figure is not None
 
+        objects = fs.find("rmtsweep/tiny.zarr", detail=True)
         port = _free_port()
         server = subprocess.Popen(_command("serve", "s3://rmtsweep/tiny.zarr", "--storage-option",
                                            f"endpoint_url={endpoint}", "--port", str(port)),
@@ -315,6 +316,9 @@ def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
         assert f"http://127.0.0.1:{port}/" in line, line + server.stderr.read()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120) as page:   # the page is built here
             assert page.status == 200 and "bokeh" in page.read().decode().lower()
+        time.sleep(3)                                   # a reading of the store or two
+        after = fs.find("rmtsweep/tiny.zarr", detail=True)
+        assert {k: v["ETag"] for k, v in after.items()} == {k: v["ETag"] for k, v in objects.items()}   # read only
     finally:
         if server is not None:
             server.send_signal(signal.SIGINT)
