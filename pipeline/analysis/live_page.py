@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import logging
 import signal
 import socket
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -64,6 +66,15 @@ def _free_port(host: str) -> int:
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def _gone_session(record: logging.LogRecord) -> bool:
+    """False for bokeh's traceback about a websocket whose session is gone or never came: a tab closed or reloaded
+    while its browser still sent messages. It says nothing about the store or the page; other records pass."""
+    if not record.exc_info or not isinstance(record.exc_info[1], AssertionError) or record.exc_info[2] is None:
+        return True
+    last = traceback.extract_tb(record.exc_info[2])[-1]
+    return not (last.name == "session" and last.filename.replace("\\", "/").endswith("bokeh/server/connection.py"))
 
 
 def _header(store: str, p: Progress | None, interval: float, problem: str = "") -> str:
@@ -191,6 +202,8 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval:
     """
     import panel as pn
 
+    for name in ("bokeh.server.protocol_handler", "tornado.application"):
+        logging.getLogger(name).addFilter(_gone_session)
     watch = Watch(path)
     watch.poll()                                        # a store that cannot be read fails here, in one line
     port = port or _free_port(host)
