@@ -27,7 +27,7 @@ from .map_style import MapFigure
 from .plots import map_data, map_figure
 
 __all__ = ["DETECTION", "LiveMap", "Progress", "Watch", "axes", "default_axes", "duration", "live_map",
-           "map_variables"]
+           "map_variables", "plane"]
 
 DETECTION = "detection_rate"
 WINDOW = 300.0          # seconds of counts the rate is measured over: recent enough to follow a cluster that grows
@@ -81,8 +81,8 @@ class Progress:
         """The rate and the time left, in words."""
         if self.complete:
             return "complete"
-        if self.rate is None:
-            return "rate: measuring (it needs two readings)"
+        if self.rate is None or (self.eta is None and self.quiet < STALL):
+            return "rate: measuring (from the tasks that land while the page watches)"
         if self.eta is None:
             return f"no task landed in the last {duration(self.quiet)}"
         return f"{self.rate * 60:.3g} tasks/min, about {duration(self.eta)} left"
@@ -197,8 +197,7 @@ def live_map(ds: xr.Dataset, var: str, x: str, y: str, at: dict[str, object]) ->
         The figure and a summary line; no figure while no replicate of the selection is done, or when the
         variable needs theory arrays the store does not hold yet (the summary says which).
     """
-    pick = {a: [_index(ds, a, at.get(a))] for a in axes(ds) if a not in (x, y)}
-    sub = ds.isel(pick)
+    sub = plane(ds, x, y, at)
     done = int(sub["done"].sum())
     if done == 0:
         return LiveMap(var, None, f"{var}: no replicate done yet at this selection; the map appears as tasks land")
@@ -227,6 +226,14 @@ def live_map(ds: xr.Dataset, var: str, x: str, y: str, at: dict[str, object]) ->
     mean = "" if fig.scale.kind == "categorical" else f", mean {np.nanmean(values):.4g}"
     summary = f"{var}: {int(finite.sum())} of {finite.size} cells with a value{mean}, from {done} done replicate(s)"
     return LiveMap(var, fig, summary)
+
+
+def plane(ds: xr.Dataset, x: str, y: str, at: dict[str, object], load: bool = False) -> xr.Dataset:
+    """The store at one value of each axis besides ``x`` and ``y`` (``at``, else the first), those axes kept
+    one value long. ``load``: read into memory at once, so that two maps drawn from it count the same tasks
+    while a run keeps writing."""
+    sub = ds.isel({a: [_index(ds, a, at.get(a))] for a in axes(ds) if a not in (x, y)})
+    return sub.load() if load else sub
 
 
 def _index(ds: xr.Dataset, axis: str, value: object) -> int:

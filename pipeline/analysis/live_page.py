@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import RmtsweepError, UserError
-from .live import DETECTION, LiveMap, Progress, Watch, axes, default_axes, live_map, map_variables
+from .live import DETECTION, LiveMap, Progress, Watch, axes, default_axes, live_map, map_variables, plane
 
 __all__ = ["INTERVAL", "build_page", "origins", "serve", "url_host"]
 
@@ -152,9 +152,17 @@ def build_page(watch: Watch, interval: float = INTERVAL, label: str = "") -> Any
             return
         show_axes()
         at = {a: w.value for a, w in fixed.items()}
+        try:
+            shown = plane(state["ds"], x.value, y.value, at, load=True)   # one reading for both maps
+        except Exception as exc:  # noqa: BLE001 - a store unreachable for a moment: the next reading retries
+            for i in range(2):
+                plots[i].object, plots[i].visible = None, False
+                texts[i].object = f"<div class='rmt-summary'>cannot read the store now: {html.escape(str(exc))}</div>"
+            state["digest"] = None
+            return
         for i, name in enumerate((DETECTION, var.value)):
             try:
-                m = live_map(state["ds"], name, x.value, y.value, at)
+                m = live_map(shown, name, x.value, y.value, at)
                 drawn = _figure(m, 420, 300) if m.figure is not None else None
             except Exception as exc:  # noqa: BLE001 - one map that cannot be drawn must not stop the page
                 m, drawn = LiveMap(name, None, f"{name}: cannot be drawn ({type(exc).__name__}: {exc})"), None

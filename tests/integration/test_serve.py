@@ -249,7 +249,7 @@ def test_rate_and_time_left_come_from_the_tasks_seen_landing(monkeypatch):
     watch = live.Watch("store", clock=lambda: now[0])
     first = watch.poll()
     assert (first.count(), first.rate, first.eta) == ("2 / 12 tasks", None, None)
-    assert first.speed() == "rate: measuring (it needs two readings)"
+    assert first.speed() == "rate: measuring (from the tasks that land while the page watches)"
     now[0], script["done"] = 20.0, 6                         # 4 tasks in 20 s: 12 a minute, 6 left: 30 s
     second = watch.poll()
     assert second.rate == pytest.approx(0.2) and second.eta == pytest.approx(30.0)
