@@ -69,9 +69,16 @@ def _free_port(host: str) -> int:
 
 
 def _gone_session(record: logging.LogRecord) -> bool:
-    """False for bokeh's traceback about a websocket whose session is gone or never came: a tab closed or reloaded
-    while its browser still sent messages. It says nothing about the store or the page; other records pass."""
-    if not record.exc_info or not isinstance(record.exc_info[1], AssertionError) or record.exc_info[2] is None:
+    """False for the tracebacks of a tab closed or reloaded mid-message: bokeh's about a websocket whose session
+    is gone or never came, and tornado's about a page update written to a closed websocket. They say nothing
+    about the store or the page; other records pass."""
+    from tornado.iostream import StreamClosedError
+    from tornado.websocket import WebSocketClosedError
+
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, (WebSocketClosedError, StreamClosedError)):
+        return False
+    if not isinstance(exc, AssertionError) or record.exc_info[2] is None:
         return True
     last = traceback.extract_tb(record.exc_info[2])[-1]
     return not (last.name == "session" and last.filename.replace("\\", "/").endswith("bokeh/server/connection.py"))
@@ -210,7 +217,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval:
     """
     import panel as pn
 
-    for name in ("bokeh.server.protocol_handler", "tornado.application"):
+    for name in ("bokeh.server.protocol_handler", "tornado.application", "asyncio"):
         logging.getLogger(name).addFilter(_gone_session)
     watch = Watch(path)
     watch.poll()                                        # a store that cannot be read fails here, in one line

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import html
 import json
 import os
 import re
@@ -27,7 +28,7 @@ from tests.helpers import MEDIUM, chromium, run_main
 
 # A medium sweep at d = 800: a task takes long enough on one worker thread that the page sees tasks land
 SLOW = {**MEDIUM, "name": "slow", "d": 800}
-STATE = """(() => {
+STATE = r"""(() => {
   const out = {texts: [], maps: {}};
   for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
     const models = doc.all_models instanceof Map ? doc.all_models.values() : doc.all_models;
@@ -35,15 +36,25 @@ STATE = """(() => {
       if (typeof m.text === "string") out.texts.push(m.text);
       if (m.data === undefined || m.data === null) continue;
       const data = m.data instanceof Map ? Object.fromEntries(m.data) : m.data;
+      const id = parseInt(String(m.id).replace(/\D/g, ""));
       for (const [key, column] of Object.entries(data)) {
-        if (["detection_rate", "overlap"].includes(key)) {
+        if (["detection_rate", "overlap"].includes(key) && !(out.maps[key] && out.maps[key].id > id)) {
           const values = Array.from(column).filter(Number.isFinite);
-          out.maps[key] = {n: values.length, sum: values.reduce((a, b) => a + b, 0)};
+          out.maps[key] = {id: id, n: values.length, sum: values.reduce((a, b) => a + b, 0)};
         }
       }
     }
   }
   return JSON.stringify(out);
+})()"""
+
+
+CHOOSE = """(() => {
+  for (const doc of Bokeh.documents) {
+    const models = doc.all_models instanceof Map ? doc.all_models.values() : doc.all_models;
+    for (const m of models) if (m.title === %s && m.options !== undefined) { m.value = %s; return true; }
+  }
+  return false;
 })()"""
 
 
@@ -86,9 +97,15 @@ class Browser:
         return self.loop.run_until_complete(asyncio.wait_for(go(), 60))
 
     def state(self) -> dict:
-        """The page's texts and, per map variable, how many finite values its data holds and their sum."""
+        """The page's texts and, per map variable, how many finite values its data holds and their sum.
+
+        A map redrawn is a new figure; the browser keeps the models of the old one, so the data read is that
+        of the newest source (the server numbers its models in the order it makes them).
+        """
         got = self.call("Runtime.evaluate", expression=STATE, returnByValue=True)
-        return json.loads(got["result"]["value"])
+        st = json.loads(got["result"]["value"])
+        st["texts"] = [re.sub(r"<[^>]*>", " ", html.unescape(t)).strip() for t in st["texts"]]   # what a reader sees
+        return st
 
     def open(self, url: str, ready, timeout: float = 90) -> dict:
         """Go to ``url`` and wait until ``ready(state)``; the state then."""
@@ -102,6 +119,12 @@ class Browser:
             if ready(st) or time.monotonic() > deadline:
                 return st
             time.sleep(0.5)
+
+    def choose(self, widget: str, value: str) -> None:
+        """Set the menu titled ``widget`` to ``value``, as a reader would."""
+        got = self.call("Runtime.evaluate", expression=CHOOSE % (json.dumps(widget), json.dumps(value)),
+                        returnByValue=True)
+        assert got["result"]["value"] is True, f"no menu {widget!r} on the page"
 
     def screenshot(self, path: Path) -> Path:
         path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
@@ -120,6 +143,17 @@ def _count(st: dict) -> tuple[int, int] | None:
         if m := re.search(r"(\d+) / (\d+) tasks", text):
             return int(m.group(1)), int(m.group(2))
     return None
+
+
+def _values(st: dict) -> tuple | None:
+    """The overlap map's data as the page holds it: how many cells have a value, and their sum."""
+    got = st["maps"].get("overlap")
+    return None if got is None else (got["n"], got["sum"])
+
+
+def _summary(st: dict, var: str) -> str | None:
+    """The line under the map of ``var``, e.g. ``overlap: 6 of 6 cells with a value, mean 0.44, ...``."""
+    return next((t for t in st["texts"] if re.search(rf"\b{var}: ", t)), None)
 
 
 def _free_port() -> int:
@@ -183,14 +217,15 @@ def test_the_page_follows_a_run(tmp_path):
         assert _count(first) and {"detection_rate", "overlap"} <= set(first["maps"]), first
         n1, total = _count(first)
         assert total == 64 and n1 < total, "the run ended before the page was read: make the sweep slower"
+        time.sleep(1.5)                                                # the browser paints what it received
         browser.screenshot(tmp_path / "first.png")
         # the overlap map's values are means of continuous draws: a replicate more changes them (a detection rate
         # of 1 can stay 1)
-        later = browser.wait(lambda st: (_count(st) or (0, 0))[0] >= n1 + 3
-                             and st["maps"].get("overlap") != first["maps"]["overlap"], 120)
+        later = browser.wait(lambda st: (_count(st) or (0, 0))[0] >= n1 + 3 and _values(st) != _values(first), 120)
         n2, _ = _count(later)
         assert n2 > n1, (first, later)                                # the count grew, without a reload
-        assert later["maps"]["overlap"] != first["maps"]["overlap"], (first, later)   # and the map changed
+        assert _values(later) != _values(first), (first, later)       # and the map's data changed
+        assert _summary(later, "overlap") != _summary(first, "overlap")       # as the line under it says
         assert "detection_rate" in later["maps"]
         shot = browser.screenshot(tmp_path / "later.png")
         print(f"screenshots: {tmp_path / 'first.png'} {shot}")
@@ -332,3 +367,35 @@ def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
             server.communicate(timeout=60)
         moto.stop()
     assert server.returncode == 130
+
+
+@pytest.mark.requires_chromium
+def test_the_menus_choose_the_axes_and_the_values_shown(tiny_store, tmp_path):
+    port = _free_port()
+    server = subprocess.Popen(_command("serve", str(tiny_store), "--port", str(port)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    browser = None
+    try:
+        line = server.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in line, line + server.stderr.read()
+        browser = Browser(tmp_path / "profile")
+        titles = lambda st: [t for t in st["texts"] if t.startswith(("detection_rate, ", "overlap (k=1)"))]  # noqa: E731
+        first = browser.open(f"http://127.0.0.1:{port}/", lambda st: len(titles(st)) == 2)
+        assert all("gamma=0.5" in t for t in titles(first)), titles(first)       # snr across, delta up
+        browser.choose("up", "gamma")                                          # now delta is a menu
+        moved = browser.wait(lambda st: any("delta=0.5" in t for t in titles(st)), 60)
+        assert any("delta=0.5" in t for t in titles(moved)), titles(moved)
+        browser.choose("delta", "1.0")
+        browser.choose("second map", "lambda1_z")
+        shown = browser.wait(lambda st: any(t.startswith("lambda1_z") for t in st["texts"])
+                             and "delta=1," in " ".join(st["texts"]) and _summary(st, "lambda1_z"), 60)
+        text = " ".join(shown["texts"])
+        assert "lambda1_z (k=1)" in text and "delta=1," in text and "complete" in text, shown["texts"]
+        assert _summary(shown, "lambda1_z").startswith("lambda1_z: 8 of 8 cells with a value")
+        browser.screenshot(tmp_path / "menus.png")
+    finally:
+        if browser is not None:
+            browser.close()
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=60)
+    assert server.returncode == 130, err
