@@ -156,6 +156,11 @@ def _summary(st: dict, var: str) -> str | None:
     return next((t for t in st["texts"] if re.search(rf"\b{var}: ", t)), None)
 
 
+def _titles(st: dict) -> list[str]:
+    """The titles of the detection-rate and overlap maps (those of replaced figures too)."""
+    return [t for t in st["texts"] if t.startswith(("detection_rate, ", "overlap (k=1)"))]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -379,12 +384,11 @@ def test_the_menus_choose_the_axes_and_the_values_shown(tiny_store, tmp_path):
         line = server.stdout.readline()
         assert f"http://127.0.0.1:{port}/" in line, line + server.stderr.read()
         browser = Browser(tmp_path / "profile")
-        titles = lambda st: [t for t in st["texts"] if t.startswith(("detection_rate, ", "overlap (k=1)"))]  # noqa: E731
-        first = browser.open(f"http://127.0.0.1:{port}/", lambda st: len(titles(st)) == 2)
-        assert all("gamma=0.5" in t for t in titles(first)), titles(first)       # snr across, delta up
+        first = browser.open(f"http://127.0.0.1:{port}/", lambda st: len(_titles(st)) == 2)
+        assert all("gamma=0.5" in t for t in _titles(first)), _titles(first)       # snr across, delta up
         browser.choose("up", "gamma")                                          # now delta is a menu
-        moved = browser.wait(lambda st: any("delta=0.5" in t for t in titles(st)), 60)
-        assert any("delta=0.5" in t for t in titles(moved)), titles(moved)
+        moved = browser.wait(lambda st: any("delta=0.5" in t for t in _titles(st)), 60)
+        assert any("delta=0.5" in t for t in _titles(moved)), _titles(moved)
         browser.choose("delta", "1.0")
         browser.choose("second map", "lambda1_z")
         shown = browser.wait(lambda st: any(t.startswith("lambda1_z") for t in st["texts"])
