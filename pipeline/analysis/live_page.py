@@ -179,6 +179,8 @@ def build_page(watch: Watch, interval: float = INTERVAL, label: str = "") -> Any
     def refresh() -> None:
         try:
             p = watch.poll()
+            if p.digest != state["digest"]:
+                state["ds"] = open_dataset(watch.path)     # opened anew: the chunks written since are read
         except (RmtsweepError, OSError) as exc:        # a store moved away or unreachable: say so, keep trying
             head.object = _header(label, None, interval, f"cannot read the store now: {exc}")
             return
@@ -186,7 +188,6 @@ def build_page(watch: Watch, interval: float = INTERVAL, label: str = "") -> Any
         bar.max, bar.value = max(p.total, 1), p.done
         if p.digest != state["digest"]:
             state["digest"] = p.digest
-            state["ds"] = open_dataset(watch.path)     # opened anew: the chunks written since are read
             redraw()
 
     for w in (x, y, var, *fixed.values()):
