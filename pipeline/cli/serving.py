@@ -1,0 +1,49 @@
+"""``serve``: a live page of a store, read only, refreshed as tasks land.
+
+Heavy modules (panel, bokeh, the analysis) are imported inside the command, so that ``--help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from ._group import STORE_LOCATION, cli, storage_options
+
+__all__ = ["serve"]
+
+
+@cli.command()
+@click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
+@storage_options
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on: 127.0.0.1 is this machine only (reach it from elsewhere through "
+                   "ssh -L); 0.0.0.0 every interface, for anyone who can reach this machine.")
+@click.option("--port", type=click.IntRange(0, 65535), default=5006, show_default=True,
+              help="Port to listen on; 0: any free one.")
+@click.option("--interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True, metavar="SECONDS",
+              help="How often the page reads the store again.")
+def serve(store_path: Path, host: str, port: int, interval: float) -> None:
+    """Serve a live page of STORE: tasks done, rate and time left, and the maps of the detection rate and a
+    chosen variable over any two axes, redrawn as tasks land. The page cannot change the store; Ctrl-C stops."""
+    from .. import store
+    from ..analysis.live_page import serve as serve_page
+    from ..errors import StoreError
+
+    problem = store.store_problem(store_path)
+    if problem:
+        raise StoreError(f"{store_path}: {problem}")
+    try:
+        signum = serve_page(store_path, host, port, interval,
+                            announce=lambda url: click.echo(f"serving {store_path} at {url} (read only; Ctrl-C stops)"))
+    except KeyboardInterrupt:                   # before the server listened (its own handler takes it after)
+        signum = signal.SIGINT
+    # Ctrl-C is how this command ends: one line and the status of an interrupt, not main's words about resuming.
+    if signum == signal.SIGTERM:
+        click.echo("rmtsweep: stopped by SIGTERM; the page is closed", err=True)
+        sys.exit(143)
+    click.echo("rmtsweep: interrupted; the page is closed", err=True)
+    sys.exit(130)
