@@ -44,9 +44,9 @@ from .mask import only_done
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
-__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "Detection", "bulk_distance", "compare", "crossing", "d_of", "detected",
-           "detection_margin", "detection_rule", "done_digest", "false_alarm_lines", "open_source", "signal_pair", "summary",
-           "theory_detection_rate", "transition_snr", "write_comparison"]
+__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "REFERENCES", "Detection", "bulk_distance", "compare", "crossing",
+           "d_of", "detected", "detection_margin", "detection_rule", "done_digest", "false_alarm_lines", "open_source",
+           "reference_text", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
 
 LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
 GROUP = "comparison"
@@ -137,8 +137,58 @@ def _finite_size(ds: xr.Dataset, out: dict[str, xr.DataArray], lazy: bool) -> di
     return fs
 
 
+REFERENCES = ("best", "limit")
+LIMITS = {"lambda1": "theory_outlier", "overlap": "theory_overlap"}
+SHORT = {"best": "the best prediction, finite size where stored", "limit": "the d -> infinity limit"}
+CAPTIONS = {
+    "best": "dark cell: the simulated mean is |z| >= 3 from the store's best prediction (red above, blue below)",
+    "limit": "dark cell: |z| >= 3 from the d -> infinity limit; below the transition finite d puts lambda_1 under the "
+             "limit's edge by about the Tracy-Widom mean (1.2 sigma_d), so those cells are blue",
+}
+
+
+def reference_text(reference: str, name: str) -> str:
+    """What ``{name}_theory`` is under ``reference`` (``best`` or ``limit``), for titles and attrs."""
+    if reference == "limit":
+        return f"the d -> infinity limit {LIMITS[name]}"
+    return f"the store's best prediction (finite_size_{name} at the store's d where present, else {LIMITS[name]})"
+
+
+def _references(out: dict[str, xr.DataArray], fs: dict[str, xr.DataArray], reference: str) -> None:
+    """Keep the limit comparison of lambda_1 and the alignment as ``limit_*``, and make ``{name}_theory``,
+    ``_error``, ``_z`` the ``reference``'s: the finite-size prediction where the store has one (its own
+    Monte Carlo error added in quadrature to the z's), the limit elsewhere; ``{name}_reference`` says which."""
+    for name in ("lambda1", "overlap"):
+        for part in ("theory", "error", "z"):
+            out[f"limit_{name}_{part}"] = out[f"{name}_{part}"].copy().assign_attrs(
+                long_name=out[f"{name}_{part}"].attrs["long_name"] + f" (against {SHORT['limit']})",
+                caption=CAPTIONS["limit"], reference=reference_text("limit", name), reference_kind="limit")
+        has = fs[f"finite_size_{name}"].notnull() if fs and reference == "best" else None
+        if has is not None:
+            th = xr.where(has, fs[f"finite_size_{name}"], out[f"{name}_theory"])
+            se = np.sqrt(out[f"{name}_sem"] ** 2 + xr.where(has, fs[f"finite_size_{name}_se"], 0.0) ** 2)
+            err = out[f"{name}_mean"] - th
+            out[f"{name}_theory"], out[f"{name}_error"] = th.assign_attrs(out[f"{name}_theory"].attrs), \
+                err.assign_attrs(out[f"{name}_error"].attrs)
+            out[f"{name}_z"] = xr.where(se > 0, err / se.where(se > 0), np.nan).assign_attrs(out[f"{name}_z"].attrs)
+            flag = has.astype(np.int8)
+        else:
+            flag = xr.zeros_like(out[f"{name}_theory"], dtype=np.int8)
+        kind = "best" if has is not None else "limit"
+        text = reference_text(kind, name)
+        for part in ("theory", "error", "z"):
+            attrs = out[f"{name}_{part}"].attrs
+            out[f"{name}_{part}"] = out[f"{name}_{part}"].assign_attrs(
+                long_name=attrs["long_name"].split(" (against")[0] + f" (against {SHORT[kind]})", reference=text,
+                reference_kind=kind, caption=CAPTIONS[kind])
+        out[f"{name}_reference"] = flag.assign_attrs(
+            long_name=f"prediction {name}_theory holds the cell against: 0 the limit {LIMITS[name]}, "
+                      f"1 finite_size_{name} at the store's d", flag_values=[0, 1],
+            flag_meanings="limit finite_size", units="1")
+
+
 def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None, margin_factor: float | None = None,
-            lazy: bool = False) -> xr.Dataset:
+            lazy: bool = False, reference: str = "best") -> xr.Dataset:
     """Hold a store's Monte Carlo against its theory arrays.
 
     The per-replicate arrays are reduced chunk by chunk with dask (on the cluster of the current
@@ -157,6 +207,11 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
     lazy
         Return the comparison as lazy dask arrays (compute it with ``.compute()``); the ``*_limit``
         variables are computed only by an eager comparison.
+    reference
+        What ``lambda1_*`` and ``overlap_*`` (``theory``, ``error``, ``z``) hold the Monte Carlo against:
+        ``"best"`` (default), the store's prediction at its own size (``finite_size_*``) where it has one and
+        the ``d -> infinity`` limit elsewhere (``{name}_reference`` says which per cell); ``"limit"``, the limit
+        everywhere. The limit comparison is kept under ``limit_lambda1_*`` and ``limit_overlap_*`` either way.
 
     Returns
     -------
@@ -167,6 +222,8 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
         ``transition_snr_empirical``, ``transition_snr_theory``, ``transition_snr_error``. For an
         uncentred table also ``signal_lambda_*``, ``signal_rank`` and ``paper_*_error``.
     """
+    if reference not in REFERENCES:
+        raise SelectionError(f"reference {reference!r}: unknown (valid: {', '.join(REFERENCES)})")
     rule = detection_rule(false_alarm, margin_factor)
     ds = open_source(source)
     centering = ds.attrs.get("table_centering", "class")
@@ -224,7 +281,12 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
     if centering == "class" and "theory_rho" in ds:
         out["theory_detection_rate"] = theory_detection_rate(ds, d, rule, lazy)
-    out.update(_finite_size(ds, out, lazy))
+    fs = _finite_size(ds, out, lazy)
+    out.update(fs)
+    _references(out, fs, reference)
+    out["lambda1_rel_error"] = (out["lambda1_error"] / out["lambda1_theory"]).assign_attrs(
+        long_name=f"relative error of lambda_1, (MC - theory) / theory, against {reference_text(reference, 'lambda1')}",
+        units="1")
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
         out["paper_bulk_ks"] = bulk_distance(ds, done, law="paper")
@@ -235,6 +297,7 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
                  "table_centering": centering, **({} if dims.d_axis else {"d": int(d)}),   # a d axis: a coordinate
                  "sweep_hash": ds.attrs.get("sweep_hash", ""),
                  "signal_outlier": signal, **rule.attrs(), "detection_uncalibrated_cells": uncalibrated,
+                 "reference": reference, "reference_note": reference_text(reference, "lambda1"),
                  "replicates_counted": "only replicates whose done flag is true"}
     if lazy:
         return cmp
@@ -306,6 +369,8 @@ def false_alarm_lines(cmp: xr.Dataset) -> list[str]:
 def summary(cmp: xr.Dataset, worst: int = 5) -> str:
     """A printable summary: agreement within 3 standard errors, worst cells, transition-SNR errors."""
     lines = [f"{cmp.attrs['title']}: {cmp.attrs['signal_outlier']}", f"detection: {cmp.attrs['detection']}"]
+    if "reference_note" in cmp.attrs:
+        lines.append(f"lambda1 and overlap are held against {cmp.attrs['reference_note'].replace('_lambda1', '_*')}")
     lines += false_alarm_lines(cmp)
     if cmp.attrs.get("done_replicates", 0) < cmp.attrs.get("done_total", 0):
         lines.append(f"incomplete store: computed from {cmp.attrs['done_replicates']} of {cmp.attrs['done_total']} "
