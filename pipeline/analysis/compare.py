@@ -44,8 +44,9 @@ from .mask import only_done
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
-__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "REFERENCES", "Detection", "bulk_distance", "compare", "crossing",
-           "d_of", "detected", "detection_margin", "detection_rule", "done_digest", "false_alarm_lines", "open_source",
+__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "NO_LAW", "REFERENCES", "Detection", "bulk_distance", "compare", "crossing",
+           "d_of", "detected", "detection_margin", "detection_rule", "done_digest", "false_alarm_lines", "no_law_cells",
+           "open_source",
            "reference_text", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
 
 LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
@@ -154,10 +155,27 @@ def reference_text(reference: str, name: str) -> str:
     return f"the store's best prediction (finite_size_{name} at the store's d where present, else {LIMITS[name]})"
 
 
-def _references(out: dict[str, xr.DataArray], fs: dict[str, xr.DataArray], reference: str) -> None:
+NO_LAW = 2   # {name}_reference: a cell without a law at the store's size (attention over T >= 2)
+
+
+def no_law_cells(ds: xr.Dataset) -> xr.DataArray:
+    """``(T, weights)``: True where no prediction at the store's size exists, finite-d attention over ``T >= 2``.
+
+    Its weights are computed from the table, so the pooling matrix is not independent of the table's noise
+    and neither finite-size construction applies; only the large-d limit (``causal(tau)``'s) is compared.
+    """
+    attention = xr.DataArray([str(w).startswith("attention") for w in ds["weights"].values], dims="weights",
+                             coords={"weights": ds["weights"]})
+    exact = ds["theory_law"] == 1 if "theory_law" in ds else False
+    return (attention & (ds["T"] >= 2) & ~exact).transpose("T", "weights")
+
+
+def _references(out: dict[str, xr.DataArray], fs: dict[str, xr.DataArray], reference: str,
+                no_law: xr.DataArray | None = None) -> None:
     """Keep the limit comparison of lambda_1 and the alignment as ``limit_*``, and make ``{name}_theory``,
     ``_error``, ``_z`` the ``reference``'s: the finite-size prediction where the store has one (its own
-    Monte Carlo error added in quadrature to the z's), the limit elsewhere; ``{name}_reference`` says which."""
+    Monte Carlo error added in quadrature to the z's), the limit elsewhere; ``{name}_reference`` says which,
+    and marks the ``no_law`` cells (:data:`NO_LAW`: the limit, left out of the summary's counts)."""
     for name in ("lambda1", "overlap"):
         for part in ("theory", "error", "z"):
             out[f"limit_{name}_{part}"] = out[f"{name}_{part}"].copy().assign_attrs(
@@ -174,6 +192,8 @@ def _references(out: dict[str, xr.DataArray], fs: dict[str, xr.DataArray], refer
             flag = has.astype(np.int8)
         else:
             flag = xr.zeros_like(out[f"{name}_theory"], dtype=np.int8)
+        if no_law is not None:
+            flag = xr.where(no_law, np.int8(NO_LAW), flag).astype(np.int8)
         kind = "best" if has is not None else "limit"
         text = reference_text(kind, name)
         for part in ("theory", "error", "z"):
@@ -183,8 +203,9 @@ def _references(out: dict[str, xr.DataArray], fs: dict[str, xr.DataArray], refer
                 reference_kind=kind, caption=CAPTIONS[kind])
         out[f"{name}_reference"] = flag.assign_attrs(
             long_name=f"prediction {name}_theory holds the cell against: 0 the limit {LIMITS[name]}, "
-                      f"1 finite_size_{name} at the store's d", flag_values=[0, 1],
-            flag_meanings="limit finite_size", units="1")
+                      f"1 finite_size_{name} at the store's d, 2 no law at this size (the limit; attention over "
+                      "T >= 2, left out of the calibration counts)", flag_values=[0, 1, NO_LAW],
+            flag_meanings="limit finite_size no_law_at_this_size", units="1")
 
 
 def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None, margin_factor: float | None = None,
@@ -283,7 +304,7 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
         out["theory_detection_rate"] = theory_detection_rate(ds, d, rule, lazy)
     fs = _finite_size(ds, out, lazy)
     out.update(fs)
-    _references(out, fs, reference)
+    _references(out, fs, reference, no_law_cells(ds) if centering == "class" and "T" in ds.dims else None)
     out["lambda1_rel_error"] = (out["lambda1_error"] / out["lambda1_theory"]).assign_attrs(
         long_name=f"relative error of lambda_1, (MC - theory) / theory, against {reference_text(reference, 'lambda1')}",
         units="1")
@@ -380,6 +401,11 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
         if f"{name}_z" not in cmp:
             continue
         z = cmp[f"{name}_z"]
+        if f"{name}_reference" in cmp and bool((cmp[f"{name}_reference"] == NO_LAW).any()):
+            lost = int((np.isfinite(z) & (cmp[f"{name}_reference"] == NO_LAW)).sum())
+            lines.append(f"{name}: {lost} cells have no law at the store's size (finite-d attention over T >= 2): "
+                         f"left out of the counts below (their z against the limit: limit_{name}_z)")
+            z = z.where(cmp[f"{name}_reference"] != NO_LAW)
         ok = np.isfinite(z)
         agree = (abs(z) <= 3) & ok
         lines.append(f"{name}: {int(agree.sum())}/{int(ok.sum())} cells within 3 standard errors; "

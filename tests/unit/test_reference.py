@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -78,3 +80,18 @@ def test_the_phase_table_gives_the_finite_d_transition_as_its_best_prediction():
     t = [finite_d_transition(2.0, 0.5, 0.5, d, Detection(false_alarm=0.05)) for d in (100, 1000, 10**5)]
     assert t[0] > t[1] > t[2] > 1.781 / 2 and t[2] < 1.781 / 2 * 1.05 and rc > 0
     assert SNR.size == 5
+
+
+def test_attention_over_several_positions_has_no_law_at_this_size_and_is_not_counted():
+    from rmtsweep.analysis.compare import NO_LAW, summary
+
+    ds = _with_finite_size(synthetic())
+    ds = ds.assign_coords(weights=np.array(["mean", "attention(tau=2, scale=d)", "harmonic"], dtype=object))
+    cmp = compare(ds)
+    assert int(cmp["lambda1_reference"].sel(weights="attention(tau=2, scale=d)").min()) == NO_LAW
+    assert int(cmp["overlap_reference"].sel(weights="mean").min()) == 1
+    text = summary(cmp)
+    assert "5 cells have no law at the store's size" in text
+    assert re.search(r"lambda1: \d/5 cells within 3 standard errors", text)     # the mean line only
+    one = compare(ds.sel(T=[16]).assign_coords(T=[1]).assign(theory_law=(("T", "weights"), np.ones((1, 3)))))
+    assert int(one["lambda1_reference"].max()) < NO_LAW                # one position: the exact law applies
