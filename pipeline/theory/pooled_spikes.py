@@ -145,7 +145,7 @@ def _null_mean_above(loc: Float, scale: Float) -> tuple[Float, Float, Float]:
 def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: float, alpha_var: float,
                      kappa: float, delta: float, d: int, tail: float) -> tuple[Float, Float, Float, Float]:
     """``(lambda1, overlap, location, scale)`` of one draw (module docstring), over ``snr``."""
-    nu, g_edge, loc, scale = null_parts(p, delta, d, tail)
+    nu, g_edge, loc, scale = null_parts(p, delta, d, tail, half=True)     # the detection null's candidates
     x, F, above = _null_mean_above(loc, scale)
     z, hw = np.polynomial.hermite_e.hermegauss(ALPHA_NODES)
     c = np.clip(alpha + np.sqrt(alpha_var) * z, 0.0, None)[None, :] * snr[:, None] / kappa   # (snr, node)
