@@ -8,8 +8,9 @@ of the model's own code (seed ``SEED`` + the cell's index) give ``lambda_1 / kap
 the ``1 - level`` quantile of the store's null (:func:`rmtsweep.theory.null_law.count_null` at ``T = 1``,
 :func:`~rmtsweep.theory.null_law.pooled_null` beyond, the same seeded draws a store makes) with the bulk edge
 as derived (``as is``) and with the real-case finite-size centring (``n - 1/2``, ``d - 1/2``;
-:func:`~rmtsweep.theory.null_law.half_corrected_edge`). Printed: per cell the false-alarm rates, then pooled
-with their binomial s.e., and the cells within 3 binomial s.e. of the level.
+:func:`~rmtsweep.theory.null_law.half_corrected_edge`), both over the store's 8 draws of the pooling matrix, and
+the centred one over 32 draws (at ``T = 1`` the store's 64 count draws throughout). Printed: per cell the
+false-alarm rates, then pooled with their binomial s.e., and the cells within 3 binomial s.e. of the level.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from rmtsweep.model.replicate import CellModel, simulate_replicate
 from rmtsweep.theory.null_law import count_null, mixture_quantile, pooled_null
 
 LEVELS = (0.05, 0.01)
+VARIANTS = ((False, 8), (True, 8), (True, 32))     # (finite-size centring, draws of the pooling matrix)
+NAMES = {(False, 8): "as is, 8 draws", (True, 8): "n - 1/2, d - 1/2, 8 draws", (True, 32): "n - 1/2, d - 1/2, 32 draws"}
 
 
 def _weights(kind: str, T: int) -> np.ndarray:
@@ -57,11 +60,12 @@ def cell(i: int, d: int, reps: int, seed: int) -> dict:
     with threadpool_limits(limits=1):
         lam = np.array([simulate_replicate(model, np.zeros(1), rng).eigenvalues[0, 0] for _ in range(reps)]) / kappa
     out = {"d": d, "T": T, "corr": f"{model_name}{params or ''}", "weights": kind, "delta": delta, "gamma": gamma}
-    for half in (False, True):
-        null = count_null(delta, gamma, d, half=half) if T == 1 else pooled_null(w, corr, delta, gamma, d, half=half)
+    for half, draws in VARIANTS:
+        null = count_null(delta, gamma, d, half=half) if T == 1 else pooled_null(w, corr, delta, gamma, d, half=half,
+                                                                                 draws=draws)
         for level in LEVELS:
             q = mixture_quantile(1.0 - level, null.location, null.scale)
-            out[(half, level)] = float(np.mean(lam > q))
+            out[(half, draws, level)] = float(np.mean(lam > q))
     out["reps"] = reps
     return out
 
@@ -69,23 +73,22 @@ def cell(i: int, d: int, reps: int, seed: int) -> dict:
 def main(reps: int, seed: int, ds: list[int]) -> None:
     t0 = time.process_time()
     rows = []
-    print("d T corr weights delta gamma | 0.05: as is, half | 0.01: as is, half")
+    print("d T corr weights delta gamma | 0.05: " + ", ".join(NAMES[v] for v in VARIANTS) + " | 0.01: the same")
     for d in ds:
         for i in range(len(CELLS)):
             r = cell(i, d, reps, seed)
             rows.append(r)
             print(f"{d} {r['T']} {r['corr']} {r['weights']} {r['delta']} {r['gamma']} | "
-                  f"{r[(False, 0.05)]:.3f} {r[(True, 0.05)]:.3f} | {r[(False, 0.01)]:.3f} {r[(True, 0.01)]:.3f}",
-                  flush=True)
+                  + " | ".join(" ".join(f"{r[(*v, level)]:.3f}" for v in VARIANTS) for level in LEVELS), flush=True)
     print("\n| level | edge | pooled false alarms (z) | cells within 3 binomial s.e. |")
     print("|---|---|---|---|")
     total = sum(r["reps"] for r in rows)
     for level in LEVELS:
-        for half in (False, True):
-            hits = sum(r[(half, level)] * r["reps"] for r in rows)
+        for v in VARIANTS:
+            hits = sum(r[(*v, level)] * r["reps"] for r in rows)
             se = np.sqrt(level * (1 - level) / total)
-            within = sum(abs(r[(half, level)] - level) <= 3 * np.sqrt(level * (1 - level) / r["reps"]) for r in rows)
-            print(f"| {level} | {'n - 1/2, d - 1/2' if half else 'as is'} | {hits / total:.4f} ± {se:.4f} "
+            within = sum(abs(r[(*v, level)] - level) <= 3 * np.sqrt(level * (1 - level) / r["reps"]) for r in rows)
+            print(f"| {level} | {NAMES[v]} | {hits / total:.4f} ± {se:.4f} "
                   f"({(hits / total - level) / se:+.1f}) | {within}/{len(rows)} |")
     print(f"\n{len(rows)} cells, {total} replicates, {time.process_time() - t0:.0f} CPU-s")
 
