@@ -29,7 +29,6 @@ def finite_size_z(ds: xr.Dataset, out: dict[str, xr.DataArray], lazy: bool) -> d
     return fs
 
 
-
 REFERENCES = ("best", "limit")
 LIMITS = {"lambda1": "theory_outlier", "overlap": "theory_overlap"}
 SHORT = {"best": "the best prediction, finite size where stored", "limit": "the d -> infinity limit"}
