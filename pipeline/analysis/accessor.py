@@ -42,23 +42,25 @@ class RmtAccessor:
         return not_done(self._ds)
 
     def compare(self, *, false_alarm: float | None = None, margin_factor: float | None = None,
-                lazy: bool = True) -> xr.Dataset:
-        """Monte Carlo against theory (:func:`rmtsweep.analysis.compare.compare`), lazy by default."""
-        return compare(self._ds, false_alarm=false_alarm, margin_factor=margin_factor, lazy=lazy)
+                lazy: bool = True, reference: str = "best") -> xr.Dataset:
+        """Monte Carlo against theory (:func:`rmtsweep.analysis.compare.compare`), lazy by default; ``reference``
+        ``"best"`` (the store's finite-size prediction where it has one) or ``"limit"``."""
+        return compare(self._ds, false_alarm=false_alarm, margin_factor=margin_factor, lazy=lazy, reference=reference)
 
     def transition(self, *, false_alarm: float | None = None, margin_factor: float | None = None) -> xr.DataArray:
         """Empirical transition SNR per line (detection rate crossing 1/2), lazy."""
         return self.compare(false_alarm=false_alarm, margin_factor=margin_factor)["transition_snr_empirical"]
 
     def phase_diagram(self, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
-                      false_alarm: float | None = None, margin_factor: float | None = None
+                      false_alarm: float | None = None, margin_factor: float | None = None, reference: str = "best"
                       ) -> "pandas.DataFrame":  # noqa: F821
         """The transition curves with bootstrap intervals (:func:`rmtsweep.analysis.phase.phase_diagram`).
 
         Reads the eigenvalues (the bootstrap needs every replicate), so it computes.
         """
         from .phase import phase_diagram
-        return phase_diagram(self._ds, n_boot, level, seed, false_alarm=false_alarm, margin_factor=margin_factor)
+        return phase_diagram(self._ds, n_boot, level, seed, false_alarm=false_alarm, margin_factor=margin_factor,
+                             reference=reference)
 
     def plot(self, x: str, y: str, var: str, select: dict | None = None,
              clim: tuple[float, float] | None = None) -> "StoreMap":  # noqa: F821

@@ -39,13 +39,15 @@ from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, d
                         signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
+from .reference import NO_LAW, REFERENCES, SHORT, finite_size_z, hold_against, no_law_cells, reference_text
 from .source import GROUP, done_digest, open_source
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
-__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "Detection", "bulk_distance", "compare", "crossing", "d_of", "detected",
-           "detection_margin", "detection_rule", "done_digest", "false_alarm_lines", "open_source", "signal_pair", "summary",
-           "theory_detection_rate", "transition_snr", "write_comparison"]
+__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "NO_LAW", "REFERENCES", "SHORT", "Detection", "bulk_distance", "compare", "crossing",
+           "d_of", "detected", "detection_margin", "detection_rule", "done_digest", "false_alarm_lines", "no_law_cells",
+           "open_source",
+           "reference_text", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
 
 LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
 LIST_ALL = 24          # the summary lists every SNR line up to this many, else the worst ones
@@ -95,22 +97,8 @@ def bulk_distance(ds: xr.Dataset, done: xr.DataArray, law: str = "theory") -> xr
         long_name=f"Kolmogorov distance of the mean eigenvalue histogram of S/kappa to {which}", units="1")
 
 
-def _finite_size(ds: xr.Dataset, out: dict[str, xr.DataArray], lazy: bool) -> dict[str, xr.DataArray]:
-    """The store's predictions at its size (``finite_size_*``, made with its theory: realised token counts at
-    ``T = 1``, the realised pooling matrix at fixed weights over ``T >= 2``) and their z."""
-    names = [f"finite_size_{name}{suffix}" for name in ("lambda1", "overlap") for suffix in ("", "_se")]
-    if not all(name in ds for name in names):        # no such cell, over budget, or an older store
-        return {}
-    fs = {name: ds[name] if lazy else ds[name].load() for name in names}
-    for name in ("lambda1", "overlap"):
-        se = np.sqrt(out[f"{name}_sem"] ** 2 + fs[f"finite_size_{name}_se"] ** 2)
-        fs[f"finite_size_{name}_z"] = ((out[f"{name}_mean"] - fs[f"finite_size_{name}"]) / se).assign_attrs(
-            long_name=f"(MC - finite_size_{name}) / sqrt(sem^2 + prediction's s.e.^2)", units="1")
-    return fs
-
-
 def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None, margin_factor: float | None = None,
-            lazy: bool = False) -> xr.Dataset:
+            lazy: bool = False, reference: str = "best") -> xr.Dataset:
     """Hold a store's Monte Carlo against its theory arrays.
 
     The per-replicate arrays are reduced chunk by chunk with dask (on the cluster of the current
@@ -129,6 +117,11 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
     lazy
         Return the comparison as lazy dask arrays (compute it with ``.compute()``); the ``*_limit``
         variables are computed only by an eager comparison.
+    reference
+        What ``lambda1_*`` and ``overlap_*`` (``theory``, ``error``, ``z``) hold the Monte Carlo against:
+        ``"best"`` (default), the store's prediction at its own size (``finite_size_*``) where it has one and
+        the ``d -> infinity`` limit elsewhere (``{name}_reference`` says which per cell); ``"limit"``, the limit
+        everywhere. The limit comparison is kept under ``limit_lambda1_*`` and ``limit_overlap_*`` either way.
 
     Returns
     -------
@@ -139,6 +132,8 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
         ``transition_snr_empirical``, ``transition_snr_theory``, ``transition_snr_error``. For an
         uncentred table also ``signal_lambda_*``, ``signal_rank`` and ``paper_*_error``.
     """
+    if reference not in REFERENCES:
+        raise SelectionError(f"reference {reference!r}: unknown (valid: {', '.join(REFERENCES)})")
     rule = detection_rule(false_alarm, margin_factor)
     ds = open_source(source)
     centering = ds.attrs.get("table_centering", "class")
@@ -196,7 +191,12 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
     if centering == "class" and "theory_rho" in ds:
         out["theory_detection_rate"] = theory_detection_rate(ds, d, rule, lazy)
-    out.update(_finite_size(ds, out, lazy))
+    fs = finite_size_z(ds, out, lazy)
+    out.update(fs)
+    hold_against(out, fs, reference, no_law_cells(ds) if centering == "class" and "T" in ds.dims else None)
+    out["lambda1_rel_error"] = (out["lambda1_error"] / out["lambda1_theory"]).assign_attrs(
+        long_name=f"relative error of lambda_1, (MC - theory) / theory, against {reference_text(reference, 'lambda1')}",
+        units="1")
     if "spectrum" in ds:
         out["bulk_ks"] = bulk_distance(ds, done)
         out["paper_bulk_ks"] = bulk_distance(ds, done, law="paper")
@@ -207,6 +207,7 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
                  "table_centering": centering, **({} if dims.d_axis else {"d": int(d)}),   # a d axis: a coordinate
                  "sweep_hash": ds.attrs.get("sweep_hash", ""),
                  "signal_outlier": signal, **rule.attrs(), "detection_uncalibrated_cells": uncalibrated,
+                 "reference": reference, "reference_note": reference_text(reference, "lambda1"),
                  "replicates_counted": "only replicates whose done flag is true"}
     if lazy:
         return cmp
@@ -278,6 +279,8 @@ def false_alarm_lines(cmp: xr.Dataset) -> list[str]:
 def summary(cmp: xr.Dataset, worst: int = 5) -> str:
     """A printable summary: agreement within 3 standard errors, worst cells, transition-SNR errors."""
     lines = [f"{cmp.attrs['title']}: {cmp.attrs['signal_outlier']}", f"detection: {cmp.attrs['detection']}"]
+    if "reference_note" in cmp.attrs:
+        lines.append(f"lambda1 and overlap are held against {cmp.attrs['reference_note'].replace('_lambda1', '_*')}")
     lines += false_alarm_lines(cmp)
     if cmp.attrs.get("done_replicates", 0) < cmp.attrs.get("done_total", 0):
         lines.append(f"incomplete store: computed from {cmp.attrs['done_replicates']} of {cmp.attrs['done_total']} "
@@ -287,6 +290,11 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
         if f"{name}_z" not in cmp:
             continue
         z = cmp[f"{name}_z"]
+        if f"{name}_reference" in cmp and bool((cmp[f"{name}_reference"] == NO_LAW).any()):
+            lost = int((np.isfinite(z) & (cmp[f"{name}_reference"] == NO_LAW)).sum())
+            lines.append(f"{name}: {lost} cells have no law at the store's size (finite-d attention over T >= 2): "
+                         f"left out of the counts below (their z against the limit: limit_{name}_z)")
+            z = z.where(cmp[f"{name}_reference"] != NO_LAW)
         ok = np.isfinite(z)
         agree = (abs(z) <= 3) & ok
         lines.append(f"{name}: {int(agree.sum())}/{int(ok.sum())} cells within 3 standard errors; "

@@ -109,24 +109,28 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
 
 def export_phase_diagram(path: str | Path, out: str | Path, n_boot: int = 1000, level: float = 0.95,
                          seed: int = 0, notes: Callable[[str], None] | None = None, *,
-                         false_alarm: float | None = None, margin_factor: float | None = None) -> tuple[Path, str]:
+                         false_alarm: float | None = None, margin_factor: float | None = None,
+                         reference: str = "best") -> tuple[Path, str]:
     """Write :func:`rmtsweep.analysis.phase.phase_diagram` of the store at ``path`` as a CSV; returns (out, method).
 
     ``notes`` is called with one line when replicates not done were left out of the table. ``false_alarm`` or
-    ``margin_factor`` choose the detection rule (:func:`rmtsweep.analysis.detection.detection_rule`).
+    ``margin_factor`` choose the detection rule (:func:`rmtsweep.analysis.detection.detection_rule`); ``reference``
+    the prediction of ``theory_snr_best`` (``best``: the finite-d one where derived; ``limit``).
     """
     from .phase import phase_diagram
     out = output_file(out)
     ds = open_source(path)
     ds = ds.assign(done=ds["done"].load())                   # one read: the table and the count agree
     table = phase_diagram(ds, n_boot=n_boot, level=level, seed=seed, false_alarm=false_alarm,
-                          margin_factor=margin_factor)
+                          margin_factor=margin_factor, reference=reference)
     _write_atomically(out, lambda tmp: table.to_csv(tmp, index=False))
     if (nd := not_done(ds)) and notes:
         notes(not_done_note(path, nd, "the table counts only the done ones (n_replicates)"))
     rule = (f"detection at false-alarm level {table.attrs['false_alarm']:g}" if "false_alarm" in table.attrs
             else f"detection by the margin rule, factor {table.attrs['margin_factor']:g}")
-    return out, f"{table.attrs['method']}; {rule}"
+    best = ("theory_snr_best: the finite-d detection model where derived, else the limit theory_snr_sample"
+            if reference == "best" else "theory_snr_best: the limit theory_snr_sample")
+    return out, f"{table.attrs['method']}; {rule}; {best}"
 
 
 def _write_atomically(out: Path, write) -> None:

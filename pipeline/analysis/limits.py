@@ -147,7 +147,8 @@ def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, rule: Detection | None 
               b, "transition SNR", "snr")]
     for name, what, units in (("lambda1", "lambda_1", "same units as the eigenvalues of S"),
                               ("overlap", "top alignment", "1")):
-        specs.append((name, cmp[f"{name}_mean"], cmp[f"{name}_sem"], cmp[f"{name}_theory"], MEAN_EXPONENT, what, units))
+        theory = cmp[f"limit_{name}_theory"] if f"limit_{name}_theory" in cmp else cmp[f"{name}_theory"]   # d-free
+        specs.append((name, cmp[f"{name}_mean"], cmp[f"{name}_sem"], theory, MEAN_EXPONENT, what, units))
     for name, y, se, theory, expo, what, units in specs:
         lim, sem, chi2 = extrapolate(y, se, expo)
         law = f"{what}(d) = limit + a d^-b (weighted least squares over d; b: {name}_limit_exponent)" \

@@ -136,7 +136,10 @@ def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
         import panel as pn
         with pn.config.set(inline=True):
             heading = pn.pane.HTML(f"<h3>{html.escape(fig.title)}</h3>")      # Markdown would link a CDN css
-            page = pn.Column(heading, pn.panel(_holomap(hv, fig)))
+            parts = [heading, pn.panel(_holomap(hv, fig))]
+            if fig.caption:
+                parts.append(pn.pane.HTML(f"<p><i>{html.escape(fig.caption)}</i></p>"))
+            page = pn.Column(*parts)
             # panel's embedding bar (tqdm on stdout) only where a person watches: a log gets no carriage returns
             page.save(str(path), embed=True, resources=INLINE, title=path.stem, progress=sys.stdout.isatty())
         return
@@ -147,4 +150,7 @@ def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
         if i % cols != cols - 1:                       # right: in the last column, which the first row fills
             frames[i] = frame.opts(hv.opts.QuadMesh(colorbar=False), clone=True)
     layout = hv.Layout(frames).cols(cols).opts(title=fig.title, fontsize={"title": "12pt"})
-    path.write_text(file_html(hv.render(layout, backend="bokeh"), INLINE, path.stem))
+    page = file_html(hv.render(layout, backend="bokeh"), INLINE, path.stem)
+    if fig.caption:                                    # one line under the maps: what a dark cell means
+        page = page.replace("</body>", f"<p><i>{html.escape(fig.caption)}</i></p>\n</body>", 1)
+    path.write_text(page)

@@ -134,6 +134,9 @@ def static_pages(fig: MapFigure, max_panels: int) -> list:
             lines = [Line2D([], [], color="black", linestyle=style, linewidth=1.4, label=f"{kind} transition")
                      for kind, style in TRANSITIONS if kind in kinds]
             figure.legend(handles=lines, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+        if fig.caption:                               # under everything: what a dark cell means
+            text, size = fit_text(fig.caption, 0.96 * (w * cols + 1.6) * DPI, (8, 7, 6))
+            figure.supxlabel(text, fontsize=size, style="italic")
         title = fig.title if len(ranges) == 1 else (f"{fig.title} (page {page + 1} of {len(ranges)}: "
                                                     f"{_page_facets(fig, idx)})")
         text, size = fit_text(title, 0.96 * (w * cols + 1.6) * DPI, (10, 9, 8))

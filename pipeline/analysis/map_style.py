@@ -90,7 +90,8 @@ class MapFigure:
     """Everything a map draws, for any backend: panels, the shared colour scale, axes and title.
 
     ``ticks`` gives a categorical axis its ``(position, label)`` pairs; ``transitions`` is False when
-    a categorical axis makes the transition curves meaningless (they are not drawn then). ``scales``
+    a categorical axis makes the transition curves meaningless (they are not drawn then); ``caption`` is one
+    line under the map saying what a dark cell means (a z-score's or an error's, else empty). ``scales``
     and ``edges`` give each of ``x`` and ``y`` its scale (``linear`` or ``log``) and the edges of its
     cells (:mod:`rmtsweep.analysis.map_axes`), what every backend draws.
     """
@@ -108,6 +109,7 @@ class MapFigure:
     scales: dict[str, str]
     edges: dict[str, np.ndarray]
     clabel: str = ""
+    caption: str = ""
 
     def axis_ticks(self, axis: str, values: np.ndarray) -> list[tuple[float, str]] | None:
         """The ``(position, label)`` ticks of ``axis`` (``x`` or ``y``) drawn over ``values``; None: the backend's.

@@ -12,7 +12,10 @@ that step, not a point). A resample whose rate never reaches 1/2 on the grid (or
 no crossing; ``censored_fraction`` says how many, and a bound that falls on such resamples is NaN
 rather than a number the grid cannot support.
 Beside it, the theory's population threshold ``theory_snr_population`` and finite-N sample
-threshold ``theory_snr_sample`` (docs/theory.md §3.2).
+threshold ``theory_snr_sample`` (docs/theory.md §3.2), and the best prediction of the crossing at the
+store's size (``theory_snr_best``, with ``theory_snr_best_source`` naming it): where the finite-d detection
+model is derived (class-centred cells of the cubic law, docs/theory.md §6.2) the SNR where its predicted
+detection rate under the same rule crosses 1/2 (``theory_snr_finite_d``), else the limit ``theory_snr_sample``.
 """
 
 from __future__ import annotations
@@ -24,10 +27,13 @@ import xarray as xr
 
 from ..dims import TIDY_ORDER
 from ..errors import ArgumentError
-from .compare import detected, detection_rule, open_source
-from .transition import bootstrap_intervals
+from ..theory import finite_d, spikes
+from ..theory.null_law import tw_threshold
+from .compare import REFERENCES, d_of, detected, detection_rule, open_source
+from .detection import Detection
+from .transition import bootstrap_intervals, crossing
 
-__all__ = ["COLUMNS", "phase_diagram"]
+__all__ = ["COLUMNS", "finite_d_transition", "phase_diagram"]
 
 COLUMNS = {
     "transition_snr": "SNR where the detection rate crosses 1/2 (all done replicates; NaN if censored)",
@@ -39,12 +45,59 @@ COLUMNS = {
     "n_replicates": "done replicates on the line",
     "theory_snr_population": "theory: population threshold (outlier appears as N -> infinity)",
     "theory_snr_sample": "theory: sample threshold at the sweep's gamma (finite N, d -> infinity)",
+    "theory_snr_finite_d": "theory at the store's d: SNR where the finite-d detection model's rate under the same "
+                           "rule crosses 1/2 (class-centred cells of the cubic law; NaN elsewhere)",
+    "theory_snr_best": "the best prediction of transition_snr: theory_snr_finite_d where defined, else "
+                       "theory_snr_sample (reference='limit': theory_snr_sample)",
+    "theory_snr_best_source": "which prediction theory_snr_best is: finite_d or limit",
     "snr_min": "smallest SNR on the grid", "snr_max": "largest SNR on the grid",
 }
 
 
+def finite_d_transition(rho_per_snr: float, delta: float, gamma: float, d: int, rule: Detection,
+                        excess_kurtosis: float = 0.0) -> float:
+    """SNR where :func:`rmtsweep.theory.finite_d.detection_probability` under ``rule`` crosses 1/2 at size ``d``.
+
+    ``rho_per_snr`` is ``alpha / kappa``. NaN where the prediction does not cross 1/2 on ``(0, 4 rho_c]``.
+
+    Examples
+    --------
+    >>> t = finite_d_transition(1.0, 0.5, 0.5, 400, Detection(false_alarm=0.05))
+    >>> bool(float(spikes.sample_threshold(0.5, 0.5)) < t < 1.3 * float(spikes.sample_threshold(0.5, 0.5)))
+    True
+    """
+    rc = float(spikes.sample_threshold(delta, gamma))
+    rho = np.linspace(0.0, 4.0 * rc, 4001)[1:]
+    if rule.false_alarm is not None:
+        p = finite_d.detection_probability(rho, delta, gamma, d, excess_kurtosis=excess_kurtosis,
+                                           threshold=tw_threshold(rule.false_alarm, delta, gamma, d))
+    else:
+        p = finite_d.detection_probability(rho, delta, gamma, d, rule.margin_factor, excess_kurtosis)
+    return float(crossing(p, rho)) / rho_per_snr
+
+
+def _best_transition(ds: xr.Dataset, table: "pandas.DataFrame", rule: Detection,  # noqa: F821
+                     reference: str) -> None:
+    """The columns ``theory_snr_finite_d``, ``theory_snr_best`` and ``theory_snr_best_source`` of ``table``."""
+    covered = ds.attrs.get("table_centering", "class") == "class" and "theory_alpha" in ds
+    d = d_of(ds)
+    out = np.full(len(table), np.nan)
+    for i, row in enumerate(table.itertuples(index=False)) if covered else ():
+        at = {"T": row.T, "weights": row.weights}
+        if "theory_law" in ds and int(ds["theory_law"].sel(at)) == 1:   # the exact finite-T law: not derived
+            continue
+        kurt = float(ds["theory_pooled_kurtosis"].sel(at)) if "theory_pooled_kurtosis" in ds else 0.0
+        ratio = float(ds["theory_alpha"].sel(at)) / float(ds["theory_kappa"].sel(at))
+        dd = int(row.d) if hasattr(row, "d") else int(d)
+        out[i] = finite_d_transition(ratio, float(row.delta), float(row.gamma), dd, rule, kurt)
+    table["theory_snr_finite_d"] = out
+    use = np.isfinite(out) & (reference == "best")
+    table["theory_snr_best"] = np.where(use, out, table["theory_snr_sample"].values)
+    table["theory_snr_best_source"] = np.where(use, "finite_d", "limit")
+
+
 def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
-                  false_alarm: float | None = None, margin_factor: float | None = None
+                  false_alarm: float | None = None, margin_factor: float | None = None, reference: str = "best"
                   ) -> "pandas.DataFrame":  # noqa: F821
     """The transition curves of a store as a tidy table, one row per SNR line.
 
@@ -60,6 +113,9 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
         Seed of the resampling (the table is reproducible).
     false_alarm, margin_factor
         The detection rule, as in :func:`rmtsweep.analysis.compare.compare` (default: level 0.05).
+    reference
+        ``"best"`` (default): ``theory_snr_best`` is the finite-d prediction where it is derived;
+        ``"limit"``: the limit ``theory_snr_sample`` everywhere (the other columns are the same).
 
     Returns
     -------
@@ -75,6 +131,8 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
 
     if n_boot < 1 or not 0 < level < 1:
         raise ArgumentError(f"n_boot must be >= 1 and level in (0, 1); got {n_boot} and {level}")
+    if reference not in REFERENCES:
+        raise ArgumentError(f"reference {reference!r}: unknown (valid: {', '.join(REFERENCES)})")
     rule = detection_rule(false_alarm, margin_factor)
     ds = open_source(source)
     hits = detected(ds, rule).load()
@@ -97,8 +155,9 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     for name in ("theory_snr_population", "theory_snr_sample"):
         th = ds[name].load()
         table[name] = th.broadcast_like(hits.isel(replicate=0, snr=0, drop=True)).transpose(*line_dims).values.ravel()
+    _best_transition(ds, table, rule, reference)
     table["snr_min"], table["snr_max"] = snr.min(), snr.max()
     table.attrs = {"method": f"percentile bootstrap over replicates, {n_boot} resamples, level {level}, seed {seed}, "
                                  "widened to the grid step of the crossing",
-                   **rule.attrs(), "columns": COLUMNS}
+                   **rule.attrs(), "reference": reference, "columns": COLUMNS}
     return table

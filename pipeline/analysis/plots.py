@@ -32,7 +32,7 @@ import xarray as xr
 from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
-from .compare import GROUP, compare, open_source
+from .compare import GROUP, SHORT, compare, open_source
 from .map_axes import LOWER_BOUND, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
 from .map_html import _holomap, _save_html, title_points
@@ -72,6 +72,8 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
             cmp = compare(ds)
         if not {"false_alarm", "margin_factor"} & set(cmp.attrs):   # a group written before detection stated its
             cmp = compare(ds)                                        # rule: its detection rates use another test
+        elif "reference" not in cmp.attrs and var.split("_")[0] in ("lambda1", "overlap", "limit"):
+            cmp = compare(ds)                  # written before the best prediction was the default reference
         if var not in cmp.data_vars:
             choices = sorted(set(ds.data_vars) | set(cmp.data_vars))
             raise SelectionError(f"--var {var!r}: not a variable of {path} (valid: {', '.join(choices)})")
@@ -100,6 +102,8 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
         raise SelectionError(f"--var {var}: has the non-grid dimension(s) {extra}; pick one value with --select")
     da = da.load()
     da.attrs["map_statistic"] = statistic(var, done, per_replicate, k)
+    if da.attrs.get("reference_kind") in SHORT and var.endswith(("_z", "_error")):   # against what
+        da.attrs["map_statistic"] = da.attrs["map_statistic"].replace(" theory", " " + SHORT[da.attrs["reference_kind"]])
     if per_replicate or var not in ds.data_vars:                  # a store variable's mean, or the comparison's
         nd = not_done(done)
         da.attrs.update(replicates_not_done=nd.count, replicates_total=nd.total)
@@ -228,7 +232,7 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
         panels.append(Panel(tuple(str(k) for k in key) or ("all",), ", ".join(f"{d}={_fmt(at[d])}" for d in varying),
                             drawn.sel(at).transpose(y, x), transition_curves(ds, x, y, full) if transitions else {}))
     return MapFigure(name, x, y, title, tuple(panels), colour_scale(da, clim), {a: _label(ds, a) for a in (x, y)},
-                     ticks, tuple(rest), transitions, scales, edges, colour_label(da))
+                     ticks, tuple(rest), transitions, scales, edges, colour_label(da), str(da.attrs.get("caption", "")))
 
 
 def heat_map(da: xr.DataArray, ds: xr.Dataset, x: str, y: str, clim: tuple[float, float] | None = None):

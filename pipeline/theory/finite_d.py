@@ -66,11 +66,13 @@ from .tracy_widom import tw_cdf
 __all__ = [
     "TW1_MEAN",
     "TW1_SD",
+    "bulk_overlap_factor",
     "detection_probability",
     "edge_density_coefficient",
     "null_top_eigenvalue",
     "outlier_sd",
     "pooled_sign_excess_kurtosis",
+    "subcritical_overlap",
     "tw1_cdf",
     "tw_scale",
 ]
@@ -138,6 +140,54 @@ def null_top_eigenvalue(delta: ArrayLike, gamma: ArrayLike, d: ArrayLike) -> tup
     delta, gamma, d = broadcast(delta, gamma, d)
     s = tw_scale(delta, gamma, d)
     return np.asarray(edge(delta, gamma) + s * TW1_MEAN), np.asarray(s * TW1_SD)
+
+
+def bulk_overlap_factor(phi: ArrayLike, slope: ArrayLike, numerator: ArrayLike, sigma: ArrayLike, d: ArrayLike,
+                        spread: float = -TW1_MEAN) -> Float:
+    """``d E|u_1^T u|^2`` of a top eigenvector that belongs to the bulk, when a spike acts through ``phi``.
+
+    Where the signal enters as a rank-one term, ``u^T (z - S)^(-1) u = G / (1 - Phi(G))`` with ``G`` the
+    bulk's Stieltjes transform and ``1 = Phi`` the outlier's equation (for the cubic ``Phi = rho l G G~``,
+    docs/theory.md §3.3; over a realised ``D``, :mod:`.pooled_spikes` and :mod:`.token_counts`). Inside the
+    bulk ``G = G_e + i y``, so ``u``'s spectral weight per eigenvalue, relative to the uniform ``1/d``, is
+    ``Im[G / (1 - Phi)] / Im G = (1 - Phi + G Phi') / |1 - Phi|^2`` (the isotropic local law of Bloemendal,
+    Knowles, Yau and Yin 2016 makes this hold eigenvector by eigenvector near the edge). At the top eigenvalue,
+    ``spread`` Tracy-Widom scales ``sigma`` below the edge on average (``-E TW_1``), ``y^2 = spread / (sigma d)^2``
+    (the square-root edge ``Im G = c sqrt(lambda_+ - x)`` with ``sigma = (c d)^(-2/3)``), so
+
+        factor = numerator / ((1 - phi)^2 + slope^2 spread / (sigma d)^2),
+
+    ``phi``, ``slope = dPhi/dG`` and ``numerator = 1 - Phi + G Phi'`` at the edge. It is 1 without signal and
+    stays finite through the threshold, where it is of order ``d^(2/3)`` (the critical window).
+    """
+    phi, slope, numerator, sigma, d = broadcast(phi, slope, numerator, sigma, d)
+    return np.asarray(numerator / ((1.0 - phi) ** 2 + slope**2 * spread / (sigma * d) ** 2))
+
+
+def subcritical_overlap(rho: ArrayLike, delta: ArrayLike, gamma: ArrayLike, d: ArrayLike) -> Float:
+    """``E |u_1^T u|^2`` at size ``d`` when the top eigenvalue is the bulk's (the cubic law; derived here).
+
+    :func:`bulk_overlap_factor` ``/ d`` with the cubic's ``Phi = rho l G G~``, ``G~ = gamma G + (1 - gamma)/l``.
+    At the edge (``l G = 1 + 1/a_c``, ``l G~ = 1 + gamma/a_c``) ``Phi = rho / rho_c``, the numerator is
+    ``1 + rho gamma (1 + 1/a_c)^2 / lambda_+`` and ``Phi' = rho (1 - gamma + 2 gamma (1 + 1/a_c))``. With
+    ``delta -> 0`` the factor is ``(1 + rho) / (1 - rho / sqrt(gamma))^2`` away from the threshold, the
+    subcritical projection of the classical spiked covariance. ``1/d`` at ``rho = 0``.
+
+    Examples
+    --------
+    >>> round(float(subcritical_overlap(0.0, 0.5, 0.5, 300)) * 300, 12)
+    1.0
+    >>> bool(subcritical_overlap(1.7, 0.5, 0.5, 300) > 5 * subcritical_overlap(0.5, 0.5, 0.5, 300))
+    True
+    """
+    rho, delta, gamma, d = broadcast(rho, delta, gamma, d)
+    a = critical_a(delta, gamma)
+    lam = edge(delta, gamma)
+    lg = 1.0 + 1.0 / a
+    phi = rho / sample_threshold(delta, gamma)
+    numerator = 1.0 + rho * gamma * lg**2 / lam
+    slope = rho * (1.0 - gamma + 2.0 * gamma * lg)
+    return bulk_overlap_factor(phi, slope, numerator, tw_scale(delta, gamma, d), d) / d
 
 
 def pooled_sign_excess_kurtosis(w: ArrayLike, q: ArrayLike) -> float:

@@ -28,8 +28,11 @@ so each draw is evaluated at :data:`ALPHA_NODES` Gauss-Hermite values of ``alpha
 ``alpha = w^T R w`` (its variance estimated from the draw's ``a``), which takes that spread out of the
 draw-to-draw noise. ``lambda_1`` is the mean of ``max(outlier, null lambda_1)`` under the draw's null law
 (the same candidates as the detection null), the null's mean where there
-is no outlier; the alignment is the outlier's where it is on top, and ``1/d`` (a direction of the noise's,
-independent of ``u``) where it is not, weighed by the probability that it is on top.
+is no outlier; the alignment is the outlier's where it is on top, weighed by the probability that it is on
+top, and else the top bulk eigenvector's. That one is not independent of ``u`` below the threshold: the
+same 2 x 2 reduction gives ``u^T (l - S)^(-1) u = G / (1 - Phi(G))``, ``Phi = c G E_{nu_s}[beta]``, so its
+alignment is ``1/d`` times :func:`.finite_d.bulk_overlap_factor` at the bulk's edge (``1/d`` at ``snr = 0``;
+order ``d^(-1/3)`` at the threshold).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from threadpoolctl import threadpool_limits
 
 from ..model.correlation import Correlation
 from ._common import bisect
+from .finite_d import bulk_overlap_factor
 from .finite_t import _moments_g
 from .null_law import (POOLED_DRAWS, POOLED_TAIL, gram, gram_eigenvalues, null_parts, pooled_model, pooled_seed,
                        pooling_matrix)
@@ -141,7 +145,7 @@ def _null_mean_above(loc: Float, scale: Float) -> tuple[Float, Float, Float]:
 def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: float, alpha_var: float,
                      kappa: float, delta: float, d: int, tail: float) -> tuple[Float, Float, Float, Float]:
     """``(lambda1, overlap, location, scale)`` of one draw (module docstring), over ``snr``."""
-    nu, g_edge, loc, scale = null_parts(p, delta, d, tail)
+    nu, g_edge, loc, scale = null_parts(p, delta, d, tail, half=True)     # the detection null's candidates
     x, F, above = _null_mean_above(loc, scale)
     z, hw = np.polynomial.hermite_e.hermegauss(ALPHA_NODES)
     c = np.clip(alpha + np.sqrt(alpha_var) * z, 0.0, None)[None, :] * snr[:, None] / kappa   # (snr, node)
@@ -161,7 +165,10 @@ def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: 
     l_out = np.where(exists, m["l"], x[0])
     lam = np.maximum(l_out, x[0]) + np.interp(l_out, x, above, right=0.0)
     on_top = np.where(exists, np.interp(l_out, x, F, left=0.0, right=1.0), 0.0)
-    ov = on_top * align + (1.0 - on_top) / d          # else the top eigenvector is the noise's: E |v^T u|^2 = 1/d
+    # else the top eigenvector is the bulk's, still tilted toward u by the spike: Phi = c G E beta at the edge
+    eb, eb2 = e_beta(np.array(hi)), e_beta(np.array(hi), 2)
+    bulk = bulk_overlap_factor(c * hi * eb, c * (eb + hi * delta * eb2), 1.0 + c * delta * hi**2 * eb2, scale[0], d)
+    ov = on_top * align + (1.0 - on_top) * bulk / d
     hw = hw / hw.sum()
     return lam @ hw, ov @ hw, loc, scale
 

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .finite_t import edge, edge_point, location, outlier
+from .finite_d import bulk_overlap_factor
+from .finite_t import edge_point, location, outlier
 from .token_law import empirical_law
 
-__all__ = ["MIN_TOKENS", "RealisedCounts", "null_top", "realised_count_spikes"]
+__all__ = ["MIN_TOKENS", "RealisedCounts", "bulk_overlap", "null_top", "realised_count_spikes"]
 
 MIN_TOKENS = 3
 """Token counts shared by at least this many tokens form the bulk; rarer, higher counts are single spikes.
@@ -31,9 +32,8 @@ class RealisedCounts:
         Mean of ``max(signal outlier, top of the spectrum)`` over token-count draws, and the Monte
         Carlo standard error of that mean.
     overlap, overlap_se : ndarray
-        Mean alignment of the top eigenvector with ``u`` (``1/d`` in a draw whose signal outlier sits below
-        the top of the spectrum: the top eigenvector is then a repeated token's or the bulk's, independent
-        of ``u``), and its error.
+        Mean alignment of the top eigenvector with ``u`` (in a draw whose signal outlier sits below the top
+        of the spectrum, the top eigenvector's lean toward ``u``, :func:`bulk_overlap`), and its error.
     top, top_sd : float
         Mean and spread over draws of the top eigenvalue without signal (:func:`null_top`).
     draws : int
@@ -75,6 +75,24 @@ def null_top(counts: np.ndarray, V: int, N: int, delta: float, min_tokens: int =
     return top
 
 
+def bulk_overlap(rho: ArrayLike, nu, delta: float, g_top: float, d: int) -> Float:
+    """``E |u_1^T u|^2`` when the top eigenvector is the support's (no signal outlier above it), ``T = 1``.
+
+    The 2 x 2 reduction of :func:`.finite_t.outlier` gives ``u^T (l - S)^(-1) u = G / (1 - Phi(G))`` with
+    ``Phi = (rho / delta)(1 - 1 / E_nu[beta(G)])`` (``Phi = 1`` is the outlier's equation), so below the
+    threshold the top eigenvector still leans toward ``u``: :func:`.finite_d.bulk_overlap_factor` ``/ d`` at the
+    top of the support ``g_top`` (``1/d`` at ``rho = 0``), with its own square-root edge's Tracy-Widom scale.
+    """
+    rho = np.asarray(rho, float)
+    beta = 1.0 / (1.0 - delta * nu.points * g_top)
+    eb, deb = float(beta @ nu.weights), float(delta * (nu.points * beta**2) @ nu.weights)
+    phi = rho / delta * (1.0 - 1.0 / eb)
+    slope = rho / delta * deb / eb**2
+    curvature = 2.0 / g_top**3 + 2.0 * delta**2 * float((nu.points**3 * beta**3) @ nu.weights)   # l''(G) at the top
+    sigma = (np.sqrt(2.0 / curvature) * d) ** (-2.0 / 3.0)
+    return bulk_overlap_factor(phi, slope, 1.0 - phi + g_top * slope, sigma, d) / d
+
+
 def realised_count_spikes(rho: ArrayLike, delta: float, gamma: float, d: int, *, draws: int = 32,
                           seed: int = 0) -> RealisedCounts:
     """``lambda_1`` and the top alignment at size ``d`` and ``T = 1``, over the realised token counts.
@@ -101,12 +119,12 @@ def realised_count_spikes(rho: ArrayLike, delta: float, gamma: float, d: int, *,
     for i in range(draws):
         counts = np.bincount(rng.integers(V, size=N), minlength=V)
         nu = empirical_law(V * counts / N)
-        support = edge(nu, delta, tail=tail)
+        g_top, support = edge_point(nu, delta, tail=tail)
         tops[i] = null_top(counts, V, N, delta)
         loc, align = outlier(rho, nu, delta, tail=tail)
         above = loc > support * (1 + 1e-12)
-        # without an outlier on top the top eigenvector is the noise's, independent of u: E |v^T u|^2 = 1/d
-        lam[i], ov[i] = np.where(above, np.maximum(loc, tops[i]), tops[i]), np.where(above, align, 1.0 / d)
+        lam[i], ov[i] = np.where(above, np.maximum(loc, tops[i]), tops[i]), np.where(
+            above, align, bulk_overlap(rho, nu, delta, g_top, d))
     se = (lambda x: x.std(axis=0, ddof=1) / np.sqrt(draws)) if draws > 1 else (lambda x: np.full(rho.size, np.nan))
     return RealisedCounts(lam.mean(0), se(lam), ov.mean(0), se(ov), float(tops.mean()),
                           float(tops.std(ddof=1)) if draws > 1 else np.nan, draws)

@@ -51,7 +51,7 @@ def test_limit_variables_on_a_d_axis(tmp_path):
     assert "transition_snr_limit" in cmp and "transition_snr_sem" in cmp
     top = cmp.sel(snr=12.0, T=1, weights="mean", delta=0.5, gamma=0.5)
     loc, _ = outlier(np.array([12.0]), poisson_law(0.5, 0.5), 0.5)
-    assert float(top["lambda1_theory"]) == pytest.approx(loc[0], rel=1e-9)    # kappa = 1; the exact T = 1 law
+    assert float(top["limit_lambda1_theory"]) == pytest.approx(loc[0], rel=1e-9)    # kappa = 1; the exact T = 1 law
     z = (float(top["lambda1_limit"]) - loc[0]) / float(top["lambda1_limit_sem"])
     assert abs(z - float(top["lambda1_limit_z"])) < 1e-9 and abs(z) < 4
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from rmtsweep.analysis.map_style import Z_FLOOR
 from rmtsweep.errors import SelectionError
 from tests.helpers import BASE, build_store
 
@@ -150,7 +151,9 @@ def test_map_with_widgets(tiny_store, tmp_path):
                          select={"delta": "0.5"})
     text = html.read_text()
     assert html.stat().st_size > 100_000 and _offline(text)
-    assert "overlap_error (k=1), mean over 4 replicates minus theory; delta=0.5, T=4" in text
+    assert ("overlap_error (k=1), mean over 4 replicates minus the best prediction, finite size where stored; "
+            "delta=0.5, T=4") in text
+    assert "dark cell: the simulated mean is |z|" in text
     assert "markdown.css" not in text
     _png_ok(png)
 
@@ -224,7 +227,7 @@ def test_colour_limits_per_quantity(tiny_store, var, kind, limits):
     if limits:
         assert (s.lo, s.hi) == limits and s.extend == "neither"
     elif kind == "diverging":
-        assert s.lo == -s.hi and s.hi <= np.abs(values).max()
+        assert s.lo == -s.hi and s.hi <= max(np.abs(values).max(), Z_FLOOR)   # a z-score's scale is at least +-3
     else:
         assert values.min() <= s.lo < s.hi <= values.max()
     bar = [ax for ax in _pages(fig)[0].axes if ax.get_label() == "<colorbar>"][0]

@@ -160,3 +160,22 @@ def test_a_long_computation_of_the_pooled_nulls_is_announced_once(monkeypatch):
     assert len(lines) == 1 and lines[0].startswith("nulls: computing the detection nulls and finite-size spikes of "
                                                    "2 (point, weights scheme) pairs over T >= 2 positions"), lines
     assert int(ds["pooled_null_location"].isel(pool_draw=0, null_candidate=0).notnull().sum()) == 2   # T = 4 only
+
+
+def test_the_finite_size_centring_is_johnstones_for_a_white_population():
+    """For ``D = I`` (every p = 1) the corrected edge and scale are Johnstone's mu_np / n and sigma_np / n with
+    n - 1/2 and p - 1/2 (the real case), and the store's nulls use them by default."""
+    from rmtsweep.theory.null_law import half_corrected_edge, population_null_draw
+    from rmtsweep.theory.token_law import empirical_law
+
+    d, V = 150, 300
+    top, sigma = half_corrected_edge(empirical_law(np.ones(V)), d / V, d)
+    n, p = V - 0.5, d - 0.5
+    assert top == pytest.approx((np.sqrt(n) + np.sqrt(p)) ** 2 / V, rel=1e-6)
+    assert sigma == pytest.approx((np.sqrt(n) + np.sqrt(p)) * (1 / np.sqrt(n) + 1 / np.sqrt(p)) ** (1 / 3) / V,
+                                  rel=1e-6)
+    loc, scale = population_null_draw(np.ones(V), d / V, d, half=True)
+    assert (loc[0], scale[0]) == pytest.approx((top, sigma))
+    assert population_null_draw(np.ones(V), d / V, d)[0][0] > top            # as it was: higher
+    cn, raw = count_null(0.5, 0.5, 100, draws=4), count_null(0.5, 0.5, 100, draws=4, half=False)
+    assert np.all(cn.location[:, 0] < raw.location[:, 0])
