@@ -31,6 +31,7 @@ import xarray as xr
 import zarr
 
 from .. import theory
+from ..errors import SelectionError
 from ..dims import D, has_d_axis, store_dims
 from ..store import ZARR_FORMAT, Remote, locate, metadata_lock, open_dataset
 from ..store.io import edit_consolidated, read_object
