@@ -28,8 +28,8 @@ from distributed import Client, Future, as_completed
 
 from ..errors import RunError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
+from ..store.location import locate
 from ..store.lock import Share
-from ..store.location import Remote
 from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
@@ -128,7 +128,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     window = window or Window(client)
     token = uuid.uuid4().hex
     writer = Writer(path) if writes == "driver" else None
-    where = path if isinstance(path, Remote) else str(path)    # a URL store travels with its storage options
+    where = locate(path)                      # travels with each task, with the options of its storage
     pending = iter(tasks)
     by_key: dict[str, Task] = {}              # submitted and not yet handed to on_done
     futures: dict[str, Future] = {}

@@ -113,7 +113,7 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     notes
         Where one-line notes go (the memory check, the batching); default: nowhere.
     storage_options
-        For a store at a URL (``s3://bucket/run.zarr``): fsspec's options of its filesystem (``endpoint_url``,
+        For a store at a URL (``s3://bucket/run.zarr``): the options of its storage (``endpoint_url``,
         ``key``, ...; credentials and endpoint also come from the environment). They travel with each task to
         the workers, which write their chunks straight to the bucket.
     share

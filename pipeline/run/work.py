@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ..store.location import Remote
+from ..store.backend import Location
 from ..store.lock import Share, holds
 from ..store.writer import Writer
 from .block import compute_block
@@ -32,7 +32,7 @@ def compute_task(task: Task) -> dict[str, np.ndarray]:
 _WRITERS: dict[tuple[str, str], Writer] = {}
 
 
-def write_task(task: Task, path: str | Remote, run: int, token: str, fence: str | None = None,
+def write_task(task: Task, path: str | Location, run: int, token: str, fence: str | None = None,
                share: Share | None = None) -> dict:
     """On a worker: compute ``task`` and write its data chunks (not ``done``) into the store at ``path``.
 

@@ -1,14 +1,16 @@
 """Where a store lives: a path on a file system, or a URL of object storage (``s3://``, ``gs://``, any fsspec URL).
 
-:func:`locate` parses what a user gave once, at the boundary: a path stays a :class:`~pathlib.Path`
-(the store code's POSIX protocol: ``O_EXCL`` locks, renames); a URL becomes a :class:`Remote`, read
-through its fsspec filesystem (zarr's ``FsspecStore``; xarray's ``storage_options``). ``file://`` URLs are
-paths. A URL is never taken as a path: ``pathlib`` would fold ``s3://bucket/x.zarr`` into the local
-directory ``s3:/bucket/x.zarr``, and a run would write there and report success.
+:func:`locate` parses what a user gave once, at the boundary, into a :class:`~rmtsweep.store.backend.Location`:
+a path becomes a :class:`~rmtsweep.store.backend.PosixLocation` (``O_EXCL`` locks, renames); a URL becomes an
+:class:`FsspecLocation`, read through its fsspec filesystem (zarr's ``FsspecStore``; xarray's
+``storage_options``). ``file://`` URLs are paths. A URL is never taken as a path: ``pathlib`` would fold
+``s3://bucket/x.zarr`` into the local directory ``s3:/bucket/x.zarr``, and a run would write there and report
+success.
 
-``run``, ``submit`` (its driver job), ``verify`` and the reading commands take a :class:`Remote` (the store's
-lock is an object made with a conditional write: :mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse
-one in one line (:func:`local_path`).
+This module is the one place that knows fsspec: the rest of the package uses the
+:class:`~rmtsweep.store.backend.Location` protocol only. ``run``, ``submit`` (its driver job), ``verify`` and the
+reading commands take a store at a URL (the store's lock is an object made with a conditional write:
+:mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse one in one line (:func:`local_path`).
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError, UserError
+from .backend import Location, PosixLocation
 
-__all__ = ["Remote", "StorePath", "format_storage_options", "local_path", "locate", "parse_storage_options",
+__all__ = ["FsspecLocation", "Location", "PosixLocation", "Remote", "StorePath", "format_storage_options", "local_path", "locate", "parse_storage_options",
            "zarr_target"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -33,22 +36,25 @@ _PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "
              "abfss": "adlfs", "adl": "adlfs", "oci": "ocifs", "hf": "huggingface_hub", "webdav": "webdav4"}
 
 
-@dataclass(frozen=True)
-class Remote:
-    """A store at a URL of an fsspec filesystem, with the options that filesystem is made with.
+@dataclass(frozen=True, repr=False)
+class FsspecLocation(Location):
+    """A store, or one object of it, at a URL of an fsspec filesystem, with the options it is made with.
 
-    ``str(remote)`` is the URL (as the user wrote it, without a trailing ``/``). ``options_json`` holds
+    ``str(location)`` is the URL (as the user wrote it, without a trailing ``/``). ``options_json`` holds
     fsspec's ``storage_options`` (for S3: ``key``, ``secret``, ``endpoint_url``, ``anon``, ...) as sorted JSON,
     so that the type stays frozen and hashable (it travels with each task to the workers); credentials and
     endpoints also come from the filesystem's usual environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...),
     which is where secrets belong. Its ``repr`` leaves the options out.
-    """
 
-    def __repr__(self) -> str:
-        return f"Remote({self.url!r})"
+    Exclusive creation is a conditional write (S3's ``If-None-Match``, GCS's and Azure's equivalents, through
+    fsspec's ``"xb"`` mode); a replacement is one whole-object write.
+    """
 
     url: str
     options_json: str = "{}"
+
+    def __repr__(self) -> str:
+        return f"FsspecLocation({self.url!r})"
 
     def __str__(self) -> str:
         return self.url
@@ -64,9 +70,8 @@ class Remote:
         return self.url.rstrip("/").rsplit("/", 1)[-1]
 
     @property
-    def stem(self) -> str:
-        """:attr:`name` without its suffix (``run``), as ``Path.stem``."""
-        return Path(self.name).stem
+    def address(self) -> str:
+        return self.url
 
     @property
     def storage_options(self) -> dict[str, Any]:
@@ -88,16 +93,14 @@ class Remote:
         """The full URL of an object inside the store (``key(".zattrs")``)."""
         return "/".join((self.url, *parts))
 
-    def child(self, name: str) -> "Remote":
-        """The object ``name`` inside this prefix, with the same options (``path / name`` of a path)."""
-        return Remote(self.key(name), self.options_json)
+    def child(self, name: str) -> FsspecLocation:
+        return FsspecLocation(self.key(name), self.options_json)
 
-    def sibling(self, name: str) -> "Remote":
-        """The object ``name`` beside this one (``path.with_name(name)`` of a path)."""
-        return Remote(f"{self.url.rsplit('/', 1)[0]}/{name}", self.options_json)
+    def sibling(self, name: str) -> FsspecLocation:
+        return FsspecLocation(f"{self.url.rsplit('/', 1)[0]}/{name}", self.options_json)
 
     def zarr_store(self, read_only: bool = True) -> Any:
-        """A zarr ``FsspecStore`` on the store's prefix (what ``zarr.open_group`` takes)."""
+        """A zarr ``FsspecStore`` on the store's prefix."""
         from zarr.storage import FsspecStore
         self.fs                                     # noqa: B018 - the one-line error when the package is missing
         return FsspecStore.from_url(self.url, storage_options=self.open_options, read_only=read_only)
@@ -105,18 +108,15 @@ class Remote:
     # --- single objects: what the lock and the store's markers need (each one request) ---------------------
 
     def read(self) -> bytes | None:
-        """The object's bytes, or ``None`` when it is absent."""
         try:
             return self.fs.cat_file(self.url)
         except FileNotFoundError:
             return None
 
     def exists(self) -> bool:
-        """Whether the object (or a prefix with objects under it) is there."""
         return bool(self.fs.exists(self.url))
 
-    def create(self, data: bytes) -> bool:
-        """Write the object only if it is absent (a conditional write): ``False`` when it was there already."""
+    def create(self, data: bytes, parents: bool = False) -> bool:
         try:
             with self.fs.open(self.url, "xb") as f:
                 f.write(data)
@@ -125,32 +125,59 @@ class Remote:
         return True
 
     def write(self, data: bytes) -> None:
-        """Write (or replace) the object: readers see the old bytes or the new, never a part."""
         self.fs.pipe_file(self.url, data)
 
     def remove(self, recursive: bool = False) -> None:
-        """Delete the object (``recursive``: every object under the prefix); absent is not an error."""
         try:
             self.fs.rm(self.url, recursive=recursive)
         except FileNotFoundError:
             pass
 
-    def glob(self, pattern: str) -> list["Remote"]:
-        """The objects beside this one whose names match ``pattern`` (fnmatch syntax)."""
+    def remove_if(self, judged: Callable[[bytes | None], bool]) -> bool:
+        raw = self.read()
+        if raw is None or not judged(raw):
+            return False
+        self.remove()
+        return True
+
+    def siblings(self, pattern: str) -> list[Location]:
         parent = self.url.rsplit("/", 1)[0]
-        protocol = self.protocol
         found = self.fs.glob(f"{parent}/{pattern}")
-        return [Remote(f"{protocol}://{f.split('://', 1)[-1]}", self.options_json) for f in found]
+        return [FsspecLocation(f"{self.protocol}://{f.split('://', 1)[-1]}", self.options_json) for f in sorted(found)]
+
+    def list(self) -> list[str]:
+        fs = self.fs
+        base = fs._strip_protocol(self.url).rstrip("/") + "/"
+        return sorted(key[len(base):] for key in fs.find(self.url) if key.startswith(base))
+
+    def copy_in(self, source: Location, keys: Sequence[str]) -> None:
+        keys = list(keys)
+        if not keys:
+            return
+        fs = self.fs
+        if isinstance(source, FsspecLocation) and source.protocol == self.protocol \
+                and source.options_json == self.options_json:
+            fs.copy([source.key(k) for k in keys], [self.key(k) for k in keys])     # within the service
+        elif source.renames:
+            fs.put([source.child(k).address for k in keys], [self.key(k) for k in keys])   # concurrent uploads
+        else:
+            for k in keys:
+                data = source.child(k).read()
+                if data is None:
+                    raise FileNotFoundError(source.child(k).address)
+                fs.pipe_file(self.key(k), data)
 
 
-StorePath = Path | Remote
-"""Where a store is: a path on a file system or a :class:`Remote` URL."""
+Remote = FsspecLocation
+"""The former name of :class:`FsspecLocation`."""
+
+StorePath = Location
+"""Where a store is (a :class:`Location`)."""
 
 
-def zarr_target(path: StorePath, read_only: bool = True) -> Any:
-    """What zarr and xarray's ``to_zarr`` take for the store: its path as text, or a :class:`Remote`'s
-    ``FsspecStore``."""
-    return path.zarr_store(read_only=read_only) if isinstance(path, Remote) else str(path)
+def zarr_target(path: str | Path | Location, read_only: bool = True) -> Any:
+    """What zarr and xarray's ``to_zarr`` take for the store at ``path`` (:meth:`Location.zarr_store`)."""
+    return locate(path).zarr_store(read_only=read_only)
 
 
 def _package_error(protocol: str, url: str) -> StoreError:
@@ -246,8 +273,9 @@ def format_storage_options(options: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None = None) -> StorePath:
-    """Where a store is: a :class:`~pathlib.Path`, or a :class:`Remote` for a URL (``file://`` is a path).
+def locate(path: str | Path | Location, storage_options: Mapping[str, Any] | None = None) -> Location:
+    """Where a store is: a :class:`PosixLocation` for a path (``file://`` URLs too), an :class:`FsspecLocation`
+    for a URL.
 
     Raises
     ------
@@ -259,20 +287,20 @@ def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None 
     Examples
     --------
     >>> locate("store/demo.zarr")
-    PosixPath('store/demo.zarr')
+    PosixLocation('store/demo.zarr')
     >>> locate("file:///tmp/run.zarr")
-    PosixPath('/tmp/run.zarr')
+    PosixLocation('/tmp/run.zarr')
     """
-    if isinstance(path, Remote):
+    if isinstance(path, FsspecLocation):
         if storage_options:
-            return Remote(path.url, json.dumps({**path.storage_options, **storage_options}, sort_keys=True))
+            return FsspecLocation(path.url, json.dumps({**path.storage_options, **storage_options}, sort_keys=True))
         return path
     if isinstance(path, str) and (m := _URL.match(path)):
         protocol = m[1].lower()
         if protocol == "file":
             path = path[len("file://"):]
         else:
-            remote = Remote(path.rstrip("/"), json.dumps(dict(storage_options or {}), sort_keys=True))
+            remote = FsspecLocation(path.rstrip("/"), json.dumps(dict(storage_options or {}), sort_keys=True))
             if "/" not in remote.url.split("://", 1)[1]:
                 raise StoreError(f"{path}: a store is a prefix inside a bucket, e.g. {remote.url}/run.zarr (its lock "
                                  f"object goes beside it)")
@@ -284,10 +312,10 @@ def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None 
             return remote
     if storage_options:
         raise UserError(f"{path}: --storage-option is for stores at a URL (s3://..., gs://...), not on a file system")
-    return Path(path)
+    return path if isinstance(path, PosixLocation) else PosixLocation(path)
 
 
-def local_path(path: str | Path | Remote) -> Path:
+def local_path(path: str | Path | Location) -> PosixLocation:
     """``path`` as a :class:`~pathlib.Path`, or :class:`~rmtsweep.errors.StoreError` for object storage.
 
     What the commands that need a file system use: job arrays (``submit --array``, ``work``: their elements
@@ -296,14 +324,14 @@ def local_path(path: str | Path | Remote) -> Path:
     Examples
     --------
     >>> local_path("store/demo.zarr")
-    PosixPath('store/demo.zarr')
+    PosixLocation('store/demo.zarr')
     >>> try:
     ...     local_path("s3://bucket/run.zarr")
     ... except StoreError as exc:
     ...     print(str(exc)[:73])
     s3://bucket/run.zarr: this command needs a store on a file system; object
     """
-    if isinstance(path, Remote):
+    if isinstance(path, FsspecLocation):
         url, protocol = path.url, path.protocol
     elif isinstance(path, str) and (m := _URL.match(path)) and m[1].lower() != "file":
         url, protocol = path, m[1]
