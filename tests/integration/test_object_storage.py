@@ -36,20 +36,9 @@ CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing
 
 
 @pytest.fixture(scope="module")
-def endpoint():
+def endpoint(s3_endpoint):
     """A moto S3 server on a free loopback port for this module; its URL."""
-    saved = {k: os.environ.get(k) for k in CREDENTIALS}
-    os.environ.update(CREDENTIALS)              # no lookup of real credentials (instance metadata) by botocore
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    return s3_endpoint
 
 
 @pytest.fixture(scope="module")
