@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 import numpy as np
 from distributed import Client, Future, as_completed
 
-from ..errors import RunError, StoreWriteError, TaskFailedError, UserError
+from ..errors import RunError, StorageUnavailableError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
 from ..store.location import locate
 from ..store.lock import Share
@@ -190,6 +190,8 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
             except (Exception, asyncio.CancelledError) as exc:
                 if finished:
                     on_done(finished)                          # what finished before the failure stays done
+                if isinstance(exc, StorageUnavailableError):
+                    raise StorageUnavailableError(str(exc)) from None     # the storage's one line, not the task's
                 raise TaskFailedError(f"task {task.name} failed after {retries} retries: "
                                       f"{type(exc).__name__}: {exc}") from None
             if "os_error" in result or "fenced" in result:

@@ -16,7 +16,7 @@ import xarray as xr
 import zarr
 
 from ..dims import has_d_axis
-from ..errors import StoreError
+from ..errors import RmtsweepError, StoreError
 from ..spec import Sweep, parse_sweep
 from .backend import Location
 from .layout import FORMAT, ZARR_FORMAT, Template
@@ -46,9 +46,13 @@ def _object_store_problem(path: Location) -> str | None:
                 return f"not an rmtsweep store (no '{FORMAT}' marker)" if path.exists() else "does not exist"
             except FileNotFoundError:
                 return "does not exist"
+            except RmtsweepError:
+                raise                     # the backend's one line: credentials, bucket, options, outage
             except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
                 return f"cannot read it ({_first_line(exc)})"
         attrs = json.loads(raw)
+    except RmtsweepError:
+        raise
     except PermissionError as exc:
         return f"cannot read it (access denied: {_first_line(exc)})"
     except ValueError as exc:
@@ -59,6 +63,8 @@ def _object_store_problem(path: Location) -> str | None:
         return f"not an rmtsweep store (no '{FORMAT}' marker)"
     try:
         whole = path.child(".zmetadata").exists()
+    except RmtsweepError:
+        raise
     except Exception as exc:  # noqa: BLE001
         return f"cannot read it ({_first_line(exc)})"
     return None if whole else f"{CUT_SHORT} (no consolidated metadata); rerun the same command to finish it"

@@ -55,7 +55,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from ..errors import RunError, StoreError
+from ..errors import RmtsweepError, RunError, StoreError
 from .backend import Location
 from .location import locate
 
@@ -125,9 +125,12 @@ def _identity(info: dict | None) -> tuple:
     return (None, None) if info is None else (info.get("token"), info.get("beat"))
 
 
-def holds(store: str | Path | Location, token: str, share: Share | None = None) -> bool:
+def holds(store: str | Path | Location, token: str, share: Share | None = None, strict: bool = False) -> bool:
     """Whether the run with fencing token ``token`` holds the lock of ``store`` (or of its ``share``; one small
-    read)."""
+    read). ``strict``: a lock that cannot be read raises the storage's error rather than counting as not held
+    (so that a worker tells an outage from a take-over)."""
+    if strict:
+        return (_parse(lock_file(store, share).read()) or {}).get("token") == token
     return (_read(lock_file(store, share)) or {}).get("token") == token
 
 
@@ -321,8 +324,15 @@ class StoreLock:
         That is: its heartbeat could not be written for almost a lease (other runs would soon judge
         the lock stale), or the lock file no longer carries this run's token.
         """
-        if self.failure is None and not holds(self.store, self.token, self.share):
-            self.failure = f"the lock ({self.path}) is no longer this run's"
+        if self.failure is None:
+            try:
+                held = holds(self.store, self.token, self.share, strict=True)
+            except RmtsweepError:
+                raise                       # the storage's own one line (it does not answer, credentials expired)
+            except Exception:  # noqa: BLE001 - any other failure to read it: the run cannot show it holds the lock
+                held = False
+            if not held:
+                self.failure = f"the lock ({self.path}) is no longer this run's"
         if self.failure is not None:
             raise RunError(f"{self.store}: {self.failure}; stopped so that no other run can take the store over; "
                            f"rerun to resume")

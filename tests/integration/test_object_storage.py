@@ -161,8 +161,8 @@ def test_an_unreachable_endpoint_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     code, out, err = run_main(["status", "s3://rmtsweep/tiny.zarr", "--storage-option", "endpoint_url=http://127.0.0.1:9",
                                "--storage-option", "config_kwargs.retries.max_attempts=1"], capsys)
-    assert code == 2
-    assert err.strip().startswith("rmtsweep: error: s3://rmtsweep/tiny.zarr: cannot read it (")
+    assert code == 1                                        # an outage, not the user's mistake
+    assert err.strip().startswith("rmtsweep: error: s3://rmtsweep/tiny.zarr: the storage does not answer (")
     assert "Could not connect to the endpoint URL" in err and "Traceback" not in err
     assert not list(tmp_path.iterdir())
 
