@@ -4,6 +4,7 @@ not one) exits 2; a storage that does not answer exits 1, and after a run says t
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -91,7 +92,7 @@ def test_a_malformed_url_is_refused_not_run_into_a_local_directory(store, comman
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("command", ["run", "status"])
+@pytest.mark.parametrize("command", ["run", "status", "verify", "export"])
 def test_an_endpoint_that_does_not_answer_is_one_line_and_exit_1(command, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
@@ -99,7 +100,8 @@ def test_an_endpoint_that_does_not_answer_is_one_line_and_exit_1(command, tmp_pa
     store = "s3://failures/down.zarr"
     options = ["--storage-option", f"endpoint_url=http://127.0.0.1:{_free_port()}",
                "--storage-option", "config_kwargs.retries.max_attempts=1"]
-    argv = ["run", str(SWEEP), "--store", store, "--no-progress"] if command == "run" else ["status", store]
+    argv = {"run": ["run", str(SWEEP), "--store", store, "--no-progress"],
+            "export": ["export", store, "--out", "out.csv"]}.get(command, [command, store])
     code, _, err = run_main([*argv, *options], capsys)
     line = _one_line(err)
     assert code == 1 and line.startswith(f"rmtsweep: error: {store}: the storage does not answer (")
@@ -162,3 +164,37 @@ def test_storage_errors_are_classified_by_what_the_user_can_do(exc, kind, says):
     error = storage_error(exc, "s3://b/run.zarr")
     assert isinstance(error, kind) and str(error).startswith("s3://b/run.zarr: ") and says in str(error)
     assert storage_error(KeyError("x"), "s3://b/run.zarr") is None
+
+
+@pytest.fixture(scope="module")
+def checking_endpoint():
+    """A moto S3 server (a process of its own) that checks credentials, which the tests' ones are not: its URL."""
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.parametrize("command", ["run", "status"])
+def test_wrong_credentials_are_one_line_and_exit_2(checking_endpoint, command, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    store = "s3://failures/denied.zarr"
+    argv = ["run", str(SWEEP), "--store", store, "--no-progress"] if command == "run" else ["status", store]
+    code, _, err = run_main([*argv, "--storage-option", f"endpoint_url={checking_endpoint}"], capsys)
+    line = _one_line(err)
+    assert code == 2 and line.startswith(f"rmtsweep: error: {store}: access denied (")
+    assert not list(tmp_path.iterdir())
