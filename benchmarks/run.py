@@ -70,7 +70,7 @@ def case_b(d: int, repeats: int) -> list[dict]:
 # -- case f: finite-d attention weights over an SNR line ------------------------------------------
 def case_f(d: int, repeat: int) -> list[dict]:
     """Attention weights for 16 SNR values: scores split as G0 + sqrt(snr) G1 + snr G2 vs the per-SNR einsum."""
-    from rmtsweep.model.attention import benchmark_attention
+    from rmtsweep.model.attention_benchmark import benchmark_attention
     with threadpool_limits(limits=1):
         b = benchmark_attention(d=d, n_snr=16, repeat=repeat)
     # agreement: the largest absolute difference of the weights, against 1e-8 (REL_TOL)

@@ -1,4 +1,4 @@
-"""Print the README's finite-d attention numbers from the stores of the shipped attention sweeps.
+"""Print the finite-d attention numbers of docs/results.md from the stores of the shipped attention sweeps.
 
     for f in sweeps/attention/d*.yaml sweeps/paper-attention*.yaml; do rmtsweep run "$f"; done
     python docs/attention_tables.py          # stores are read from store/<sweep name>.zarr

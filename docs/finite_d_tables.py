@@ -1,4 +1,4 @@
-"""Print the README's finite-d numbers from the store of ``sweeps/finite-d.yaml`` (d = 100, 200, 400, 800).
+"""Print the finite-d numbers of docs/results.md from the store of ``sweeps/finite-d.yaml`` (d = 100, 200, 400, 800).
 
     rmtsweep run finite-d                      # store/finite-d.zarr, about 15 s on 2 cores
     python docs/finite_d_tables.py [STORE]

@@ -1,4 +1,4 @@
-"""Print the README's T = 1 alignment numbers from the store of ``sweeps/finite-t-alignment.yaml``.
+"""Print the T = 1 alignment numbers of docs/results.md from the store of ``sweeps/finite-t-alignment.yaml``.
 
     rmtsweep run finite-t-alignment            # store/finite-t-alignment.zarr, about 30 s on 2 cores
     python docs/finite_t_tables.py [STORE]

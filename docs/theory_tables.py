@@ -1,4 +1,4 @@
-"""Print the README's theory-vs-simulation tables from the stores of the shipped sweeps.
+"""Print the theory-vs-simulation tables of docs/results.md from the stores of the shipped sweeps.
 
     for f in sweeps/theory-check.yaml sweeps/theory-check-uncentred.yaml sweeps/convergence/d*.yaml; do
         rmtsweep run "$f"; done

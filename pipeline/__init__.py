@@ -4,16 +4,20 @@ The public API::
 
     from rmtsweep import load_sweep, run_sweep, open_store, theory_dataset, compare
 
-Each name is imported when first used (``import rmtsweep`` itself takes only xarray, to register
-``ds.rmt``), so the command line and short scripts do not wait for dask, zarr and scipy.
+Each name is imported when first used, so the command line and short scripts do not wait for dask,
+zarr and scipy. ``ds.rmt`` is on every xarray Dataset once ``rmtsweep`` is imported: it is registered
+when xarray is imported (at once if it already is), so ``import rmtsweep`` does not import xarray.
 
 Rooms, in the direction data flows (each imports only rooms before it; checked in CI)::
 
     errors, types, dims   the error hierarchy, every string option, the store's dimension names
     lazy                  the names a package imports on first use
     model/                the Monte Carlo side: correlations, weights schemes, one replicate (no dask, no files)
+    overrides             KEY=VALUE overrides of a sweep file's data
+    sweep_errors          one-line messages of a sweep file's validation errors
     spec                  sweep file -> frozen Sweep (validated against the model's classes)
     theory/               exact large-dimension theory, and on a sweep's grid (pure numpy/xarray)
+    config                the settings under ``rmtsweep`` in dask.config (shipped defaults: rmtsweep.yaml)
     store/                the zarr store: layout, writer, extension, lock, open and status
     run/                  grid (tasks, seeds), execution on dask, the runner (prepare, then execute)
     analysis/             comparison with theory, maps, the paper's figures, export
@@ -27,9 +31,10 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
 
 from __future__ import annotations
 
-import os as _os
 import sys as _sys
+from importlib import abc as _abc
 from importlib import metadata as _metadata
+from importlib import util as _util
 from typing import TYPE_CHECKING, Any
 
 from .errors import (BatchSystemError, ClusterError, RmtsweepError, RunError, SelectionError, StoreError, StoreWriteError,
@@ -44,6 +49,7 @@ except _metadata.PackageNotFoundError:          # a source tree that was never i
 # name -> (module, attribute; None for the module itself), imported on first use
 _LAZY: dict[str, tuple[str, str | None]] = {
     "theory": ("rmtsweep.theory", None),
+    "config": ("rmtsweep.config", None),
     "compare": ("rmtsweep.analysis.compare", "compare"),
     "write_comparison": ("rmtsweep.analysis.compare", "write_comparison"),
     "run_sweep": ("rmtsweep.run", "run_sweep"),
@@ -79,14 +85,6 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
-def _from_the_command_line() -> bool:
-    """Is this process the ``rmtsweep`` command (its script, or ``python -m rmtsweep.cli``)?"""
-    argv = _sys.orig_argv
-    script = _sys.argv[0].replace("\\", "/").rpartition("/")[2]
-    return script in ("rmtsweep", "rmtsweep.exe") or any(
-        a == "-m" and argv[i + 1:i + 2] in (["rmtsweep.cli"], ["rmtsweep"]) for i, a in enumerate(argv))
-
-
 def _register_accessor() -> None:
     """``ds.rmt`` on every xarray Dataset; the analysis behind it is imported when it is first used."""
     import xarray as xr
@@ -97,10 +95,34 @@ def _register_accessor() -> None:
         return RmtAccessor(ds)
 
 
-# The command never reads ds.rmt, and answers sooner without xarray; nor do the worker processes of the LocalClusters
-# rmtsweep starts, marked by the environment of rmtsweep.run.work.WORKER_ENV (they run tasks only, and start sooner).
-if not _from_the_command_line() and not _os.environ.get("RMTSWEEP_TASK_WORKER"):
+class _OnXarrayImport(_abc.MetaPathFinder):
+    """Registers ``ds.rmt`` as soon as xarray has been imported, so ``import rmtsweep`` need not import it.
+
+    A Dataset exists only once xarray is imported, so every Dataset has ``ds.rmt`` whatever imports xarray
+    and whenever; the command line and task workers, which never import xarray, start sooner.
+    """
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "xarray":
+            return None
+        _sys.meta_path.remove(self)                 # the other finders find xarray; this one fires once
+        spec = _util.find_spec("xarray")
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            execute(module)
+            _register_accessor()
+
+        spec.loader.exec_module = exec_module       # type: ignore[method-assign]
+        return spec
+
+
+if "xarray" in _sys.modules:
     _register_accessor()
+else:
+    _sys.meta_path.insert(0, _OnXarrayImport())
 
 __all__ = [
     "__version__", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError",

@@ -3,8 +3,8 @@
 The engine stays dask.distributed: the process that runs ``rmtsweep run`` (the *driver*) holds
 the scheduler and the store's lock (workers write the chunks); the batch system only starts workers, each job one
 ``dask worker`` with a lifetime shorter than its walltime. Settings come from a commented YAML file
-(``deploy/<kind>/jobqueue.yaml``) with keyword overrides, validated once into a frozen
-:class:`ClusterConfig`. A batch system that cannot run the workers (no ``sbatch``, a controller
+(``deploy/<kind>/jobqueue.yaml``, over dask-jobqueue's config ``jobqueue.<kind>``) with keyword overrides, validated
+once into a frozen :class:`ClusterConfig`. A batch system that cannot run the workers (no ``sbatch``, a controller
 down, a job that ends before its worker joins) stops the run in one line: :mod:`rmtsweep.jobwatch`.
 
 Example
@@ -31,7 +31,7 @@ from dask.utils import parse_bytes, parse_timedelta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ClusterError
-from .jobwatch import jobqueue_classes, watched_job_class
+from .jobwatch import jobqueue_classes, jobqueue_settings, watched_job_class
 from .shipped import cluster_config
 from .types import ClusterKind
 
@@ -71,7 +71,7 @@ class ClusterConfig(BaseModel):
     cores: int = Field(1, ge=1)
     memory: str = "1GB"
     processes: int = Field(1, ge=1)
-    walltime: str = "01:00:00"
+    walltime: str = "00:30:00"     # dask-jobqueue's default
     driver_walltime: str | None = None  # of the driver job (`rmtsweep submit`); None = walltime
     driver_stop_warning: int = Field(120, ge=10)   # seconds before the driver's walltime it is sent SIGTERM
     interface: str | None = None
@@ -173,7 +173,7 @@ def load_cluster_config(
     kind : {"slurm", "pbs"}
         Batch system; picks the shipped default ``deploy/<kind>/jobqueue.yaml``.
     path : Path, optional
-        A config file of the same layout; default the shipped one.
+        A config file of the same layout, over dask's ``jobqueue.<kind>`` where null; default the shipped one.
     overrides : mapping, optional
         Field values that replace the file's (command-line options); ``None`` values are ignored.
 
@@ -195,18 +195,18 @@ def load_cluster_config(
         raise ClusterError(f"{path}: expected a mapping of settings, got {type(raw).__name__}")
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     try:
-        return ClusterConfig(**{**raw, **given})
+        return ClusterConfig(**{**raw, **given, **(from_dask := jobqueue_settings(kind, {**raw, **given}))})
     except ValidationError as exc:
-        raise ClusterError(_describe(exc, path, given)) from None
+        raise ClusterError(_describe(exc, path, given, from_dask, kind)) from None
 
 
-def _describe(exc: ValidationError, path: Path, given: Mapping[str, Any]) -> str:
+def _describe(exc: ValidationError, path: Path, given: Mapping[str, Any], jq: Mapping[str, Any], kind: Kind) -> str:
     parts = []
     for err in exc.errors():
         loc = err["loc"]
         field = "".join(f"[{x}]" if isinstance(x, int) else str(x) for x in loc) or "(config)"
-        known = loc and loc[0] in given and loc[0] in ClusterConfig.model_fields
-        origin = f" (option --{loc[0].replace('_', '-')})" if known else ""
+        key = str(loc[0]) if loc else ""
+        origin = f" (option --{key.replace('_', '-')})" if key in given else f" (jobqueue.{kind})" if key in jq else ""
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = f"unknown field; valid fields: {', '.join(ClusterConfig.model_fields)}"

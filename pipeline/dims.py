@@ -1,6 +1,7 @@
 """The names of the store's dimensions, in one place (store, theory, comparison, maps, export).
 
-A *cell* is one point of :data:`CELL_DIMS`; every per-replicate variable adds ``replicate`` and,
+The words are those of docs/glossary.md: a *point* is one value of :data:`TASK_DIMS`, a *cell* one of
+:data:`CELL_DIMS` and ``snr``. Every per-replicate variable adds ``replicate`` to :data:`CELL_DIMS` and,
 where it depends on the SNR, ``snr`` (and ``k`` for eigenpairs, ``bin`` for the spectrum).
 
 A sweep whose ``d`` is a grid axis (``grid.d``) puts :data:`D` first, before ``delta``, in every one
@@ -20,10 +21,10 @@ D = "d"
 """The embedding dimension's axis (present only when the sweep gives ``grid.d``)."""
 
 TASK_DIMS = ("delta", "gamma", "T")
-"""Axes a task batches over (every weights scheme of a point shares its draws)."""
+"""Axes of a point, which a task batches over (every weights scheme of a point shares its draws)."""
 
 CELL_DIMS = TASK_DIMS + ("weights",)
-"""Axes of one grid cell (without the SNR, which every task computes whole)."""
+"""Axes of a cell but the SNR (every task computes the whole SNR axis, so arrays keep it last)."""
 
 AXES = ("delta", "gamma", "snr", "T", "weights")
 """The swept axes of a sweep file's ``grid``, in the order they are written there (``d`` aside)."""
@@ -62,7 +63,7 @@ class StoreDims:
 
     @property
     def cell(self) -> tuple[str, ...]:
-        """Axes of one grid cell (the comparison's, without ``snr``)."""
+        """Axes of a cell but ``snr`` (the comparison's leading dims)."""
         return self.lead + CELL_DIMS
 
     @property

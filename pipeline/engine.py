@@ -69,9 +69,9 @@ class Capacity:
 def connect(engine: Engine) -> Iterator:
     """A connected dask client for ``engine`` and its :class:`Capacity` (workers get one BLAS thread each).
 
-    A batch-system cluster's scheduler listens on the nodes' network, so it serves only clients and
-    workers that hold this run's TLS credentials (:mod:`rmtsweep.security`) unless ``insecure``; every
-    dashboard binds to loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which
+    Every scheduler started here serves only clients and workers that hold this run's TLS credentials:
+    a batch-system cluster's (:mod:`rmtsweep.security`, unless ``insecure``) and the LocalCluster's
+    (:func:`_local_options`), since every user of a shared node reaches loopback. Every dashboard binds to loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which
     spares the driver importing bokeh and serving it: about half a CPU-second a run).
 
     A cluster started here is started and shut down with SIGINT and SIGTERM held: one that arrives meanwhile
@@ -119,28 +119,67 @@ def connect(engine: Engine) -> Iterator:
         # multiprocessing's resource tracker unblocks SIGINT and SIGTERM in the thread that first starts it;
         # started here, it is no thread of the cluster's
         resource_tracker.ensure_running()
-        # workers log only critical failures: a stop cancels what is in flight, and each worker would warn about
-        # it; a run that stops on an error closes the scheduler while a worker's heartbeat may be on its way, and
-        # the worker would log that as an error with a traceback (seen in a CI run of the fault table's
-        # vanished-store row). Every failure of a task reaches the driver, which reports it in one line. The
-        # workers import the task code as they start: imported by the first task instead, it would hold a
-        # worker's event loop for a second or two, and a Ctrl-C then would find it missing its heartbeats
-        # the scheduler itself is on loopback; with no dashboard its HTTP server (health, metrics) stays there too:
-        # dask's dashboard_address=None would put that server on every interface, port 8787
-        off = engine.dashboard_address == NO_DASHBOARD
-        dashboard = "127.0.0.1:0" if off or not engine.dashboard_address else engine.dashboard_address
-        # in process, the workers are threads of this one (which has imported the task code already)
-        from .run.work import WORKER_ENV
-        spawned = {} if engine.in_process else {"preload": [_TASK_CODE], "env": WORKER_ENV}
-        with _owned(lambda: LocalCluster(n_workers=n, threads_per_worker=1, processes=not engine.in_process,
-                                         dashboard_address=dashboard, silence_logs=logging.CRITICAL,
-                                         scheduler_kwargs={"dashboard": False} if off else None, **spawned),
-                    block=True) as cluster, \
+        with _owned(lambda: LocalCluster(**_local_options(engine, n)), block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
             kind = "thread(s) of this process" if engine.in_process else "worker(s)"
-            click.echo(f"dask LocalCluster: {n} {kind}, {_dashboard(client, engine)}", err=True)
+            click.echo(f"dask LocalCluster: {n} {kind}, {_local_dashboard(cluster, engine)}", err=True)
             yield client, Capacity()
+
+
+LOOPBACK = "127.0.0.1"
+
+
+def _local_options(engine: Engine, n: int) -> dict[str, Any]:
+    """The keywords of the embedded LocalCluster: closed to every other user of the machine.
+
+    Worker processes talk to the scheduler over TLS with credentials made for this run and held in memory
+    (``Security.temporary``): any local user can reach loopback, and dask runs what a connected client sends.
+    Worker threads (``in_process``) talk over ``inproc://``, which no other process can reach. Every port,
+    the HTTP servers' included, listens on loopback unless ``--dashboard-address`` names another interface.
+    """
+    off = engine.dashboard_address == NO_DASHBOARD
+    options: dict[str, Any] = {
+        "n_workers": n, "threads_per_worker": 1, "processes": not engine.in_process,
+        # with no dashboard the scheduler's HTTP server (health, metrics) still runs: dask's
+        # dashboard_address=None would put it on every interface
+        "dashboard_address": f"{LOOPBACK}:0" if off or not engine.dashboard_address else engine.dashboard_address,
+        "scheduler_kwargs": {"dashboard": False} if off else None,
+        # a stop cancels what is in flight and each worker would log it; every task's failure reaches the
+        # driver, which reports it in one line
+        "silence_logs": logging.CRITICAL,
+    }
+    if engine.in_process:
+        options["worker_class"] = _loopback_worker()
+    else:
+        from distributed.security import Security
+
+        from .run.work import WORKER_ENV
+        # the workers import the task code as they start: a worker's first task would otherwise hold its
+        # event loop long enough to miss heartbeats
+        options.update(host=LOOPBACK, security=Security.temporary(), preload=[_TASK_CODE], env=WORKER_ENV)
+    return options
+
+
+def _loopback_worker() -> type:
+    """A ``distributed.Worker`` whose HTTP server listens on loopback (dask's default is every interface)."""
+    from distributed import Worker
+
+    class LoopbackWorker(Worker):
+        def __init__(self, *args: Any, dashboard_address: str | None = None, **kwargs: Any) -> None:
+            super().__init__(*args, dashboard_address=dashboard_address or f"{LOOPBACK}:0", **kwargs)
+
+    return LoopbackWorker
+
+
+def _local_dashboard(cluster: Any, engine: Engine) -> str:
+    """``dashboard <link>`` at the address the scheduler's HTTP server is bound to, or ``no dashboard``."""
+    from distributed.utils import format_dashboard_link
+    if engine.dashboard_address == NO_DASHBOARD:
+        return "no dashboard"
+    server = cluster.scheduler.http_server
+    host = socket.gethostname() if server.address in ("", "0.0.0.0", "::") else server.address
+    return f"dashboard {format_dashboard_link(host, server.port)}"
 
 
 @contextmanager
@@ -157,7 +196,8 @@ def _credentials(engine: Engine, config: Any) -> Iterator:
 
 
 _TASK_CODE = "rmtsweep.run.work"     # what a LocalCluster worker imports as it starts (and no more: WORKER_ENV)
-CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take
+CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take: the shipped default of the setting
+                          # rmtsweep.scheduler.connect-timeout, read at each connection
 _PROBE_TIMEOUT = 5        # seconds for the quick look at its address first
 
 
@@ -169,9 +209,10 @@ def _scheduler_client(address: str, security: Any = None) -> Iterator:
     """
     from distributed import Client
 
+    from .config import get
     _check_address(address, security)
     try:
-        client = Client(address, timeout=f"{CONNECT_TIMEOUT}s", security=security)
+        client = Client(address, timeout=f"{float(get('scheduler.connect-timeout'))}s", security=security)
     except Exception as exc:  # noqa: BLE001 - whatever stops the connection is the one line to print
         raise ClusterError(f"--scheduler {address}: cannot connect: {_reason(exc)}") from None
     with client:
@@ -179,8 +220,8 @@ def _scheduler_client(address: str, security: Any = None) -> Iterator:
 
 
 def _check_address(address: str, security: Any = None) -> None:
-    """One line, within :data:`CONNECT_TIMEOUT`, on an address that has no port, an unknown scheme or host,
-    nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
+    """One line, within ``rmtsweep.scheduler.connect-timeout`` seconds, on an address that has no port, an unknown
+    scheme or host, nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
 
     The last is asked for the scheduler's identity here, under a deadline: a client whose handshake meets
     something that never answers (a web server, the dashboard's port) would wait for ever.
@@ -189,7 +230,9 @@ def _check_address(address: str, security: Any = None) -> None:
     from distributed.comm.registry import get_backend
     from distributed.security import Security
 
-    where, deadline = f"--scheduler {address}", time.monotonic() + CONNECT_TIMEOUT
+    from .config import get
+    timeout = float(get("scheduler.connect-timeout"))
+    where, deadline = f"--scheduler {address}", time.monotonic() + timeout
     try:
         scheme, location = parse_address(address)
         get_backend(scheme)
@@ -216,12 +259,12 @@ def _check_address(address: str, security: Any = None) -> None:
     except ConnectionRefusedError:
         raise ClusterError(f"{where}: nothing listens on {host}:{port} (connection refused)") from None
     except OSError:
-        pass            # unreachable, or slow: the identity below tries for CONNECT_TIMEOUT and says why
+        pass            # unreachable, or slow: the identity below tries until the deadline and says why
     try:
         left = max(1.0, deadline - time.monotonic())
         kind = asyncio.run(asyncio.wait_for(_identity(address, security, left), left))
     except (asyncio.TimeoutError, TimeoutError):
-        raise ClusterError(f"{where}: no dask scheduler answered within {CONNECT_TIMEOUT} s (a scheduler listens "
+        raise ClusterError(f"{where}: no dask scheduler answered within {timeout:g} s (a scheduler listens "
                            "on 8786 unless told otherwise; 8787 is its dashboard)") from None
     except OSError as exc:
         raise ClusterError(f"{where}: cannot connect: {_reason(exc)}") from None

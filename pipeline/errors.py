@@ -14,8 +14,9 @@ Two branches, which the CLI maps to one line on stderr and no traceback:
 
 from __future__ import annotations
 
-__all__ = ["BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "StorageUnavailableError",
-           "StoreError", "StoreWriteError", "SweepDefinitionError", "TaskFailedError", "UserError"]
+__all__ = ["ArgumentError", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError",
+           "StorageUnavailableError", "StoreError", "StoreWriteError", "SweepDefinitionError", "TaskFailedError",
+           "UserError"]
 
 
 class RmtsweepError(Exception):
@@ -40,6 +41,10 @@ class ClusterError(UserError):
 
 class SelectionError(UserError):
     """A variable, axis, group or format that the store or command does not have."""
+
+
+class ArgumentError(UserError):
+    """An argument that a Python function of rmtsweep cannot take: out of its domain, or missing."""
 
 
 class RunError(RmtsweepError, RuntimeError):

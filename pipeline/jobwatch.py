@@ -27,13 +27,17 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from .errors import BatchSystemError, ClusterError
 from .types import ClusterKind
 
-__all__ = ["JobWatch", "jobqueue_classes", "watched_job_class"]
+__all__ = ["JOBQUEUE_FIELDS", "JobWatch", "jobqueue_classes", "jobqueue_settings", "watched_job_class"]
 
 if TYPE_CHECKING:
     from dask_jobqueue import JobQueueCluster
 
 Kind = ClusterKind
 _SUBMIT_COMMAND = {"slurm": "sbatch", "pbs": "qsub"}
+# The fields that are dask-jobqueue's own (its keys, with underscores): a file's null or missing value takes dask's
+# config jobqueue.<kind>, so a site's dask-jobqueue settings serve rmtsweep too and the two never disagree.
+JOBQUEUE_FIELDS = ("queue", "account", "cores", "memory", "processes", "walltime", "interface", "python",
+                   "local_directory", "log_directory", "job_script_prologue", "job_extra_directives")
 
 
 def jobqueue_classes(kind: Kind) -> tuple[type, type]:
@@ -51,8 +55,27 @@ def jobqueue_classes(kind: Kind) -> tuple[type, type]:
     return {"slurm": (djq.SLURMCluster, djq.slurm.SLURMJob), "pbs": (djq.PBSCluster, djq.pbs.PBSJob)}[kind]
 
 
+def jobqueue_settings(kind: Kind, over: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The values dask's config holds under ``jobqueue.<kind>`` for the :data:`JOBQUEUE_FIELDS` that ``over`` leaves
+    null or out (null and empty values of dask's config left out too).
 
-SUBMIT_TIMEOUT = 45.0     # seconds the first sbatch/qsub may take before the run gives up on the batch system
+    That is dask-jobqueue's defaults, then the site's and the user's dask YAML files and ``DASK_JOBQUEUE__<KIND>__...``
+    variables, as dask-jobqueue itself reads them.
+    """
+    over = over or {}
+    import dask.config
+    try:
+        jobqueue_classes(kind)                  # dask-jobqueue adds its defaults to dask's config when imported
+    except ClusterError:
+        pass                                    # not installed: only the user's own jobqueue settings are there
+    values = {name: dask.config.get(f"jobqueue.{kind}.{name}", default=None) for name in JOBQUEUE_FIELDS
+              if over.get(name) is None}
+    return {name: value for name, value in values.items() if value not in (None, "", [])}
+
+
+
+SUBMIT_TIMEOUT = 45.0     # seconds the first sbatch/qsub may take before the run gives up on the batch system: the
+                          # shipped default of the setting rmtsweep.batch-system.submit-timeout, read at each watch
 POLL_SECONDS = 10.0       # how often jobs with no worker yet are looked up (squeue/qstat): queue_poll
 _STATUS_TIMEOUT = 30.0
 # SLURM job states after which no worker can come (squeue %T); PBS: C (Torque) and F (PBS Pro) finished
@@ -182,8 +205,13 @@ class JobWatch:
         self._noted: set[str] = set()
 
     @contextmanager
-    def watching(self, submit_timeout: float = SUBMIT_TIMEOUT, interval: float = POLL_SECONDS) -> Iterator[JobWatch]:
-        """Wait for the first submission, raise :class:`BatchSystemError` if the run cannot go on, then watch."""
+    def watching(self, submit_timeout: float | None = None, interval: float = POLL_SECONDS) -> Iterator[JobWatch]:
+        """Wait for the first submission, raise :class:`BatchSystemError` if the run cannot go on, then watch.
+
+        ``submit_timeout`` defaults to the setting ``rmtsweep.batch-system.submit-timeout``.
+        """
+        from .config import get
+        submit_timeout = float(get("batch-system.submit-timeout") if submit_timeout is None else submit_timeout)
         self.cluster.sync(self._plugin)
         failure = self.cluster.sync(self._first_submission, submit_timeout)
         if failure:

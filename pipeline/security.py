@@ -15,7 +15,8 @@ submit``) with mutual TLS:
 - :func:`load_security` reads the credentials of a scheduler started elsewhere (``--security FILE``).
 - :func:`exposure_warning` names a ``tcp://`` address that others on the network can reach.
 
-A LocalCluster listens on loopback only and needs none of this.
+The embedded LocalCluster is secured the same way, with credentials held in memory
+(:func:`rmtsweep.engine.connect`): every user of a shared node reaches loopback.
 """
 
 from __future__ import annotations

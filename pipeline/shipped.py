@@ -7,6 +7,7 @@ carries them and ``rmtsweep run demo`` works from any directory.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import yaml
@@ -44,7 +45,7 @@ def resolve_sweep(sweep: str | Path) -> Path:
     Raises
     ------
     SweepDefinitionError
-        Neither a file nor a shipped sweep; the message lists the shipped names.
+        Neither a file nor a shipped sweep; the message suggests the closest shipped name and lists them.
     """
     path = Path(sweep)
     if path.exists():
@@ -53,7 +54,9 @@ def resolve_sweep(sweep: str | Path) -> Path:
     name = path.as_posix().removesuffix(".yaml")
     if name in shipped:
         return shipped[name][0]
-    raise SweepDefinitionError(f"{sweep}: no such sweep file, and not a shipped sweep (shipped: "
+    close = difflib.get_close_matches(name, shipped, n=1, cutoff=0.6)
+    guess = f"; did you mean `{close[0]}`?" if close else ""
+    raise SweepDefinitionError(f"{sweep}: no such sweep file, and not a shipped sweep{guess} (shipped: "
                                f"{', '.join(shipped)}; `rmtsweep sweeps` describes them)")
 
 

@@ -7,7 +7,7 @@ Every error names the file, the field and the bad value, in one line, and is rai
     d: 300                                        # or, as a grid axis: grid.d: [100, 200, 400]
     replicates: 8
     seed: 2026
-    correlation: {model: prefix, L: 4}
+    correlation: {model: prefix, L: 4}            # or your own R(T): {model: python, function: "pkg.mod:R"}
     table_centering: class
     top_k: 3
     grid:
@@ -20,18 +20,16 @@ Every error names the file, the field and the bad value, in one line, and is rai
       spectrum: {bins: 100, max: 10.0}            # eigenvalue histogram of S/kappa
       ridge: {penalty: 0.1, test_samples: 2000}   # downstream task accuracy
 
-Fields can be overridden from the command line (``rmtsweep run demo d=400 grid.T=[4,16]``): each
-``KEY=VALUE`` sets a dotted path to a YAML value, ``~KEY`` removes one; the result is validated like
-the file, and the overrides are kept with it (:attr:`SweepFile.overrides`, the store's provenance).
+Fields can be overridden from the command line (``rmtsweep run demo d=400 grid.T=4,16``): each
+``KEY=VALUE`` sets a dotted path to a YAML value (a plain comma list is a list), ``~KEY`` removes one;
+the result is validated like the file, and the overrides are kept with it (:attr:`SweepFile.overrides`,
+the store's provenance). ``rmtsweep show`` prints the result (:meth:`Sweep.to_yaml`).
 """
 
 from __future__ import annotations
 
-import copy
-import difflib
 import hashlib
 import json
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,19 +37,22 @@ from typing import Annotated, Any
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .dims import StoreDims, store_dims
-from .errors import SweepDefinitionError
+from .errors import ArgumentError, SweepDefinitionError
+from .model import CorrelationSpec, WeightsSpec
+from .overrides import apply_overrides
 from .shipped import resolve_sweep
+from .sweep_errors import messages
 from .types import Centering
 
-__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "load_sweep",
-           "parse_sweep", "sizes"]
-from .model import CORRELATIONS, SCHEMES, CorrelationSpec, WeightsSpec
+__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "as_sweep",
+           "load_sweep", "parse_sweep", "sizes"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
-
+MAX_SWEEP_FILE = 4 * 2**20      # bytes: a sweep file's text is kept in every store's attributes
+MAX_DESCRIPTION = 10_000        # characters: stored twice, in the attributes and their consolidated copy
 PositiveAxis = tuple[Annotated[float, Field(gt=0.0, allow_inf_nan=False)], ...]
 
 
@@ -144,17 +145,32 @@ class Sweep(BaseModel):
 
     model_config = _STRICT
     name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")]
-    description: str = ""
+    description: Annotated[str, Field(max_length=MAX_DESCRIPTION)] = ""
     d: Annotated[int, Field(ge=2)] | None = None
     replicates: Annotated[int, Field(ge=1)]
     replicates_per_task: Annotated[int, Field(ge=1)] | None = None
-    cells_per_task: Annotated[int, Field(ge=1)] | None = None
+    points_per_task: Annotated[int, Field(ge=1)] | None = None
     seed: Annotated[int, Field(ge=0)]
     correlation: CorrelationSpec
     table_centering: Centering = "class"
     top_k: Annotated[int, Field(ge=1)] = 3
     observables: Observables = Observables()
     grid: Grid
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """``cells_per_task``, the old name of ``points_per_task``, is read as it (files and stores use it)."""
+        if isinstance(data, dict) and "cells_per_task" in data:
+            if "points_per_task" in data:
+                raise ValueError("give points_per_task, or cells_per_task (its old name), not both")
+            data = {("points_per_task" if k == "cells_per_task" else k): v for k, v in data.items()}
+        return data
+
+    @property
+    def cells_per_task(self) -> int | None:
+        """The old name of :attr:`points_per_task`."""
+        return self.points_per_task
 
     def weight_labels(self) -> list[str]:
         """The ``weights`` coordinate: one label per scheme."""
@@ -184,33 +200,56 @@ class Sweep(BaseModel):
         """
         if d is None:
             if self.d is None:
-                raise ValueError(f"sweep {self.name!r} sweeps d (grid.d = {list(self.d_values)}); pass d")
+                raise ArgumentError(f"sweep {self.name!r} sweeps d (grid.d = {list(self.d_values)}); pass d")
             d = self.d
         return sizes(d, delta, gamma)
 
     def canonical(self, batching: bool = True) -> dict[str, Any]:
         """The definition as plain JSON-able data (defaults filled in).
 
-        ``batching=False`` leaves out ``cells_per_task`` and ``replicates_per_task``: how work is cut
+        ``batching=False`` leaves out ``points_per_task`` and ``replicates_per_task``: how work is cut
         into tasks changes no result, so two sweeps that differ only there hold the same numbers.
-        An unset ``cells_per_task`` is left out either way (hashes of sweeps written before it existed
+        An unset ``points_per_task`` is left out either way (hashes of sweeps written before it existed
         stay the same), and so are an unset ``grid.d`` and, with ``grid.d``, the unset top-level ``d``.
+        ``points_per_task`` is written under its old name ``cells_per_task``, so that the hash of a sweep
+        that sets it, and so the stores made of it, stay the same.
         """
         out = self.model_dump(mode="json")
+        points_per_task = out.pop("points_per_task")
         if not batching:
             out.pop("replicates_per_task")
-        if not batching or out["cells_per_task"] is None:
-            out.pop("cells_per_task")
+        if batching and points_per_task is not None:
+            out["cells_per_task"] = points_per_task
         if out["grid"]["d"] is None:
             out["grid"].pop("d")
         if out["d"] is None:
             out.pop("d")
         return out
 
+    def to_yaml(self) -> str:
+        """The sweep as a sweep file, every default filled in (``rmtsweep show``); it reads back to this sweep.
+
+        Lists of plain values are written on one line (``T: [4, 16]``), as sweep files usually are.
+        """
+        return yaml.dump(self.model_dump(mode="json"), Dumper=_FlowLists, sort_keys=False, allow_unicode=True,
+                         width=100)
+
     def digest(self) -> str:
         """SHA-256 of the canonical definition: two files that mean the same sweep hash the same."""
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _FlowLists(yaml.SafeDumper):
+    """A YAML dumper that writes a list of scalars in flow style (``[0.5, 1.0]``) and the rest in block style."""
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+    flow = all(not isinstance(x, (list, dict)) for x in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_FlowLists.add_representer(list, _represent_list)
 
 
 def sizes(d: int, delta: float, gamma: float) -> tuple[int, int]:
@@ -226,55 +265,6 @@ class SweepFile:
     path: str
     text: str
     overrides: tuple[str, ...] = ()
-
-
-_BY_TAG: dict[str, type[BaseModel]] = {c.model_fields["model"].default: c for c in CORRELATIONS} | \
-    {w.model_fields["scheme"].default: w for w in SCHEMES}     # the classes of the discriminated unions' tags
-_UNION_TAGS = set(_BY_TAG)
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The model class inside a field's annotation (``X``, ``X | None``, ``list[X]``), if there is one."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    found = [m for arg in typing.get_args(annotation) if (m := _model_in(arg)) is not None]
-    return found[0] if len(found) == 1 else None
-
-
-def _keys_at(loc: tuple) -> list[str]:
-    """The keys the mapping that holds ``loc[-1]`` may have ([] where that is not known)."""
-    model: type[BaseModel] | None = Sweep
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        if part in _BY_TAG:
-            model = _BY_TAG[part]
-            continue
-        field = model.model_fields.get(part) if model is not None else None
-        model = _model_in(field.annotation) if field is not None else None
-    return list(model.model_fields) if model is not None else []
-
-
-def _where(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in _UNION_TAGS:
-            continue  # the tags of discriminated unions are not fields
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
-def _format(err: dict) -> str:
-    msg = err["msg"].removeprefix("Value error, ")
-    where = _where(err["loc"])
-    if err["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(str(err["loc"][-1]), _keys_at(err["loc"]), n=1, cutoff=0.6)
-        return f"{where}: unknown key" + (f" (did you mean `{close[0]}`?)" if close else "")
-    got = err.get("input")
-    return f"{where}: {msg} (got {got!r})" if not isinstance(got, dict) else f"{where}: {msg}"
 
 
 def _check_d(s: Sweep) -> str | None:
@@ -296,11 +286,15 @@ def _check_consistency(s: Sweep) -> list[str]:
     d = min(s.d_values)                       # V, N and the rank bound are smallest at the smallest d
     at = f" at d = {d} (the smallest of grid.d)" if s.d_axis else ""
     for field, axis in (("grid.delta", s.grid.delta), ("grid.gamma", s.grid.gamma)):
-        for i, x in enumerate(axis):
-            if round(d / x) < 2:
-                what = "V" if field == "grid.delta" else "N"
-                problems.append(f"{field}[{i}]: d/{field[5:]} = {d}/{x:g} rounds to {what} = "
-                                f"{round(d / x)}{at}; need at least 2")
+        bad = [i for i, x in enumerate(axis) if round(d / x) < 2]
+        what = "V" if field == "grid.delta" else "N"
+        if len(bad) == 1:
+            x = axis[bad[0]]
+            problems.append(f"{field}[{bad[0]}]: d/{field[5:]} = {d}/{x:g} rounds to {what} = "
+                            f"{round(d / x)}{at}; need at least 2")
+        elif bad:                             # one error for the field, however many of its values
+            problems.append(f"{field}: d/{field[5:]} rounds to {what} < 2{at} for {len(bad)} of its values "
+                            f"({', '.join(f'{axis[i]:g}' for i in bad)}); need at least 2")
     n_min = min(round(d / g) for g in s.grid.gamma)
     v_min = min(round(d / x) for x in s.grid.delta)
     if s.top_k > min(d, n_min, v_min):
@@ -326,45 +320,25 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
     try:
         sweep = Sweep.model_validate(data)
     except ValidationError as exc:
-        errs = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")   # a typo first: it explains
-        raise SweepDefinitionError(f"{source}: " + "; ".join(_format(e) for e in errs)) from None  # the rest
+        raise SweepDefinitionError(f"{source}: " + "; ".join(messages(exc.errors(), data, Sweep))) from None
     problems = _check_consistency(sweep)
     if problems:
         raise SweepDefinitionError(f"{source}: " + "; ".join(problems))
     return sweep
 
 
-def apply_overrides(data: Any, overrides: Sequence[str], source: str = "<sweep>") -> dict:
-    """``data`` (a sweep file's mapping, not changed) with each ``KEY=VALUE`` or ``~KEY`` of ``overrides`` applied.
+def as_sweep(sweep: Sweep | SweepFile | str | Path) -> Sweep:
+    """The :class:`Sweep` of ``sweep``: a Sweep, what :func:`load_sweep` returns, or a sweep file's path or a
+    shipped sweep's name (``"demo"``), as :func:`rmtsweep.run_sweep` takes.
 
-    ``KEY`` is a dotted path (``grid.T``); ``VALUE`` is read as YAML (``400``, ``[4, 16]``, ``mean``);
-    missing mappings on the way are created. Errors name the override.
+    Raises
+    ------
+    SweepDefinitionError
+        A path or name that :func:`load_sweep` refuses.
     """
-    out = copy.deepcopy(data) if isinstance(data, dict) else {}
-    for item in overrides:
-        remove = item.startswith("~")
-        key, sep, text = item.removeprefix("~").partition("=")
-        if not key or (not sep and not remove) or (sep and remove) or any(not part for part in key.split(".")):
-            raise SweepDefinitionError(f"{source}: override {item!r}: expected KEY=VALUE (e.g. replicates=32, "
-                                       "grid.T=[4,16]) or ~KEY to remove one")
-        *parents, last = key.split(".")
-        node = out
-        for i, part in enumerate(parents):
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise SweepDefinitionError(f"{source}: override {item!r}: {'.'.join(parents[:i + 1])} is not a "
-                                           "mapping")
-        if remove:
-            if last not in node:
-                raise SweepDefinitionError(f"{source}: override {item!r}: there is no {key} to remove")
-            del node[last]
-            continue
-        try:
-            node[last] = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise SweepDefinitionError(f"{source}: override {item!r}: the value is not YAML "
-                                       f"({getattr(exc, 'problem', None) or exc})") from None
-    return out
+    if isinstance(sweep, SweepFile):
+        return sweep.sweep
+    return sweep if isinstance(sweep, Sweep) else load_sweep(sweep).sweep
 
 
 def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:
@@ -378,6 +352,8 @@ def load_sweep(path: str | Path, overrides: Sequence[str] = ()) -> SweepFile:
     """
     path = Path(path) if Path(path).exists() else resolve_sweep(path)
     try:
+        if (size := path.stat().st_size) > MAX_SWEEP_FILE:     # give long axes as {start, stop, num} ranges
+            raise SweepDefinitionError(f"{path}: {size:,} bytes; a sweep file may hold at most {MAX_SWEEP_FILE:,}")
         text = path.read_text()
     except OSError as exc:
         raise SweepDefinitionError(f"{path}: cannot read sweep file ({exc.strerror})") from None

@@ -22,7 +22,6 @@ compared too (``paper_*_error``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -33,14 +32,14 @@ import zarr
 
 from .. import theory
 from ..dims import D, has_d_axis, store_dims
-from ..errors import SelectionError
-from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset, open_zarr
+from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
 from ..store.io import edit_consolidated, read_object
 from ..store.location import zarr_target
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
                         signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
+from .source import GROUP, done_digest, open_source
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
@@ -49,34 +48,7 @@ __all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "Detection", "bulk_distance"
            "theory_detection_rate", "transition_snr", "write_comparison"]
 
 LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
-GROUP = "comparison"
 LIST_ALL = 24          # the summary lists every SNR line up to this many, else the worst ones
-
-
-def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr.Dataset:
-    """A store (``group=None``) or one of its groups (e.g. ``"comparison"``), opened lazily."""
-    if isinstance(source, xr.Dataset):
-        return source
-    source = locate(source)
-    ds = open_dataset(source)
-    if group is None:
-        return ds
-    try:
-        sub = open_zarr(source, group=group)
-    except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
-        raise SelectionError(f"{source}: no group {group!r} (valid: none, or 'comparison' after "
-                             f"`rmtsweep compare {source}`)") from None
-    if group == GROUP and "done_digest" in sub.attrs and sub.attrs["done_digest"] != done_digest(ds["done"].values):
-        now = int(ds["done"].sum())
-        raise SelectionError(f"{source}: the comparison group was computed from {sub.attrs['done_replicates']} of "
-                             f"{sub.attrs['done_total']} replicates done and the store now has {now}: rerun "
-                             f"`rmtsweep compare {source}`")
-    return sub
-
-
-def done_digest(done: np.ndarray) -> str:
-    """A short fingerprint of the ``done`` mask: a comparison records the one it was computed from."""
-    return hashlib.sha256(np.packbits(np.asarray(done, bool)).tobytes()).hexdigest()[:16]
 
 
 def _held(name: str, mean, sem, theory, what: str, units: str) -> dict[str, xr.DataArray]:

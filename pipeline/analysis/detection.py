@@ -33,6 +33,7 @@ from ..theory.null_law import mixture_quantile, tw_threshold
 from ..theory.on_grid import pooled_kurtosis
 from ..store import stored_sweep
 from .mask import only_done
+from .source import open_source
 
 __all__ = ["FALSE_ALARM", "MARGIN_FACTOR", "Detection", "d_of", "detected", "detection_margin", "detection_rule",
            "hits", "signal_pair", "tested_eigenvalue", "theory_detection_rate", "threshold"]
@@ -163,8 +164,6 @@ def detected(source: str | Path | xr.Dataset, rule: Detection | None = None) -> 
 
     ``rule`` defaults to the false-alarm level 0.05. Lazy.
     """
-    from .compare import open_source                     # compare builds on this module
-
     ds = open_source(source)
     rule = rule or Detection()
     return hits(tested_eigenvalue(ds), threshold(ds, d_of(ds), rule), ds["done"])

@@ -23,6 +23,7 @@ import numpy as np
 import xarray as xr
 
 from ..dims import TIDY_ORDER
+from ..errors import ArgumentError
 from .compare import detected, detection_rule, open_source
 from .transition import bootstrap_intervals
 
@@ -73,7 +74,7 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     import pandas as pd
 
     if n_boot < 1 or not 0 < level < 1:
-        raise ValueError(f"n_boot must be >= 1 and level in (0, 1); got {n_boot} and {level}")
+        raise ArgumentError(f"n_boot must be >= 1 and level in (0, 1); got {n_boot} and {level}")
     rule = detection_rule(false_alarm, margin_factor)
     ds = open_source(source)
     hits = detected(ds, rule).load()

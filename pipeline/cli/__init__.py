@@ -2,7 +2,7 @@
 
 User mistakes (:class:`~rmtsweep.errors.RmtsweepError`) print one line on stderr and exit with
 status 2, never a traceback; run failures (:class:`~rmtsweep.errors.RunError`) one line and status 1.
-The commands live in :mod:`.running` (run, submit, demo, sweeps) and :mod:`.reading` (status,
+The commands live in :mod:`.running` (run, submit, work, demo, sweeps, show) and :mod:`.reading` (status,
 verify, compare, plot, figures, export); each imports what it needs when it runs, so ``rmtsweep
 --help`` answers at once.
 """

@@ -6,7 +6,7 @@ SIGTERM. Each failure prints one line, never a traceback.
 
 from __future__ import annotations
 
-import atexit
+import gc
 import logging
 import os
 import signal
@@ -118,7 +118,8 @@ def _stopping(process_ends: bool) -> bool:
 _STARTS_WORK = {"run", "demo", "submit", "work"}
 _HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine", "rmtsweep.run.runner",
                  "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr", "scipy.optimize",
-                 "scipy.sparse.linalg", "dask.array"),
+                 "scipy.sparse.linalg", "dask.array", "cryptography.x509",
+                 "cryptography.hazmat.primitives.asymmetric.rsa"),
           False: ("rmtsweep.spec", "rmtsweep.store")}
 
 
@@ -182,37 +183,19 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def script() -> NoReturn:
-    """The ``rmtsweep`` command (and ``python -m rmtsweep.cli``): :func:`main`, then the process leaves at once.
+    """The ``rmtsweep`` command (and ``python -m rmtsweep.cli``): :func:`main`, then a normal exit.
 
-    It leaves as a normal exit does, less the interpreter's teardown: the threads that are not daemons are
-    joined (and the executors' exit hooks run, ``threading``'s shutdown), every ``atexit`` hook runs (dask's,
-    multiprocessing's, logging's, ``weakref.finalize``'s), stdout and stderr are flushed, and the process ends
-    with ``main``'s exit status. What is skipped is the teardown of every module and object the command
-    imported (numpy, pandas, xarray, zarr, dask, ...), which cost each command 0.3-0.6 CPU-seconds after its
-    work was done (`rmtsweep status` of a 64-task store: 1.42 -> 1.10 s; a run of it: 0.6 CPU-s less). A
-    caller of :func:`main` in its own process keeps its interpreter as it was. On a Python without the two
-    hooks (they are CPython's), the process exits the usual way.
+    Before it leaves, the objects the command made are frozen (:func:`gc.freeze`): the interpreter's last
+    garbage collections then skip them, instead of walking every object of numpy, xarray, zarr and dask
+    on the way out. Threads are joined, ``atexit`` hooks run and output is flushed as in any exit.
     """
     try:
         main()
         code = 0
     except SystemExit as exc:
         code = _status(exc.code)
-    shutdown, run_hooks = getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs", None)
-    if shutdown is None or run_hooks is None:
-        sys.exit(code)
-    try:
-        shutdown()
-        run_hooks()
-    except KeyboardInterrupt:                   # a Ctrl-C while the last threads finish: the process ends all the same
-        code = code or 130
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):       # a closed pipe (`rmtsweep status S | head`): nothing more to say
-                pass
-        os._exit(code)
+    gc.freeze()
+    sys.exit(code)
 
 
 def _status(code: object) -> int:

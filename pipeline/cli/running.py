@@ -1,4 +1,4 @@
-"""``run``, ``submit``, ``demo`` and ``sweeps``: the commands that start work (or list what can be started).
+"""``run``, ``submit``, ``demo``, ``sweeps`` and ``show``: the commands that start work (or show what can be started).
 
 Heavy modules (the store, dask, the theory) are imported inside the commands, so that ``--help``
 answers at once.
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..spec import SweepFile
 
-__all__ = ["demo", "list_sweeps", "run", "submit", "work"]
+__all__ = ["demo", "list_sweeps", "run", "show", "submit", "work"]
 
 
 def _store_path(sweep_file: SweepFile, store_path: Path | None, create: bool = True) -> Path:
@@ -39,7 +39,7 @@ def _load(sweep: Path, overrides: tuple[str, ...] = ()) -> SweepFile:
 
 
 def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
-         writes: str = "workers", share: tuple[int, int] | None = None) -> Path:
+         writes: str = "workers", share: tuple[int, int] | None = None, order: str = "progressive") -> Path:
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
@@ -52,7 +52,7 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     with connect(engine) as (client, capacity):
         report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
                            expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
-                           notes=lambda line: click.echo(line, err=True), share=share)
+                           notes=lambda line: click.echo(line, err=True), share=share, order=order)
     done, total = store.tasks_done(path)
     click.echo(f"{path}: {done}/{total} tasks done "
                f"({report.tasks_computed} computed now) in {time.perf_counter() - start:.1f} s")
@@ -124,16 +124,19 @@ _overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]..
 @click.option("--writes", type=click.Choice(["workers", "driver"]), default="workers", show_default=True,
               help="Who writes each task's data chunks: the workers (the store must be on a filesystem they "
                    "see, or in a bucket they can reach) or this process.")
+@click.option("--order", type=click.Choice(["progressive", "grid"]), default="progressive", show_default=True,
+              help="progressive: every point gets a first block of replicates before any gets a second, so a "
+                   "partly done store covers the whole grid; grid: each point's replicates in turn. Same results.")
 @click.option("--dry-run", is_flag=True, help="Print the points, tasks, memory per task and the cost model's "
               "core-hours, and the store a run would write; start nothing, write nothing.")
 @_progress
 def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progress: bool, force: bool, writes: str,
-        dry_run: bool, **engine) -> None:
+        order: str, dry_run: bool, **engine) -> None:
     """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`).
 
-    KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value), ~KEY removes one, e.g.
-    `rmtsweep run demo d=400 grid.T=[4,16] replicates=32`; they are kept in the store's provenance, and a
-    resume needs the same ones.
+    KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value; a comma list is a list),
+    ~KEY removes one, e.g. `rmtsweep run demo d=400 grid.T=4,16 replicates=32`; they are kept in the
+    store's provenance, and a resume needs the same ones.
     """
     from ..engine import make_engine
     sweep_file = _load(sweep, overrides)
@@ -141,7 +144,7 @@ def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progre
     if dry_run:
         _dry_run(sweep_file, _store_path(sweep_file, store_path, create=False), eng)
         return
-    _run(sweep_file, store_path, eng, progress, force, writes)
+    _run(sweep_file, store_path, eng, progress, force, writes, order=order)
 
 
 def _threads(engine: Engine) -> int:
@@ -354,6 +357,22 @@ def demo(store_path: Path, workers: int | None, progress: bool, dashboard_addres
     for x, y, var in (("snr", "gamma", "overlap"), ("snr", "weights", "lambda1_z")):
         html, png = plot_map(store_path, x, y, var, maps)
         click.echo(f"map of {var} over ({x}, {y}): {html} and {png}")
+
+
+@cli.command()
+@click.argument("sweep", type=click.Path(path_type=Path))
+@_overrides
+def show(sweep: Path, overrides: tuple[str, ...]) -> None:
+    """Print the sweep SWEEP resolves to, with KEY=VALUE overrides (as `run`), as a sweep file (YAML).
+
+    Every default is filled in: the output is what a run would use, and run as a file it is the same
+    sweep (the same hash).
+    """
+    sweep_file = _load(sweep, overrides)
+    with_overrides = f" with {' '.join(sweep_file.overrides)}" if sweep_file.overrides else ""
+    click.echo(f"# sweep {sweep_file.sweep.name} ({sweep_file.path}{with_overrides}), "
+               f"hash {sweep_file.sweep.digest()[:12]}")
+    click.echo(sweep_file.sweep.to_yaml(), nl=False)
 
 
 @cli.command(name="sweeps")

@@ -1,7 +1,7 @@
 """The Monte Carlo side: correlation models, pooling weights, one replicate. No dask, no files."""
 
 from .correlation import (CORRELATIONS, IID, Correlation, CorrelationSpec, Decay, Full, Label, Markov, Prefix,
-                          correlation_matrix, draw_signs, make_correlation)
+                          PythonCorrelation, correlation_matrix, draw_signs, make_correlation)
 from .replicate import CellModel, Draws, ReplicateResult, draw_replicate, simulate_replicate, simulate_schemes
 from .topk import spectrum_top_k
 from .attention import Attention
@@ -13,7 +13,7 @@ from .weights import (Causal, Custom, Harmonic, HarmonicPaper, Mean, Optimal, Sc
 __all__ = [
     "CORRELATIONS", "IID", "SCHEMES", "Attention", "Causal", "CellModel", "Correlation", "CorrelationSpec", "Custom", "Decay",
     "Draws", "Full", "Harmonic", "HarmonicPaper", "Label", "Markov", "Mean", "Optimal", "Prefix", "PythonScheme",
-    "ReplicateResult",
+    "PythonCorrelation", "ReplicateResult",
     "Scheme", "WeightsSpec", "alpha", "correlation_matrix", "draw_replicate", "draw_signs", "effective_length",
     "kappa", "make_correlation", "make_scheme", "pooling_weights", "simulate_replicate", "simulate_schemes",
     "spectrum_top_k",

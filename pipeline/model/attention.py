@@ -29,7 +29,6 @@ vector (the copies share one embedding), so the pooled statistic is mean pooling
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal
 
@@ -37,13 +36,14 @@ import numpy as np
 import scipy.sparse
 from pydantic import Field
 
+from ..errors import ArgumentError
 from ..types import AttentionScale
-from .replicate import CellModel, Draws, draw_replicate
+from .draws import Draws
 from .topk import spectrum_top_k
 from .weights import Harmonic, Scheme, Tau, causal_weights
 
 __all__ = [
-    "Attention", "AttentionResult", "Scale", "attention_weights", "benchmark_attention", "limit_weights",
+    "Attention", "AttentionResult", "Scale", "attention_weights", "limit_weights",
     "literal_attention_weights", "measure_attention", "pool_attention", "score_scale",
 ]
 
@@ -103,7 +103,7 @@ def score_scale(tau: float, d: int, scale: Scale) -> float:
         return tau / d
     if scale == "sqrt_d":
         return tau / math.sqrt(d)
-    raise ValueError(f"unknown attention scale {scale!r} (expected 'd' or 'sqrt_d')")
+    raise ArgumentError(f"unknown attention scale {scale!r} (expected 'd' or 'sqrt_d')")
 
 
 def limit_weights(T: int, tau: float, scale: Scale = "d") -> np.ndarray:
@@ -254,42 +254,3 @@ def measure_attention(draws: Draws, n_pos: int, snr: np.ndarray, k: int, tau: fl
         alpha=np.mean(np.einsum("int,nt->in", W, xi) ** 2, axis=1),
         attention_distance=np.abs(W - causal).sum(axis=2).mean(axis=1),
         limit_distance=np.abs(W - limit).sum(axis=2).mean(axis=1))
-
-
-def _einsum_loop(Z: np.ndarray, u: np.ndarray, tokens: np.ndarray, n_pos: int, snr: np.ndarray,
-                 c: float) -> np.ndarray:
-    """Per SNR value: gather the full embeddings and form the N x T x T x d score product (baseline)."""
-    s = _signs(tokens, n_pos)[:, :, None]
-    noise = Z.T[tokens]
-    return np.stack([_softmax_pool(c * np.einsum("ntd,nsd->nts", X, X))
-                     for X in (noise + np.sqrt(v) * s * u for v in snr)])
-
-
-def benchmark_attention(d: int = 500, n_snr: int = 16, T: int = 16, delta: float = 0.5, gamma: float = 0.5,
-                        tau: float = 1.0, scale: Scale = "d", seed: int = 0, repeat: int = 3) -> dict[str, float]:
-    """Time :func:`attention_weights` against the literal per-SNR einsum loop on the same draws.
-
-    Returns the best-of-``repeat`` seconds of each (``fast_s``, ``loop_s``), their ``ratio`` and the
-    largest absolute difference of the weights (``max_abs_diff``).
-    """
-    from .correlation import Prefix
-
-    V, N = round(d / delta), round(d / gamma)
-    model = CellModel(d=d, V=V, N=N, T=T, w=np.full(T, 1.0 / T), correlation=Prefix(L=min(4, T)),
-                      centering="class", top_k=1)
-    draws = draw_replicate(model, np.random.default_rng(seed))
-    tokens, snr = draws.train[2], np.linspace(0.0, 8.0, n_snr)
-    c = score_scale(tau, d, scale)
-
-    def best(fn) -> tuple[float, np.ndarray]:
-        times, out = [], None
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            out = fn()
-            times.append(time.perf_counter() - t0)
-        return min(times), out
-
-    fast_s, fast = best(lambda: attention_weights(draws.Z, draws.u, tokens, model.n_pos, snr, tau, scale))
-    loop_s, loop = best(lambda: _einsum_loop(draws.Z, draws.u, tokens, model.n_pos, snr, c))
-    return {"fast_s": fast_s, "loop_s": loop_s, "ratio": loop_s / fast_s,
-            "max_abs_diff": float(np.abs(fast - loop).max())}

@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 from pydantic import field_validator
 
+from ..errors import SweepDefinitionError
 from .weights import Scheme
 
 __all__ = ["ENTRY_POINT_GROUP", "PythonScheme", "load_function"]
@@ -39,35 +40,36 @@ ENTRY_POINT_GROUP = "rmtsweep.weights"
 Param = float | int | str | bool | list[float]
 
 
-def load_function(function: str) -> Callable[..., np.ndarray]:
-    """The function ``"module:name"`` or the entry point ``function`` of :data:`ENTRY_POINT_GROUP`.
+def load_function(function: str, group: str = ENTRY_POINT_GROUP, what: str = "weights function"
+                  ) -> Callable[..., np.ndarray]:
+    """The function ``"module:name"`` or the entry point ``function`` of ``group`` (``what`` names it in errors).
 
     Raises
     ------
-    ValueError
-        It cannot be imported or found, or is not callable (the message says which and lists the
-        entry points there are).
+    SweepDefinitionError
+        (a ``ValueError``) It cannot be imported or found, or is not callable (the message says which and
+        lists the entry points there are).
     """
     if ":" in function:
         module, _, name = function.partition(":")
         try:
             target = getattr(importlib.import_module(module), name)
         except ImportError as exc:
-            raise ValueError(f"cannot import {module!r} ({exc}); is its package installed?") from None
+            raise SweepDefinitionError(f"cannot import {module!r} ({exc}); is its package installed?") from None
         except AttributeError:
-            raise ValueError(f"module {module!r} has no {name!r}") from None
+            raise SweepDefinitionError(f"module {module!r} has no {name!r}") from None
     else:
-        found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+        found = {ep.name: ep for ep in entry_points(group=group)}
         if function not in found:
             known = ", ".join(sorted(found)) or "none installed"
-            raise ValueError(f"no weights function {function!r}: give 'package.module:name', or the name of an "
-                             f"entry point in {ENTRY_POINT_GROUP!r} ({known})")
+            raise SweepDefinitionError(f"no {what} {function!r}: give 'package.module:name', or the name "
+                                       f"of an entry point in {group!r} ({known})")
         try:
             target = found[function].load()
         except (ImportError, AttributeError) as exc:
-            raise ValueError(f"entry point {function!r} does not load ({exc})") from None
+            raise SweepDefinitionError(f"entry point {function!r} does not load ({exc})") from None
     if not callable(target):
-        raise ValueError(f"{function!r} is not a function")
+        raise SweepDefinitionError(f"{function!r} is not a function")
     return target
 
 
@@ -92,8 +94,8 @@ class PythonScheme(Scheme):
         w = np.asarray(load_function(self.function)(R, **self.params), dtype=float)
         T = R.shape[0]
         if w.shape != (T,) or not np.all(np.isfinite(w)) or not np.any(w):
-            raise ValueError(f"{self.function} returned {_describe(w)} for T = {T}; it must return {T} finite "
-                             "weights, not all zero")
+            raise SweepDefinitionError(f"{self.function} returned {_describe(w)} for T = {T}; it must return {T} "
+                                       "finite weights, not all zero")
         return w
 
     def problems(self, Ts: tuple[int, ...], where: str) -> list[str]:

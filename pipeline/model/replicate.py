@@ -17,6 +17,7 @@ import scipy.sparse
 
 from ..types import Centering
 from .correlation import Correlation, draw_signs
+from .draws import Draws
 from .observables import ridge_accuracy, spectrum_density
 from .topk import spectrum_top_k
 
@@ -141,27 +142,6 @@ def token_weight_matrix(tokens: np.ndarray, w: np.ndarray, V: int) -> scipy.spar
     # duplicate entry, which the sparse product sums), skipping the COO sort
     indptr = np.arange(0, N * T + 1, T, dtype=np.int64)
     return scipy.sparse.csr_array((np.tile(w, N), tokens.ravel().astype(np.int64), indptr), shape=(N, V))
-
-
-@dataclass(frozen=True)
-class Draws:
-    """Everything random in one replicate; none of it depends on the pooling weights.
-
-    Attributes
-    ----------
-    u : ndarray (d,)
-        Unit signal direction.
-    Z : ndarray (d, V)
-        Table noise (class-centred if asked).
-    train, test : tuple of (xi, y, tokens)
-        Signs (n x T), labels (n,) and token ids (n x T) of the N training sequences and, for the
-        downstream task, of the test sequences (``None`` without it).
-    """
-
-    u: np.ndarray
-    Z: np.ndarray
-    train: tuple[np.ndarray, np.ndarray, np.ndarray]
-    test: tuple[np.ndarray, np.ndarray, np.ndarray] | None
 
 
 def draw_sequences(model: CellModel, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """How long a task takes, and how many cells and replicates it should hold (the batching).
 
-A task should run about :data:`TARGET_TASK_SECONDS` whatever ``d`` is: long enough that dask's
-per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
+A task should run about ``rmtsweep.batching.target-task-seconds`` (:mod:`rmtsweep.config`) whatever ``d`` is:
+long enough that dask's per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
 noise, short enough that the work spreads over many workers and a kill loses little. The model
 below predicts one replicate of one ``(delta, gamma, T)`` point with every weights scheme; its
 constants were fitted on a 2-core development machine (single BLAS thread per task; see
@@ -17,15 +17,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import config
 from ..spec import Sweep, sizes
 
-__all__ = ["DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "choose_blocking", "point_seconds", "task_target"]
+__all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost", "choose_blocking", "point_cost",
+           "point_seconds", "task_target"]
 
+# TARGET_TASK_SECONDS, PROGRESSIVE_BLOCKS and DRIVER_TASKS_PER_SECOND are the shipped defaults of the settings
+# rmtsweep.batching.* (rmtsweep.yaml), which the functions below read when they are called.
 TARGET_TASK_SECONDS = 1.0
+PROGRESSIVE_BLOCKS = 4
+"""Replicate blocks a new store's tasks cut each point into, at least: in progressive order (the default of
+:func:`rmtsweep.run.grid.tasks`) a quarter of the tasks then covers every point."""
 DRIVER_TASKS_PER_SECOND = 100.0
-"""Tasks per second the driver is asked to handle at most (it spends about 4 ms of CPU on each, the
-scheduler included: ``benchmarks/scale.py``), so a large cluster gets longer tasks, not a saturated
-driver: the target is ``max(TARGET_TASK_SECONDS, threads / DRIVER_TASKS_PER_SECOND)``."""
+"""Tasks per second the driver is asked to handle at most, since it and the scheduler spend CPU on every task
+(``benchmarks/scale.py``): a large cluster gets longer tasks, not a saturated driver; the target is
+``max(target-task-seconds, threads / driver-tasks-per-second)``."""
 
 # seconds per unit, fitted by non-negative least squares on measured replicates (cost.py docstring)
 _PER_SCHEME_RANK2 = 1.1e-3     # Python overhead of the rank-2 path (bisection set-up), per scheme
@@ -39,37 +46,84 @@ _RIDGE = 2.0e-10               # ridge solve, per scheme, SNR value and (N + tes
 _SCORES = 1.0e-9               # attention scores of the gathered rows, per N T^2 d (not fitted: BLAS-rate estimate)
 
 
-def point_seconds(sweep: Sweep, d: int | None = None) -> np.ndarray:
-    """Predicted seconds of one replicate of each ``(delta, gamma, T)`` point, every scheme included.
+@dataclass(frozen=True)
+class PointCost:
+    """Predicted seconds of one replicate of each ``(delta, gamma, T)`` point, kept separable.
 
-    At ``d``, by default the largest ``d`` of a grid axis (a task holds one ``d`` value, so the
-    batching is cut for the most expensive one and tasks of a smaller ``d`` run shorter).
+    The cost is ``by_delta[i] + by_gamma[j] + rows[j] * by_T[l]``: a sum over axes, never one value per
+    point, so a grid of 10^9 points is planned in memory of the axes' lengths. ``rows`` (``N``) is
+    positive and ``by_T`` is not negative, which the maximum relies on.
+    """
 
-    Returns
-    -------
-    ndarray, shape (n_delta, n_gamma, n_T)
+    by_delta: np.ndarray
+    by_gamma: np.ndarray
+    rows: np.ndarray
+    by_T: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return len(self.by_delta), len(self.by_gamma), len(self.by_T)
+
+    def max(self) -> float:
+        """The most expensive point's seconds."""
+        return float(self.by_delta.max() + (self.by_gamma + self.rows * self.by_T.max()).max())
+
+    def mean(self) -> float:
+        """The mean over points."""
+        return float(self.by_delta.mean() + self.by_gamma.mean() + self.rows.mean() * self.by_T.mean())
+
+    def total(self) -> float:
+        """The sum over points."""
+        n_delta, n_gamma, n_T = self.shape
+        return float(self.by_delta.sum() * n_gamma * n_T + self.by_gamma.sum() * n_delta * n_T
+                     + n_delta * self.rows.sum() * self.by_T.sum())
+
+    def array(self) -> np.ndarray:
+        """Every point's seconds, shape ``(n_delta, n_gamma, n_T)`` (one value per point: small grids only)."""
+        return (self.by_delta[:, None, None] + self.by_gamma[None, :, None]
+                + self.rows[None, :, None] * self.by_T[None, None, :])
+
+
+def point_cost(sweep: Sweep, d: int | None = None) -> PointCost:
+    """The :class:`PointCost` of ``sweep`` at ``d``, by default the largest ``d`` of a grid axis.
+
+    A task holds one ``d`` value, so the batching is cut for the most expensive one and tasks of a
+    smaller ``d`` run shorter.
     """
     g = sweep.grid
     d, S, k = max(sweep.d_values) if d is None else d, len(g.weights), sweep.top_k
     n_snr = len(g.snr)
     rank2 = sum(1 for s in g.snr if s > 0) >= 6
-    V = np.array([sizes(d, x, 1.0)[0] for x in g.delta], float)[:, None, None]
-    N = np.array([sizes(d, 1.0, x)[1] for x in g.gamma], float)[None, :, None]
-    T = np.array(g.T, float)[None, None, :]
+    V = np.array([sizes(d, x, 1.0)[0] for x in g.delta], float)
+    N = np.array([sizes(d, 1.0, x)[1] for x in g.gamma], float)
+    T = np.array(g.T, float)
     n = np.minimum(d, N)
     eig = (_PER_SCHEME_RANK2 + _EIGH * n**3 + _BISECT * n_snr * n) if rank2 else \
         n_snr * (_PER_SCHEME_SNR + _EIGH * n * n * k)
-    t = _TABLE * d * V + S * (_POOL * N * T + _GRAM * N * d * n + eig)
+    by_gamma = S * (_GRAM * N * d * n + eig)
+    by_T = S * _POOL * T
     attention = sum(1 for w in g.weights if w.data_dependent)
     if attention:       # scores of the gathered rows once, then per SNR value a softmax, pooling and a direct solve
-        t = t + attention * (_SCORES * N * T * T * d + n_snr * (_POOL * N * T + _GRAM * N * d * n +
-                                                                _PER_SCHEME_SNR + _EIGH * n * n * k))
+        by_T = by_T + attention * (_SCORES * T * T * d + n_snr * _POOL * T)
+        by_gamma = by_gamma + attention * n_snr * (_GRAM * N * d * n + _PER_SCHEME_SNR + _EIGH * n * n * k)
     obs = sweep.observables
     if obs.spectrum:
-        t = t + S * n_snr * (_EIGH * n**3 + _GRAM * N * d * n)
+        by_gamma = by_gamma + S * n_snr * (_EIGH * n**3 + _GRAM * N * d * n)
     if obs.ridge:
-        t = t + S * n_snr * _RIDGE * (N + obs.ridge.test_samples) * d * d
-    return np.broadcast_to(t, (len(g.delta), len(g.gamma), len(g.T))).copy()
+        by_gamma = by_gamma + S * n_snr * _RIDGE * (N + obs.ridge.test_samples) * d * d
+    return PointCost(_TABLE * d * V, by_gamma, N, by_T)
+
+
+def point_seconds(sweep: Sweep, d: int | None = None) -> np.ndarray:
+    """Predicted seconds of one replicate of each ``(delta, gamma, T)`` point, every scheme included.
+
+    One value per point: :func:`point_cost` gives the maximum, mean and sum of a grid of any size.
+
+    Returns
+    -------
+    ndarray, shape (n_delta, n_gamma, n_T)
+    """
+    return point_cost(sweep, d).array()
 
 
 @dataclass(frozen=True)
@@ -95,23 +149,29 @@ class Blocking:
 
 
 def task_target(threads: int = 0) -> float:
-    """Seconds a task should take on a cluster of ``threads`` worker threads (see :data:`DRIVER_TASKS_PER_SECOND`)."""
-    return max(TARGET_TASK_SECONDS, threads / DRIVER_TASKS_PER_SECOND)
+    """Seconds a task should take on a cluster of ``threads`` worker threads (see :data:`DRIVER_TASKS_PER_SECOND`):
+    the settings ``rmtsweep.batching.target-task-seconds`` and ``driver-tasks-per-second`` now."""
+    return max(float(config.get("batching.target-task-seconds")),
+               threads / float(config.get("batching.driver-tasks-per-second")))
 
 
-def choose_blocking(sweep: Sweep, target: float = TARGET_TASK_SECONDS) -> Blocking:
+def choose_blocking(sweep: Sweep, target: float | None = None) -> Blocking:
     """The batching of a new store: ``replicates_per_task`` and ``cells_per_task`` if given, else the cost model.
 
-    Replicates are grouped first (up to all of them, while one point's replicates fit the target),
-    then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
-    task of average cost takes about ``target`` seconds (:func:`task_target`).
+    Replicates are grouped first (while one point's replicates fit the target, and into at least
+    :data:`PROGRESSIVE_BLOCKS` blocks where there are that many replicates), then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
+    task of average cost takes about ``target`` seconds (:func:`task_target`; default: that of no threads).
+    The block count and the target are the settings ``rmtsweep.batching.*`` now.
     """
+    target = task_target() if target is None else target
+    blocks = int(config.get("batching.progressive-blocks"))
     g = sweep.grid
-    cost = point_seconds(sweep)
+    cost = point_cost(sweep)
     R = sweep.replicates
-    reps = sweep.replicates_per_task or max(1, min(R, math.floor(target / float(cost.max()))))
+    reps = sweep.replicates_per_task or max(1, min(R, math.ceil(R / blocks),
+                                                    math.floor(target / cost.max())))
     reps = min(reps, R)
-    cells = sweep.cells_per_task or max(1, math.floor(target / (reps * float(cost.mean()))))
+    cells = sweep.cells_per_task or max(1, math.floor(target / (reps * cost.mean())))
     sizes = []
     for n in (len(g.T), len(g.gamma), len(g.delta)):
         take = max(1, min(n, cells))

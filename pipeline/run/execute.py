@@ -8,9 +8,10 @@ after the data, and only for a task whose result says its data were written (:fu
 every path: a normal finish, a failure of another task, Ctrl-C. Every task carries the run's fencing
 token; a worker writes nothing for a run that no longer holds the store's lock
 (:func:`rmtsweep.store.lock.holds`). At most :class:`Window` tasks are in flight, handed to the scheduler
-in batches of :data:`SUBMIT_BATCH`, so a grid of 10^6 points starts at once and the scheduler never holds a
-graph of every chunk; the window is re-read as workers join and leave, and on an adaptive cluster it is
-sized for the largest cluster allowed, so the scheduler's adaptive target asks for every job.
+in batches of ``rmtsweep.run.submit-batch`` (:mod:`rmtsweep.config`), so a grid of 10^6 points starts at
+once and the scheduler never holds a graph of every chunk; the window is re-read as workers join and leave, and
+on an adaptive cluster it is sized for the largest cluster allowed, so the scheduler's adaptive target asks for
+every job.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from typing import Callable, Iterable
 import numpy as np
 from distributed import Client, Future, as_completed
 
-from ..errors import RunError, StorageUnavailableError, StoreWriteError, TaskFailedError, UserError
+from .. import config
+from ..errors import RmtsweepError, RunError, StorageUnavailableError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
 from ..store.location import locate
 from ..store.lock import Share
@@ -36,14 +38,16 @@ from .grid import Task
 from .work import compute_task, write_task
 
 __all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "SUBMIT_BATCH", "RunReport", "Window", "check_memory", "compute_task",
-           "run_tasks", "write_task", "written"]
+           "run_tasks", "salvage", "write_task", "written"]
 
+# The shipped defaults of rmtsweep.run.window.* and rmtsweep.run.submit-batch (rmtsweep.yaml), which the run reads
+# through rmtsweep.config when it starts.
 MIN_IN_FLIGHT = 4
 PER_THREAD = 4          # tasks in flight per worker thread that has joined
 ADAPTIVE_PER_THREAD = 10   # ... per thread the adaptive cluster may grow to: dask's adaptive target asks for a
                            # worker per 5 s of queued work, and counts 0.5 s for a task it has not timed yet
-SUBMIT_BATCH = 256      # tasks handed to the scheduler in one message: one submit each cost the driver about 0.6 ms
-                        # and the scheduler a graph update per task (4,000 submits: 2.2-3.3 s, against 0.1 s in batches)
+SUBMIT_BATCH = 256      # tasks handed to the scheduler in one message: one graph update per batch, not per task,
+                        # keeps the driver and the scheduler from spending the run on submissions
 
 
 def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:
@@ -55,27 +59,61 @@ def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:
     return [(task, result) for task, result in results if isinstance(result, dict) and result.get("written") is True]
 
 
+def salvage(ready: Iterable[tuple[Task, Future]], on_done: Callable[[list[tuple[Task, dict]]], None]) -> None:
+    """Hand the finished tasks of a run that is stopping to ``on_done``: those whose data are in the store.
+
+    A task whose result cannot be had (it failed, was cancelled, or does not arrive in 5 s) stays to do; if
+    the store or its lock refuses the marking, nothing more is marked, and the exception that stopped the run
+    is the one its caller reports.
+    """
+    results = []
+    for task, fut in ready:
+        try:
+            results.append((task, fut.result(timeout=5)))
+        except (Exception, asyncio.CancelledError):  # noqa: BLE001 - whatever the task raised: it stays to do
+            continue
+    done = written(results)
+    if done:
+        try:
+            on_done(done)
+        except (RmtsweepError, OSError):
+            pass
+
+
 @dataclass
 class RunReport:
-    """What a run did: tasks and cells computed, wall seconds, the largest in-flight window used."""
+    """What a run did: tasks and replicates computed (docs/glossary.md), wall seconds, the largest in-flight window."""
 
     tasks_computed: int
     seconds: float
     in_flight: int = 0
-    cells_computed: int = 0
+    points_computed: int = 0
+    """Points of the tasks computed, summed over tasks (a point in two tasks counts twice)."""
+    replicates_computed: int = 0
+    """Replicates computed, one per point, weights scheme and replicate number."""
+
+    @property
+    def cells_computed(self) -> int:
+        """The old name of :attr:`points_computed`."""
+        return self.points_computed
 
 
 class Window:
-    """How many tasks to keep in flight: follows the worker threads there now (re-read every second).
+    """How many tasks to keep in flight: follows the worker threads there now (re-read every ``refresh`` seconds).
 
-    ``max(MIN_IN_FLIGHT, PER_THREAD * threads, ADAPTIVE_PER_THREAD * expected_threads)``, where
-    ``expected_threads`` is what an adaptive cluster may grow to (0 for a fixed one).
+    ``max(min-in-flight, per-thread * threads, adaptive-per-thread * expected_threads)``, where
+    ``expected_threads`` is what an adaptive cluster may grow to (0 for a fixed one); the three factors and
+    ``refresh`` are the settings ``rmtsweep.run.window.*`` when the window is made (:mod:`rmtsweep.config`).
     """
 
-    def __init__(self, client: Client, expected_threads: int = 0, refresh: float = 1.0) -> None:
-        self.client, self.expected, self.refresh = client, expected_threads, refresh
+    def __init__(self, client: Client, expected_threads: int = 0, refresh: float | None = None) -> None:
+        self.client, self.expected = client, expected_threads
+        self.refresh = float(config.get("run.window.refresh") if refresh is None else refresh)
+        self.least = int(config.get("run.window.min-in-flight"))
+        self.per_thread = int(config.get("run.window.per-thread"))
+        self.adaptive_per_thread = int(config.get("run.window.adaptive-per-thread"))
         self.read_at = -np.inf
-        self.value = MIN_IN_FLIGHT
+        self.value = self.least
         self.largest = 0
 
     def size(self) -> int:
@@ -84,13 +122,13 @@ class Window:
         if now - self.read_at >= self.refresh:
             self.read_at = now
             threads = sum(self.client.nthreads().values())
-            self.value = max(MIN_IN_FLIGHT, PER_THREAD * threads, ADAPTIVE_PER_THREAD * self.expected)
+            self.value = max(self.least, self.per_thread * threads, self.adaptive_per_thread * self.expected)
             self.largest = max(self.largest, self.value)
         return self.value
 
 
 def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tuple[Task, dict]]], None], path: Path,
-              run: int, writes: Writes = "workers", window: Window | None = None, retries: int = 2,
+              run: int, writes: Writes = "workers", window: Window | None = None, retries: int | None = None,
               on_submit: Callable[[Task], None] | None = None, fence: str | None = None,
               share: Share | None = None) -> RunReport:
     """Compute ``tasks`` on ``client``, keeping a window in flight; call ``on_done`` as each one's data is written.
@@ -103,7 +141,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
         The tasks still to do (consumed lazily).
     on_done
         Called in this process once tasks' data are in the store (mark ``done``, journal, progress),
-        with a list of ``(task, {"cells", ...})``: every task that finished since the last call, so a
+        with a list of ``(task, {"replicates", ...})``: every task that finished since the last call, so a
         busy driver handles many at once.
     path, run
         The store and this run's index (recorded in ``run``).
@@ -112,7 +150,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     window
         The in-flight window (default: :class:`Window` on ``client``, no adaptive growth).
     retries
-        Times a failing task is retried (worker deaths are rescheduled by dask regardless).
+        Times a failing task is retried (worker deaths are rescheduled by dask regardless; default: the
+        setting ``rmtsweep.run.retries``).
     on_submit
         Called when a task is handed to the scheduler (the run's journal).
     fence, share
@@ -126,6 +165,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     """
     start = time.perf_counter()
     window = window or Window(client)
+    retries = int(config.get("run.retries") if retries is None else retries)
+    per_message = int(config.get("run.submit-batch"))
     token = uuid.uuid4().hex
     writer = Writer(path) if writes == "driver" else None
     where = locate(path)                      # travels with each task, with the options of its storage
@@ -138,8 +179,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     def top_up() -> None:
         nonlocal exhausted
         while not exhausted and (room := window.size() - queue.count()) > 0:
-            batch = list(islice(pending, min(room, SUBMIT_BATCH)))
-            exhausted = len(batch) < min(room, SUBMIT_BATCH)
+            batch = list(islice(pending, min(room, per_message)))
+            exhausted = len(batch) < min(room, per_message)
             if not batch:
                 return
             keys = [f"rmtsweep-task-{task.key}-{token[:8]}" for task in batch]
@@ -154,31 +195,28 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
                 for task in batch:
                     on_submit(task)
 
-    computed = cells = 0
+    computed = points = replicates = 0
     top_up()
     try:
-        computed, cells = _drain(queue, by_key, futures, writer, run, retries, on_done, top_up)
+        computed, points, replicates = _drain(queue, by_key, futures, writer, run, retries, on_done, top_up)
     except BaseException:
         # stopped (Ctrl-C, SIGTERM) or failed: what has come back written is marked done, the rest cancelled
-        ready = [(by_key[k], f) for k, f in futures.items() if k in by_key and f.status == "finished"]
-        if ready and writer is None:
-            try:
-                done = written([(task, fut.result(timeout=5)) for task, fut in ready])
-                if done:
-                    on_done(done)
-            except BaseException:  # noqa: BLE001 - best effort; the original exception is the one to report
-                pass
-        for key in by_key:
-            futures[key].cancel()
+        try:
+            if writer is None:
+                salvage([(by_key[k], f) for k, f in futures.items() if k in by_key and f.status == "finished"],
+                        on_done)
+        finally:
+            for key in by_key:
+                futures[key].cancel()
         raise
     return RunReport(tasks_computed=computed, seconds=time.perf_counter() - start, in_flight=window.largest,
-                     cells_computed=cells)
+                     points_computed=points, replicates_computed=replicates)
 
 
 def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | None, run: int, retries: int,
-           on_done: Callable[[list[tuple[Task, dict]]], None], top_up: Callable[[], None]) -> tuple[int, int]:
-    """Hand finished tasks to ``on_done`` in batches until none is left; returns (tasks, cells)."""
-    computed = cells = 0
+           on_done: Callable[[list[tuple[Task, dict]]], None], top_up: Callable[[], None]) -> tuple[int, int, int]:
+    """Hand finished tasks to ``on_done`` in batches until none is left; returns (tasks, points, replicates)."""
+    computed = points = replicates = 0
     while queue.count():
         finished = []
         for fut in queue.next_batch(block=True):               # every future done by now, at least one
@@ -206,14 +244,15 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
                                       f"fix it and rerun the same command to resume")
             if writer is not None:
                 writer.write_block(task.region, result, task.todo, run)
-                result = {"written": True, "cells": task.cells}
+                result = {"written": True, "replicates": task.n_replicates}
             fut.release()
             finished.append((task, result))
             computed += 1
-            cells += task.cells
+            points += task.n_points
+            replicates += task.n_replicates
         on_done(finished)
         top_up()
-    return computed, cells
+    return computed, points, replicates
 
 
 def check_memory(client: Client, need: int, force: bool = False, fallback: float | None = None) -> str:

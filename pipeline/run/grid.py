@@ -1,9 +1,10 @@
 """The sweep grid: points, tasks (one store chunk each) and the random stream of every replicate.
 
-A *point* (or cell) is one value of ``(delta, gamma, T)`` — and of ``d`` when ``d`` is a grid axis;
-every weights scheme of a point shares its draws (paired comparisons), and one draw serves every SNR
-value (common random numbers). A *task* is a block of points and replicates — one chunk of every
-per-replicate variable of the store, cut by :func:`rmtsweep.run.cost.choose_blocking` so that it
+The words are those of docs/glossary.md. A *point* is one value of ``(delta, gamma, T)`` — and of ``d``
+when ``d`` is a grid axis; every weights scheme of a point shares its draws (paired comparisons), and one
+draw serves every SNR value (common random numbers), so a *replicate* of a point gives a value to each
+of its *cells* (a point with one scheme and one SNR). A *task* is a block of points and replicates — one
+chunk of every per-replicate variable of the store, cut by :func:`rmtsweep.run.cost.choose_blocking` so that it
 runs about a second. A task holds one ``d`` value (blocks along ``d`` have size 1); its
 :class:`Context` carries that ``d``, which sets the model's ``V``, ``N`` and table.
 
@@ -21,17 +22,19 @@ point, or values added to an axis later. The weights scheme is deliberately not 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Literal
 
 import numpy as np
 
+from ..errors import ArgumentError
 from ..model import CellModel, Correlation, Scheme
 from ..spec import Sweep, sizes
 from ..types import Centering
 from .cost import Blocking
 
-__all__ = ["Context", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks", "spawn_key", "tasks_left", "task_memory_bytes", "tasks",
+__all__ = ["Context", "Order", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks", "spawn_key", "tasks_left", "task_memory_bytes", "tasks",
            "value_key"]
 
 
@@ -86,7 +89,7 @@ class Context:
         """The sweep's shared part, for the tasks of dimension ``d`` (default: the top-level ``d``)."""
         if d is None:
             if sweep.d_axis:
-                raise ValueError(f"sweep {sweep.name!r} sweeps d (grid.d = {list(sweep.d_values)}); pass d")
+                raise ArgumentError(f"sweep {sweep.name!r} sweeps d (grid.d = {list(sweep.d_values)}); pass d")
             d = sweep.d
         obs = sweep.observables
         return cls(d=int(d), d_axis=sweep.d_axis, seed=sweep.seed, correlation=sweep.correlation,
@@ -180,9 +183,14 @@ class Task:
         return np.asarray(self.context.snr, dtype=float)
 
     @property
-    def cells(self) -> int:
+    def n_points(self) -> int:
         """``(delta, gamma, T)`` points in the task."""
         return len(self.delta) * len(self.gamma) * len(self.T)
+
+    @property
+    def n_replicates(self) -> int:
+        """The replicates it computes: one per point, weights scheme and replicate number (its ``done`` flags)."""
+        return int(np.prod(self.shape)) if self.todo is None else int(np.count_nonzero(self.todo))
 
     @property
     def key(self) -> str:
@@ -232,8 +240,17 @@ def n_tasks(sweep: Sweep, blocking: Blocking) -> int:
     return int(np.prod(_chunk_counts(sweep, blocking)))
 
 
-def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None) -> Iterator[Task]:
-    """The tasks still to do, lazily, in chunk order (``d`` outermost).
+Order = Literal["progressive", "grid"]
+"""The order tasks are made in: ``"progressive"`` gives every point a first block of its replicates before
+any point gets a second; ``"grid"`` completes each point's replicates in chunk order (``d`` outermost)."""
+
+
+def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None,
+          order: Order = "progressive") -> Iterator[Task]:
+    """The tasks still to do, lazily, in ``order``.
+
+    Results do not depend on the order (each replicate has its own random stream), only what a partly
+    done store holds: in progressive order a sweep stopped early covers the whole grid at fewer replicates.
 
     Parameters
     ----------
@@ -243,30 +260,42 @@ def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None) -> I
     done
         Optional ``done`` mask of the store, shape ``([d,] delta, gamma, T, weights, replicate)``: a
         chunk with all done is skipped; one with some done computes the rest (``Task.todo``).
+    order
+        ``"progressive"`` (replicate blocks outermost) or ``"grid"`` (chunk order, ``d`` outermost).
     """
-    for pos, d in enumerate(sweep.d_values):
+    if order not in ("progressive", "grid"):
+        raise ValueError(f"order must be 'progressive' or 'grid', got {order!r}")
+    contexts = [Context.from_sweep(sweep, d) for d in sweep.d_values]
+    counts = _chunk_counts(sweep, blocking)
+    def points() -> Iterator[tuple[int, ...]]:
+        return itertools.product(*(range(n) for n in counts[1:4]))
+    if order == "grid":
+        keys = ((pos, *point, r) for pos in range(counts[0]) for point in points() for r in range(counts[4]))
+    else:
+        keys = ((pos, *point, r) for r in range(counts[4]) for pos in range(counts[0]) for point in points())
+    for pos, *index in keys:
         mask = done if done is None or not sweep.d_axis else done[pos]
-        yield from _tasks_of(sweep, Context.from_sweep(sweep, d), blocking, mask, pos if sweep.d_axis else None)
+        task = _task(sweep, contexts[pos], blocking, tuple(index), mask, pos if sweep.d_axis else None)
+        if task is not None:
+            yield task
 
 
-def _tasks_of(sweep: Sweep, context: Context, blocking: Blocking, done: np.ndarray | None,
-              d_pos: int | None) -> Iterator[Task]:
-    """The tasks of one ``d`` value (``done``: its ``(delta, gamma, T, weights, replicate)`` mask)."""
+def _task(sweep: Sweep, context: Context, blocking: Blocking, index: tuple[int, ...], done: np.ndarray | None,
+          d_pos: int | None) -> Task | None:
+    """The task at chunk ``index`` of one ``d`` value, or None if ``done`` (its mask) says it is done."""
     g = sweep.grid
     shape = grid_shape(sweep)
-    starts = [_starts(n, c) for n, c in zip(shape, blocking.as_tuple())]
-    for index in itertools.product(*(range(len(s)) for s in starts)):
-        start = tuple(s[i] for s, i in zip(starts, index))
-        stop = tuple(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape))
-        todo = None
-        if done is not None:
-            block = done[start[0]:stop[0], start[1]:stop[1], start[2]:stop[2], :, start[3]:stop[3]]
-            if block.all():
-                continue
-            todo = None if not block.any() else ~block
-        yield Task(index=index, start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
-                   gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
-                   context=context, d_pos=d_pos)
+    start = tuple(i * c for i, c in zip(index, blocking.as_tuple()))
+    stop = tuple(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape))
+    todo = None
+    if done is not None:
+        block = done[start[0]:stop[0], start[1]:stop[1], start[2]:stop[2], :, start[3]:stop[3]]
+        if block.all():
+            return None
+        todo = None if not block.any() else ~block
+    return Task(index=index, start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
+                gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
+                context=context, d_pos=d_pos)
 
 
 def tasks_left(sweep: Sweep, blocking: Blocking, done: np.ndarray | None,
@@ -289,17 +318,18 @@ def tasks_left(sweep: Sweep, blocking: Blocking, done: np.ndarray | None,
     return int(left.sum())
 
 
-def share_tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None, share: tuple[int, int]) -> Iterator[Task]:
+def share_tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None, share: tuple[int, int],
+                order: Order = "progressive") -> Iterator[Task]:
     """The tasks still to do of ``share = (i, n)``, element ``i`` of an array of ``n``: those whose ordinal in
     chunk order (``d`` outermost, over every task, done or not) is ``i`` modulo ``n``.
 
     The shares of one ``n`` partition the tasks, whatever is done already, so a resubmitted array computes
     exactly what is missing; consecutive tasks (neighbouring points, with similar costs) go to different
-    elements.
+    elements. ``order`` is the order they are made in (:func:`tasks`), not which element has them.
     """
     i, n = share
     counts = _chunk_counts(sweep, blocking)
-    for task in tasks(sweep, blocking, done):
+    for task in tasks(sweep, blocking, done, order):
         if int(np.ravel_multi_index((task.d_pos or 0, *task.index), counts)) % n == i:
             yield task
 
@@ -316,13 +346,23 @@ def share_done(sweep: Sweep, blocking: Blocking, share: tuple[int, int], shape: 
     return done
 
 
-def task_memory_bytes(sweep: Sweep) -> int:
-    """Upper estimate of one task's peak memory: table, pooled matrix, Gram and tokens of its largest point.
+def task_memory_bytes(sweep: Sweep, blocking: Blocking | None = None) -> int:
+    """Upper estimate of one task's peak memory: its largest point's working set, plus its results.
 
-    Tasks compute their points one after the other, so the peak is that of the largest point: the
-    largest ``d``, the smallest ``delta`` and ``gamma`` (largest ``V``, ``N``) and the largest ``T``.
+    Tasks compute their points one after the other, so the working set (table, pooled matrix, Gram,
+    tokens) is that of the largest point: the largest ``d``, the smallest ``delta`` and ``gamma``
+    (largest ``V``, ``N``) and the largest ``T``. The results of every point, replicate, scheme and
+    SNR value of the task (the chunk of each per-replicate variable) are held until written, twice
+    over while they are encoded; ``blocking`` defaults to that of a new store (:func:`choose_blocking`).
     """
+    from ..store.layout import data_variables
+    from .cost import choose_blocking
+
     d, g = max(sweep.d_values), sweep.grid
     V, N = sizes(d, min(g.delta), min(g.gamma))
     n = min(d, N)
-    return 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * max(g.T))
+    working = 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * max(g.T))
+    blocking = blocking or choose_blocking(sweep)
+    results = sum(math.prod(v.chunks) * np.dtype(v.dtype).itemsize
+                  for v in data_variables(sweep, blocking.as_tuple()))
+    return working + 2 * results

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..spec import Sweep
-from .cost import Blocking, choose_blocking, point_seconds, task_target
+from ..spec import Sweep, SweepFile, as_sweep
+from .cost import Blocking, choose_blocking, point_cost, task_target
 from .grid import n_tasks, task_memory_bytes
 
 __all__ = ["Plan", "plan"]
@@ -36,12 +37,17 @@ class Plan:
         return self.core_seconds / max(threads, 1)
 
 
-def plan(sweep: Sweep, blocking: Blocking | None = None, threads: int = 0) -> Plan:
-    """The :class:`Plan` of ``sweep`` under ``blocking`` (default: what a new store on ``threads`` threads gets)."""
+def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None, threads: int = 0) -> Plan:
+    """The :class:`Plan` of ``sweep`` under ``blocking`` (default: what a new store on ``threads`` threads gets).
+
+    ``sweep`` is what :func:`rmtsweep.load_sweep` returns, a :class:`~rmtsweep.spec.Sweep`, or a sweep file's
+    path or a shipped sweep's name (``"demo"``), as :func:`rmtsweep.run_sweep` takes.
+    """
+    sweep = as_sweep(sweep)
     g = sweep.grid
     blocking = blocking or choose_blocking(sweep, task_target(threads))
     per_d = len(g.delta) * len(g.gamma) * len(g.T)
-    seconds = sum(float(point_seconds(sweep, d).sum()) for d in sweep.d_values) * sweep.replicates
+    seconds = sum(point_cost(sweep, d).total() for d in sweep.d_values) * sweep.replicates
     return Plan(points=per_d * len(sweep.d_values), cells=per_d * len(sweep.d_values) * len(g.weights) * len(g.snr),
                 replicates=sweep.replicates, tasks=n_tasks(sweep, blocking), blocking=blocking,
-                memory_per_task=task_memory_bytes(sweep), core_seconds=seconds)
+                memory_per_task=task_memory_bytes(sweep, blocking), core_seconds=seconds)

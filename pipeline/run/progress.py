@@ -1,4 +1,4 @@
-"""Progress of a run: a bar on a terminal, one line every :data:`LINE_SECONDS` in a batch log."""
+"""Progress of a run: a bar on a terminal, one line every ``rmtsweep.progress.line-seconds`` in a batch log."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from typing import TextIO
 
 from tqdm.auto import tqdm
 
+from .. import config
+
 __all__ = ["LINE_SECONDS", "Progress"]
 
 LINE_SECONDS = 15.0
+"""The shipped default of the setting ``rmtsweep.progress.line-seconds`` (:mod:`rmtsweep.config`)."""
 
 
 def _duration(seconds: float) -> str:
@@ -21,7 +24,7 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """Counts tasks and cells; shows them as a tqdm bar (TTY) or as periodic plain lines (no TTY).
+    """Counts tasks and replicates (docs/glossary.md); shows them as a tqdm bar (TTY) or as periodic plain lines (no TTY).
 
     Parameters
     ----------
@@ -33,43 +36,46 @@ class Progress:
         ``False`` prints nothing.
     stream
         Where to write (default stderr); a bar only if it is a terminal.
+    every
+        Seconds between two plain lines (default: the setting ``rmtsweep.progress.line-seconds``).
     """
 
     def __init__(self, name: str, total: int, done: int, enabled: bool = True,
-                 stream: TextIO | None = None, every: float = LINE_SECONDS) -> None:
+                 stream: TextIO | None = None, every: float | None = None) -> None:
         self.name, self.total, self.done = name, total, done
         self.stream = stream or sys.stderr
-        self.enabled, self.every = enabled, every
-        self.cells = self.now_done = 0
+        self.enabled = enabled
+        self.every = float(config.get("progress.line-seconds") if every is None else every)
+        self.replicates = self.now_done = 0
         self.start = self.last = time.monotonic()
         tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.bar = tqdm(total=total, initial=done, desc=f"{name}: tasks", unit="task", file=self.stream,
                         dynamic_ncols=True) if enabled and tty else None
 
-    def update(self, cells: int) -> None:
-        """One task finished, holding ``cells`` points."""
+    def update(self, replicates: int) -> None:
+        """One task finished, which computed ``replicates`` (one per point, weights scheme and replicate number)."""
         self.done += 1
         self.now_done += 1
-        self.cells += cells
+        self.replicates += replicates
         if self.bar is not None:
             self.bar.update()
         elif self.enabled and time.monotonic() - self.last >= self.every:
             self.line()
 
     def line(self) -> None:
-        """Print ``name: tasks a/b (p%), c cells in t, r cells/s, ETA e``."""
+        """Print ``name: tasks a/b (p%), c replicates in t, r replicates/s, ETA e``."""
         now = time.monotonic()
         self.last = now
         elapsed = max(now - self.start, 1e-9)
         left = self.total - self.done
         eta = left * elapsed / max(self.now_done, 1)
         print(f"{self.name}: tasks {self.done}/{self.total} ({100 * self.done / max(self.total, 1):.0f}%), "
-              f"{self.cells} cells in {_duration(elapsed)}, {self.cells / elapsed:,.1f} cells/s, "
+              f"{self.replicates} replicates in {_duration(elapsed)}, {self.replicates / elapsed:,.1f} replicates/s, "
               f"ETA {_duration(eta)}", file=self.stream, flush=True)
 
     def close(self) -> None:
         """Close the bar, or print the last line."""
         if self.bar is not None:
             self.bar.close()
-        elif self.enabled and self.cells:
+        elif self.enabled and self.replicates:
             self.line()

@@ -35,17 +35,18 @@ from typing import Callable
 from distributed import Client
 from threadpoolctl import threadpool_limits
 
+from .. import config
 from ..errors import StorageUnavailableError, StoreWriteError
 from ..shipped import resolve_sweep
 from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
 from ..store import Store, Template, local_path, locate, now, provenance, template
 from ..store.lock import Share
-from ..theory.on_grid import theory_dataset
+from ..theory.on_grid import TheoryBudgets, theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
-from .grid import Task, n_tasks, share_done, share_tasks, task_memory_bytes, tasks, tasks_left
+from .grid import Order, Task, n_tasks, share_done, share_tasks, task_memory_bytes, tasks, tasks_left
 from .work import WORKER_ENV
 from .progress import Progress
 
@@ -77,16 +78,24 @@ def git_revision() -> str | None:
 def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
                   notes: Callable[[str], None] | None = None) -> Template:
     """The store template of ``sweep_file`` with tasks of ``blocking``: coordinates, theory, provenance
-    (``notes``: where a line goes before a theory computation of several seconds)."""
+    (``notes``: where a line goes before a theory computation of several seconds).
+
+    The theory is bounded by the settings ``rmtsweep.theory.*`` now; they and ``rmtsweep.batching.*``, which
+    shape what the store holds, are recorded in ``attrs["config"]``.
+    """
     sweep = sweep_file.sweep
-    return template(sweep, theory_dataset(sweep, notes), provenance(sweep_file, package_version(), git_revision()),
-                    blocking)
+    theory = config.settings("theory")
+    budgets = TheoryBudgets(**{name.replace("-", "_"): value for name, value in theory.items()})
+    attrs = provenance(sweep_file, package_version(), git_revision())
+    attrs["config"] = {"theory": theory, "batching": config.settings("batching")}
+    return template(sweep, theory_dataset(sweep, notes, budgets), attrs, blocking)
 
 
 def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
               progress: bool = True, force: bool = False, writes: Writes = "workers", expected_threads: int = 0,
               memory_per_thread: float | None = None, notes: Callable[[str], None] | None = None,
-              share: Share | None = None, storage_options: dict | None = None) -> RunReport:
+              share: Share | None = None, storage_options: dict | None = None,
+              order: Order = "progressive") -> RunReport:
     """Run, resume or extend a sweep into the store at ``path``; only unfinished tasks are computed.
 
     Parameters
@@ -119,6 +128,10 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     share
         ``(i, n)``: compute only element ``i``'s share of an array of ``n`` (:func:`rmtsweep.run.grid.share_tasks`),
         beside the array's other elements, in a store that :func:`ready_store` made (it must hold this sweep).
+    order
+        ``"progressive"`` (default): every point gets a first block of replicates before any gets a second,
+        so a partly done store already covers the grid; ``"grid"``: each point's replicates in turn. The
+        results are the same bit for bit.
 
     Raises
     ------
@@ -132,16 +145,12 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     """
     sweep_file, path = _as_sweep_file(sweep_file), locate(path, storage_options)
     try:
-        # One BLAS thread in this process for the whole run, set from this thread. Tasks pin their own (run.block),
-        # but where the workers are threads of this process (an in-process LocalCluster) that was not enough:
-        # OpenBLAS's pthreads pool is one per process, and threadpoolctl (3.8 here) lets only the thread that set
-        # the limit first change it: a task's limit did nothing while another task held it, and the first task
-        # to end gave the pool back its threads under the others (`rmtsweep run --in-process --workers 2` on 2
-        # cores: 1 and 5 of the 64-task test sweep's 2,304 eigenvalues differed in their last bits from a run
-        # with worker processes, which dask starts with one BLAS thread).
+        # One BLAS thread for the whole run, set from this thread: OpenBLAS has one thread pool per process and
+        # threadpoolctl lets only the thread that set a limit change it, so the tasks' own limits do not hold
+        # when the workers are threads of this process, and the results would depend on the timing.
         with threadpool_limits(limits=1), _client_or_default(client) as client:
             return _run(sweep_file, path, client, progress, force, writes, expected_threads, memory_per_thread,
-                        notes, share)
+                        notes, share, order)
     except StorageUnavailableError as exc:
         # the store's lock lapses and its finished tasks stay done: the same command picks up where this one stopped
         # (the error's last clause, what to do, is replaced by what to do after a run)
@@ -187,14 +196,15 @@ def _client_or_default(client: Client | None) -> Iterator[Client]:
 
 def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, force: bool, writes: Writes,
          expected_threads: int, memory_per_thread: float | None, notes: Callable[[str], None] | None,
-         share: Share | None = None) -> RunReport:
+         share: Share | None = None, order: Order = "progressive") -> RunReport:
     sweep = sweep_file.sweep
     note = notes or (lambda _: None)
-    note(check_memory(client, task_memory_bytes(sweep), force, memory_per_thread))
+    threads = max(expected_threads, sum(client.nthreads().values()))
+    new = choose_blocking(sweep, task_target(threads))       # used only if the store is new
+    note(check_memory(client, task_memory_bytes(sweep, new), force, memory_per_thread))
+    new = new.as_tuple()
     store = Store(path)
     info = run_info(sweep_file)
-    threads = max(expected_threads, sum(client.nthreads().values()))
-    new = choose_blocking(sweep, task_target(threads)).as_tuple()       # used only if the store is new
     opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note), info, new) if share is None \
         else store.join(sweep_file, share, info)
     with opened as run:
@@ -203,7 +213,8 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
             share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done.__getitem__)
         total = n_tasks(sweep, blocking)
         left = tasks_left(sweep, blocking, done, share)          # the tasks themselves are made as the window takes them
-        todo = tasks(sweep, blocking, done) if share is None else share_tasks(sweep, blocking, done, share)
+        todo = tasks(sweep, blocking, done, order) if share is None else \
+            share_tasks(sweep, blocking, done, share, order)
         per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
         if run.recompute:
             note(f"{path}: extended; {run.recompute}")
@@ -225,7 +236,7 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
                 run.writer.mark_done_many([task.region for task, _ in batch])
                 for task, _ in batch:
                     run.log("write", task.key)
-                    bar.update(task.cells)
+                    bar.update(task.n_replicates)
             stop.deliver()
 
         try:

@@ -21,7 +21,7 @@ from .grid import Task
 __all__ = ["WORKER_ENV", "compute_task", "write_task"]
 
 # The environment of the worker processes of the LocalClusters rmtsweep starts (with this module as their
-# preload): ``import rmtsweep`` then leaves out the ``ds.rmt`` accessor, and with it xarray and pandas.
+# preload): it marks them as task workers, for whoever inspects the processes.
 WORKER_ENV = {"RMTSWEEP_TASK_WORKER": "1"}
 
 
@@ -39,7 +39,7 @@ def write_task(task: Task, path: str | Location, run: int, token: str, fence: st
 
     The store's arrays are opened once per worker and run (``token``). ``fence`` is the run's fencing
     token: the data are written only while the store's lock (an array element's: that of its ``share``)
-    carries it (checked after computing, right before writing). Returns ``{"written": True, "cells": ...,
+    carries it (checked after computing, right before writing). Returns ``{"written": True, "replicates": ...,
     "seconds": ...}``; ``{"os_error": (errno, message, filename)}`` when the store cannot be written (full disk,
     permission, read-only or vanished store): retrying would not help, so the run stops with that one
     line instead of retrying and logging the task's traceback on every worker; or ``{"fenced": path}``
@@ -63,4 +63,4 @@ def write_task(task: Task, path: str | Location, run: int, token: str, fence: st
     except StoreError as exc:           # the storage refused the write (access denied, a bucket gone): as above
         _WRITERS.clear()
         return {"os_error": (None, str(exc).removeprefix(f"{path}: "), path)}
-    return {"written": True, "cells": task.cells, "seconds": time.perf_counter() - start}
+    return {"written": True, "replicates": task.n_replicates, "seconds": time.perf_counter() - start}

@@ -8,9 +8,9 @@ xarray's ``storage_options``). ``file://`` URLs are paths. A URL is never taken 
 success; nor is a URL with a slash too few or its colon lost (``s3:/bucket/x.zarr``, ``s3//bucket/x.zarr``),
 which is refused in one line.
 
-The rest of the package uses the :class:`~rmtsweep.store.backend.Location` protocol only. ``run``, ``submit`` (its driver job), ``verify`` and the
-reading commands take a store at a URL (the store's lock is an object made with a conditional write:
-:mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse one in one line (:func:`local_path`).
+The rest of the package uses the :class:`~rmtsweep.store.backend.Location` protocol only. ``run``, ``submit`` (its
+driver job), ``verify`` and the reading commands take a store at a URL (the store's lock is an object made with a
+conditional write: :mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse one in one line (:func:`local_path`).
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
+from .. import config
 from ..errors import RmtsweepError, RunError, StoreError
 from .backend import Location
 from .location import locate
@@ -64,8 +65,10 @@ __all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "Share", "StoreLock", "conflicts
 
 LOCK_SUFFIX = ".lock"
 HEARTBEAT = 5.0
-LEASE = float(os.environ.get("RMTSWEEP_LOCK_LEASE", 60.0))
-"""Seconds without a heartbeat after which a lock is stale (``RMTSWEEP_LOCK_LEASE``; tests shorten it)."""
+"""Seconds between heartbeats: the shipped default of the setting ``rmtsweep.lock.heartbeat``."""
+LEASE = 60.0
+"""Seconds without a heartbeat after which a lock is stale: the shipped default of ``rmtsweep.lock.lease``
+(e.g. ``DASK_RMTSWEEP__LOCK__LEASE=10`` for a shorter one)."""
 
 
 Share = tuple[int, int]
@@ -144,14 +147,14 @@ def _run_refusal(store: Location, info: dict | None) -> StoreError:
                       f"or stop it")
 
 
-def conflicts(store: str | Path | Location, share: Share | None, lease: float = LEASE, tidy: bool = True) -> None:
+def conflicts(store: str | Path | Location, share: Share | None, lease: float | None = None, tidy: bool = True) -> None:
     """Raise :class:`StoreError` if a lock that ``share`` (``None``: the whole store) excludes is live.
 
     Called once the caller holds its own lock (module docstring, "Shares"). A stale lock found here is
     removed as a take-over would (so a killed array does not block the next one beyond its lease); with
     ``tidy=False`` it is left alone: a look before taking any lock, to refuse early what the check under
     the lock would refuse anyway (the store's own lock included). ``lease=0`` makes the look instant: only
-    a lock of this host (judged by its pid) can then be live.
+    a lock of this host (judged by its pid) can then be live; the default is the setting ``rmtsweep.lock.lease``.
     """
     store = locate(store)
     excluded = [((s, path), "share") for s, path in share_locks(store) if share is None or s[1] != share[1]]
@@ -200,14 +203,15 @@ def _remove_stale(path: Location, judged: dict | None) -> None:
     path.remove_if(lambda raw: _identity(_parse(raw)) == _identity(judged))
 
 
-def judge(path: Location, lease: float = LEASE, poll: float | None = None,
+def judge(path: Location, lease: float | None = None, poll: float | None = None,
           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> tuple[str, dict | None]:
     """Whether the lock file at ``path`` is ``"free"``, ``"live"`` or ``"stale"``, and what it held.
 
     A lock on this host is judged by its pid at once. Any other is watched on this process's monotonic
     clock: live as soon as its ``(token, beat)`` changes, stale when it has not changed for ``lease``
-    seconds. The file's mtime is never read.
+    seconds (default: the setting ``rmtsweep.lock.lease``). The file's mtime is never read.
     """
+    lease = float(config.get("lock.lease") if lease is None else lease)
     info = _read(path)
     if info is None and not path.exists():
         return "free", None
@@ -233,7 +237,8 @@ class StoreLock:
     store
         The store's path (the lock is :func:`lock_file` of it; the store itself need not exist yet).
     heartbeat, lease
-        Seconds between heartbeats, and without one before other runs may take the store over.
+        Seconds between heartbeats, and without one before other runs may take the store over (default: the
+        settings ``rmtsweep.lock.heartbeat`` and ``rmtsweep.lock.lease`` when the lock is made).
 
     Examples
     --------
@@ -241,11 +246,12 @@ class StoreLock:
     ...     lock.token                                     # the fencing token every task carries
     """
 
-    def __init__(self, store: str | Path | Location, heartbeat: float = HEARTBEAT, lease: float = LEASE,
+    def __init__(self, store: str | Path | Location, heartbeat: float | None = None, lease: float | None = None,
                  share: Share | None = None) -> None:
         self.store, self.share = locate(store), share
         self.path = lock_file(self.store, share)
-        self.heartbeat, self.lease = heartbeat, lease
+        self.heartbeat = float(config.get("lock.heartbeat") if heartbeat is None else heartbeat)
+        self.lease = float(config.get("lock.lease") if lease is None else lease)
         self.token = uuid.uuid4().hex
         self.failure: str | None = None
         self.beat = 0

@@ -16,12 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import zarr
 
+from .. import config
 from ..dims import has_d_axis, store_dims
 from .location import StorePath, locate, zarr_target
 
 __all__ = ["DONE_WRITERS", "Writer", "open_for_writing", "per_replicate_arrays", "selection_shape"]
 
-DONE_WRITERS = 8   # threads that write done chunks concurrently (each chunk has its own file)
+DONE_WRITERS = 8   # threads that write done chunks concurrently (each chunk has its own file): the shipped
+                   # default of the setting rmtsweep.store.done-writers, read when a writer first marks done
 
 
 def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
@@ -97,7 +99,8 @@ class Writer:
                 self.mark_done(region)
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=DONE_WRITERS, thread_name_prefix="rmtsweep-done")
+            self._pool = ThreadPoolExecutor(max_workers=int(config.get("store.done-writers")),
+                                            thread_name_prefix="rmtsweep-done")
         list(self._pool.map(self.mark_done, regions))          # re-raises the first write error
 
     def close(self) -> None:

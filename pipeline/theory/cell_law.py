@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
+from ..errors import ArgumentError
 from ..spec import Sweep
 from . import finite_t, spikes
 from .token_law import DiscreteLaw
@@ -81,7 +82,7 @@ def transition_snr(kind: str, alpha: ArrayLike, kappa: ArrayLike, delta: ArrayLi
     if law == CUBIC or kind == "population":
         return spikes.transition_snr(kind, alpha, kappa, delta, gamma, centering)
     if centering != "class":
-        raise ValueError(f"the exact finite-T law is for a class-centred table, not table_centering={centering!r}")
+        raise ArgumentError(f"the exact finite-T law is for a class-centred table, not table_centering={centering!r}")
     rho_c = _per_point(lambda dl, g: exact_law(dl, g)[2], delta, gamma)
     return np.asarray(spikes.snr_threshold(rho_c, alpha, kappa))
 
@@ -94,20 +95,21 @@ def limit_spike(rho: ArrayLike, delta: float, gamma: float, law: int = CUBIC) ->
     return np.asarray(loc), np.asarray(ov)
 
 
-def one_token_spikes(ds: xr.Dataset, sweep: Sweep) -> xr.Dataset:
+def one_token_spikes(ds: xr.Dataset, sweep: Sweep, budget: int | None = None) -> xr.Dataset:
     """Edge, outlier, alignment, phase and sample threshold from the exact law at the :func:`one_position` cells.
 
     There they replace the cubic's (which stays in ``paper_*``), and ``theory_law`` is ``EXACT``.
-    ``theory_rho_sample`` (per delta, gamma) stays the cubic's. Beyond :data:`ONE_TOKEN_BUDGET`
-    ``(delta, gamma)`` points nothing is replaced and the flag's description says so.
+    ``theory_rho_sample`` (per delta, gamma) stays the cubic's. Beyond ``budget`` (default
+    :data:`ONE_TOKEN_BUDGET`) ``(delta, gamma)`` points nothing is replaced and the flag's description says so.
     """
+    budget = ONE_TOKEN_BUDGET if budget is None else int(budget)
     coords = {name: ds[name].values for name in ("delta", "gamma", "T", "weights")}
     flag = np.zeros((coords["T"].size, coords["weights"].size), np.int8)
     cells = one_position(sweep)
     pairs = [(float(dl), float(g)) for dl in coords["delta"] for g in coords["gamma"]]
     note = ""
-    if cells and len(pairs) > ONE_TOKEN_BUDGET:   # the edge and threshold cost ~30 ms per (delta, gamma)
-        note = f"; not computed: {len(pairs)} (delta, gamma) points exceed the budget of {ONE_TOKEN_BUDGET}"
+    if cells and len(pairs) > budget:   # each (delta, gamma) point solves the exact law for its edge and threshold
+        note = f"; not computed: {len(pairs)} (delta, gamma) points exceed the budget of {budget}"
         cells = []
     changed = ("theory_edge", "theory_outlier", "theory_overlap", "theory_phase", "theory_snr_sample")
     if cells:                                     # copy only what is overwritten, only when something is

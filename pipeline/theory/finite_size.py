@@ -47,15 +47,16 @@ def _long_name(what: str) -> str:
             f"({POOLED_DRAWS} seeded draws); see finite_size_law")
 
 
-def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> dict[str, xr.DataArray]:
+def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray,
+                       budget: int | None = None) -> dict[str, xr.DataArray]:
     """``finite_size_lambda1`` / ``_overlap`` and their Monte Carlo errors, NaN where ``law != 1``; and the
     null's candidates ``finite_size_null_location`` / ``_scale`` (:func:`rmtsweep.theory.null_law.count_null`,
     dims ``([d,] delta, gamma, count_draw, null_candidate)``, units of kappa) for the detection threshold.
 
     Dims ``([d,] delta, gamma, snr, T, weights)``: ``d`` only where it is a grid axis of the sweep
     (else the arrays are at its one ``d``). Empty when no cell has ``law == 1``, or beyond
-    :data:`BUDGET` ``(d, delta, gamma)`` points. ``rho = alpha snr / kappa`` is ``snr`` at these cells
-    (``alpha = kappa = w_t^2``), so one prediction serves every scheme of a point. NaN at a point
+    ``budget`` (default :data:`BUDGET`) ``(d, delta, gamma)`` points. ``rho = alpha snr / kappa`` is ``snr`` at
+    these cells (``alpha = kappa = w_t^2``), so one prediction serves every scheme of a point. NaN at a point
     too small for it (a tiny ``V``, ``N`` where some draw's counts leave the law no main gap).
 
     Parameters
@@ -73,7 +74,7 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> 
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
     delta, gamma, snr = (np.asarray(v, float) for v in (g.delta, g.gamma, g.snr))
-    if d_values.size * delta.size * gamma.size > BUDGET:
+    if d_values.size * delta.size * gamma.size > (BUDGET if budget is None else budget):
         return {}
     shape = (d_values.size, delta.size, gamma.size, snr.size)
     res = {k: np.empty(shape) for k in ("lambda1", "lambda1_se", "overlap", "overlap_se")}
@@ -115,8 +116,8 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray) -> 
     return out
 
 
-def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] | None = None
-                  ) -> dict[str, xr.DataArray]:
+def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] | None = None,
+                  budget: float | None = None) -> dict[str, xr.DataArray]:
     """At cells of fixed weights over ``T >= 2`` positions: the null's candidates and the finite-size spikes.
 
     ``pooled_null_location`` / ``_scale``, dims ``([d,] delta, gamma, T, weights, pool_draw, null_candidate)``
@@ -126,9 +127,9 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     (:func:`rmtsweep.theory.pooled_spikes.pooled_spikes`). NaN at the cells with ``theory_law = 1`` (they have
     :func:`finite_size_arrays`), with weights computed from the data (finite-d attention: ``D`` is not
     independent of the table) or ``T = 1``. Empty when no cell qualifies or when the work would exceed
-    :data:`POOLED_BUDGET` (the detection then uses the cubic's Tracy-Widom threshold there, and the cells have
-    no finite-size prediction). ``notes`` gets one line first when the work is expected to take more than
-    :data:`POOLED_SAY` seconds.
+    ``budget`` (default :data:`POOLED_BUDGET`; the detection then uses the cubic's Tracy-Widom threshold there,
+    and the cells have no finite-size prediction). ``notes`` gets one line first when the work is expected to take
+    more than :data:`POOLED_SAY` seconds.
     """
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
@@ -140,12 +141,12 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     work = len(cells) * sum(POOLED_DRAWS * (min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N) + POOLED_CELL
                             for d in d_values for dl in delta for gm in gamma
                             for V, N in [(round(d / dl), round(d / gm))])
-    if not cells or work > POOLED_BUDGET:
+    if not cells or work > (POOLED_BUDGET if budget is None else budget):
         return {}
     if notes is not None and work * POOLED_SECONDS > POOLED_SAY:
         n = len(cells) * d_values.size * delta.size * gamma.size
-        notes(f"{sweep.name}: computing the detection nulls and finite-size spikes of {n} cells over T >= 2 "
-              f"positions (about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
+        notes(f"{sweep.name}: computing the detection nulls and finite-size spikes of {n} (point, weights scheme) "
+              f"pairs over T >= 2 positions (about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
     point = (d_values.size, delta.size, gamma.size)
     null = {k: np.full((*point, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES), np.nan)
             for k in ("location", "scale")}

@@ -49,6 +49,7 @@ import hashlib
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..errors import ArgumentError
 from ._common import bin_average, bisect
 from .token_law import DiscreteLaw, empirical_law, mp_law, poisson_law, sample_laws, sample_token_law, token_law
 
@@ -87,7 +88,7 @@ def stieltjes(z: ArrayLike, nu: DiscreteLaw, delta: float, *, tol: float = 1e-11
     z = np.atleast_1d(np.asarray(z, np.complex128)).ravel()
     eta_t = z.imag
     if np.any(eta_t <= 0):
-        raise ValueError("stieltjes needs Im z > 0")
+        raise ArgumentError("stieltjes needs Im z > 0")
     eta = np.maximum(4.0 * (1.0 + np.abs(z)), eta_t)
     zz = z.real + 1j * eta
     m = -1.0 / zz

@@ -19,6 +19,7 @@ they are off on an uncentred table (for ``class`` they equal ``theory_*``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -33,11 +34,11 @@ from . import finite_t
 from .bulk import edge as bulk_edge, histogram as bulk_histogram
 from .cell_law import ONE_TOKEN_BUDGET, one_position, one_token_spikes, transition_snr
 from .finite_d import pooled_sign_excess_kurtosis
-from .finite_size import finite_size_arrays, finite_size_law, pooled_arrays
+from .finite_size import BUDGET, POOLED_BUDGET, finite_size_arrays, finite_size_law, pooled_arrays
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
-           "SAMPLE_SECONDS", "SPECTRUM_SAY", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "theory_dataset",
-           "weight_scalars"]
+           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays",
+           "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
 
@@ -79,15 +80,15 @@ def weight_scalars(sweep: Sweep) -> xr.Dataset:
 def pooled_kurtosis(sweep: Sweep) -> xr.DataArray:
     """Excess kurtosis of the pooled signs ``w^T xi`` per (T, weights) (:mod:`rmtsweep.theory.finite_d`).
 
-    Exact for the label models; 0 (the Gaussian value) for ``markov``, whose pooled signs have no
-    closed form here.
+    Exact for the label models; 0 (the Gaussian value) for the others (``markov``, ``python``), whose pooled
+    signs have no closed form here.
     """
     coords = grid_coords(sweep)
     out = np.zeros((len(coords["T"]), len(coords["weights"])))
     corr = sweep.correlation
     for i, T in enumerate(coords["T"]):
         R = corr.matrix(int(T))
-        if corr.model == "markov":
+        if not corr.label_model:
             continue
         q = corr.copy_probabilities(int(T))
         for j, scheme in enumerate(sweep.grid.weights):
@@ -109,6 +110,21 @@ SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.4
 SAMPLE_SECONDS = 0.25
 HISTOGRAM_SECONDS = (0.08, 2.2e-3)
 SPECTRUM_SAY = 3.0        # estimated seconds past which the finite-T spectrum law's computation is announced
+
+
+@dataclass(frozen=True)
+class TheoryBudgets:
+    """What a new store's theory may compute; beyond a budget the cheaper law stands and the store says so.
+
+    The caller passes them in (the run reads the settings ``rmtsweep.theory.*``, whose shipped defaults these
+    are), since this package knows nothing of dask's config; they decide what a store's theory holds.
+    """
+
+    finite_t_below: float = FINITE_T_BELOW     # T_eff under which the finite-T spectrum law replaces the cubic
+    finite_t_budget: float = FINITE_T_BUDGET   # estimated seconds of the finite-T spectrum law
+    one_token_budget: int = ONE_TOKEN_BUDGET   # (delta, gamma) points of the exact one-token law
+    finite_size_budget: int = BUDGET           # (d, delta, gamma) points of the finite-size laws over token counts
+    pooled_budget: float = POOLED_BUDGET       # work units of the finite-size laws over T >= 2 positions
 
 
 # The finite-T spectrum histograms (and sampled laws) computed in this process, by what determines them: a store
@@ -146,7 +162,8 @@ def _finite_t_histogram(profile: tuple, w: np.ndarray, delta: float, gamma: floa
                  lambda: finite_t.histogram(edges, law(), delta, nodes=8))   # callers copy it into their array
 
 
-def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None) -> dict[str, xr.DataArray]:
+def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None,
+                    budgets: TheoryBudgets | None = None) -> dict[str, xr.DataArray]:
     """The predicted ``spectrum`` observable: the bulk density of ``S/kappa`` on its bins.
 
     ``paper_spectrum`` (delta, gamma, bin) is the paper's cubic law. ``theory_spectrum`` (delta,
@@ -160,8 +177,10 @@ def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None) ->
     machine) to take more than :data:`FINITE_T_BUDGET` seconds keeps the cubic everywhere, and the flag's
     description says so (store creation must stay fast). Empty without a spectrum observable. ``notes``
     gets one line first when the laws not yet computed in this process are expected to take more than
-    :data:`SPECTRUM_SAY` seconds.
+    :data:`SPECTRUM_SAY` seconds. ``budgets`` replaces :data:`FINITE_T_BELOW` and :data:`FINITE_T_BUDGET`.
     """
+    below, budget = (FINITE_T_BELOW, FINITE_T_BUDGET) if budgets is None else \
+        (budgets.finite_t_below, budgets.finite_t_budget)
     spec = sweep.observables.spectrum
     if spec is None:
         return {}
@@ -175,15 +194,15 @@ def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None) ->
     # (T index, weights index, exact, weights) of the cells needing the finite-T law: exact on one position
     single = set(one_position(sweep))
     wanted = [(a, b, (a, b) in single, w) for a, b, w, dependent in _cell_weights(sweep)
-              if (a, b) in single or (not dependent and float(ws["theory_T_eff"][a, b]) < FINITE_T_BELOW)]
+              if (a, b) in single or (not dependent and float(ws["theory_T_eff"][a, b]) < below)]
     profile = {(a, b): () if exact else tuple(np.round(np.sort(np.abs(w[w != 0])) / np.abs(w).max(), 12))
                for a, b, exact, w in wanted}
     pairs = [(float(dl), float(g)) for dl in c["delta"] for g in c["gamma"]]
     profiles = set(profile.values())
     note = ""
-    if (seconds := _spectrum_cost(profiles, pairs, edges)[2]) > FINITE_T_BUDGET:   # too slow: the cubic, and say so
+    if (seconds := _spectrum_cost(profiles, pairs, edges)[2]) > budget:   # too slow: the cubic, and say so
         note = (f"; the finite-T law was not computed: its sampled laws and histograms (about {seconds:.0f} s) "
-                f"exceed the budget of {FINITE_T_BUDGET:g} s at store creation")
+                f"exceed the budget of {budget:g} s at store creation")
         wanted = []
     elif notes is not None and wanted:
         laws, histograms, left = _spectrum_cost(profiles, pairs, edges, skip_cached=True)
@@ -270,7 +289,8 @@ def _uncentred(snr, ws: xr.Dataset, delta, gamma) -> dict[str, xr.DataArray]:
     return out
 
 
-def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str], None] | None = None) -> xr.Dataset:
+def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str], None] | None = None,
+                   budgets: TheoryBudgets | None = None) -> xr.Dataset:
     """Every theory array of the sweep's grid, computed once, when the store is created.
 
     ``sweep`` is a :class:`~rmtsweep.spec.Sweep`, what :func:`~rmtsweep.spec.load_sweep` returns, or a sweep
@@ -282,7 +302,7 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
     recomputes no theory of its own.
 
     ``notes`` gets a line before a computation expected to take several seconds (the finite-T spectrum law, the
-    detection nulls).
+    detection nulls). ``budgets`` bounds what is computed (default: :class:`TheoryBudgets`' defaults).
 
     Returns
     -------
@@ -299,6 +319,7 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
         sweep = sweep.sweep
     elif not isinstance(sweep, Sweep):
         sweep = load_sweep(sweep).sweep
+    budgets = budgets or TheoryBudgets()
     c = grid_coords(sweep)
     ws = weight_scalars(sweep)
     delta = xr.DataArray(c["delta"], dims="delta", coords={"delta": c["delta"]})
@@ -329,12 +350,12 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
         out[name] = snr_t.assign_attrs(long_name=f"{'population' if kind == 'population' else 'sample (observable)'} "
                                                  "transition SNR", units="snr")
     out["theory_pooled_kurtosis"] = pooled_kurtosis(sweep)
-    out.update(spectrum_arrays(sweep, notes))
+    out.update(spectrum_arrays(sweep, notes, budgets))
     ds = xr.Dataset(out)
     if centering == "class":
-        ds = one_token_spikes(ds, sweep)
-        ds = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"]))
-        pooled = pooled_arrays(sweep, ds["theory_law"], notes)
+        ds = one_token_spikes(ds, sweep, budgets.one_token_budget)
+        ds = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"], budgets.finite_size_budget))
+        pooled = pooled_arrays(sweep, ds["theory_law"], notes, budgets.pooled_budget)
         for name in [name for name in pooled if name in ds]:       # finite_size_*: T = 1 cells, then T >= 2
             pooled[name] = ds[name].combine_first(pooled[name]).assign_attrs(ds[name].attrs)
         ds = ds.assign(pooled)

@@ -34,6 +34,8 @@ from numpy.polynomial.legendre import leggauss
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import airy, kv
 
+from ..errors import ArgumentError
+
 __all__ = ["NODES", "S_MAX", "S_MIN", "tw_cdf", "tw_pdf", "tw_quantile"]
 
 Float = NDArray[np.float64]
@@ -103,7 +105,7 @@ def _kernel(s: Float, beta: Beta, m: int, density: bool) -> tuple[Float, Float |
 def _evaluate(s: ArrayLike, beta: Beta, m: int, density: bool) -> Float:
     """``F_beta`` or its density at every ``s`` (any shape); each distinct value is computed once."""
     if beta not in (1, 2):
-        raise ValueError(f"beta must be 1 (GOE) or 2 (GUE); got {beta!r}")
+        raise ArgumentError(f"beta must be 1 (GOE) or 2 (GUE); got {beta!r}")
     s = np.asarray(s, dtype=np.float64)
     out = np.full(s.shape, np.nan)
     out[s < S_MIN] = 0.0
@@ -181,8 +183,8 @@ def tw_quantile(p: ArrayLike, beta: Beta = 1, xtol: float = 1e-13) -> Float:
 
     Raises
     ------
-    ValueError
-        For ``p`` outside ``[0, 1]``, or so small that the quantile lies below ``S_MIN``
+    ArgumentError
+        (a ``ValueError``) For ``p`` outside ``[0, 1]``, or so small that the quantile lies below ``S_MIN``
         (``p < F_beta(S_MIN)``, about 3e-22 for ``beta = 1``).
 
     Examples
@@ -196,12 +198,12 @@ def tw_quantile(p: ArrayLike, beta: Beta = 1, xtol: float = 1e-13) -> Float:
     out[p == 1.0] = np.inf
     bad = (p < 0.0) | (p > 1.0)
     if bad.any():
-        raise ValueError(f"p must lie in [0, 1]; got {p[bad].ravel()[0]!r}")
+        raise ArgumentError(f"p must lie in [0, 1]; got {p[bad].ravel()[0]!r}")
     floor = float(tw_cdf(S_MIN, beta))
     inner = (p > 0.0) & (p < 1.0)
     if (p[inner] <= floor).any():
-        raise ValueError(f"p = {p[inner][p[inner] <= floor].min()!r} is below F_{beta}(S_MIN = {S_MIN}) = {floor:.3g}; "
-                         f"its quantile lies where the quadrature is not used")
+        raise ArgumentError(f"p = {p[inner][p[inner] <= floor].min()!r} is below F_{beta}(S_MIN = {S_MIN}) = "
+                            f"{floor:.3g}; its quantile lies where the quadrature is not used")
     from scipy.optimize import brentq      # here, not above: scipy.optimize costs every importer of the theory 0.1 s
 
     values, where = np.unique(p[inner], return_inverse=True)

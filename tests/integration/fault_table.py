@@ -3,7 +3,7 @@
 Every row runs the same 64-task sweep (``tests.helpers.MEDIUM``) through the real command line, does
 the fault to it, reads what was printed, recovers as the message says, and compares the final store
 bit for bit with an uninterrupted run. ``test_fault_table.py`` asserts every row; to print the
-table of the README's "Crashes and resuming" (two to three minutes on 2 cores)::
+table of docs/explanation/store-protocol.md, "Faults, tested" (two to three minutes on 2 cores)::
 
     python tests/integration/fault_table.py             # every row
     python tests/integration/fault_table.py disk_full   # some rows

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import dask
 import numpy as np
 import pytest
@@ -55,3 +59,30 @@ def test_map_from_the_accessor_is_an_object_a_notebook_shows(reference):
     heat = next(iter(m.values()))
     image = heat.get(0) if isinstance(heat, hv.Overlay) else heat
     assert set(np.round(image.dimension_values("snr", expanded=False), 9)) == set(np.round(ds["snr"].values, 9))
+
+
+_PROBE = """
+import sys
+import rmtsweep
+assert "xarray" not in sys.modules, "import rmtsweep imported xarray"
+import xarray as xr
+print(type(xr.Dataset().rmt).__name__)
+"""
+
+
+@pytest.mark.parametrize("script_name", ["rmtsweep", "analysis.py"])
+@pytest.mark.parametrize("worker", [False, True])
+def test_the_accessor_is_there_however_the_process_started(script_name, worker, tmp_path):
+    """``import rmtsweep`` does not import xarray, and every Dataset has ``ds.rmt`` once it is imported: in the
+    command's own process, a task worker's and a user's script alike."""
+    script = tmp_path / script_name
+    script.write_text(_PROBE)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()} | ({"RMTSWEEP_TASK_WORKER": "1"} if worker else {})
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "RmtAccessor\n", proc.stderr
+
+
+def test_the_accessor_is_there_when_xarray_came_first():
+    code = "import xarray as xr, rmtsweep; print(type(xr.Dataset().rmt).__name__)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "RmtAccessor\n", proc.stderr

@@ -62,7 +62,7 @@ def test_the_api_names_resolve_and_modules_stay_modules():
 
 def test_the_workers_rmtsweep_starts_import_the_task_code_and_nothing_of_the_drivers():
     """A LocalCluster worker of a run imports what a task needs (numpy, scipy's linear algebra, the model, zarr),
-    not the driver's side: no xarray or pandas (ds.rmt is not registered there), theory, analysis or scipy.stats."""
+    not the driver's side: no xarray or pandas, theory, analysis or scipy.stats."""
     from rmtsweep.engine import connect, make_engine
     from rmtsweep.run.cost import Blocking
     from rmtsweep.run.grid import tasks
@@ -90,3 +90,14 @@ def test_theory_dataset_takes_what_run_sweep_takes_and_equals_the_stores_theory(
             assert th[name].equals(stored[name].load()), (type(given).__name__, name)     # what the run stored
     with pytest.raises(rmtsweep.UserError, match="nope"):
         rmtsweep.theory_dataset("nope")
+
+
+def test_plan_takes_what_load_sweep_returns_and_what_run_sweep_takes(reference):
+    sweep_path, _ = reference
+    loaded = rmtsweep.load_sweep(sweep_path)
+    expected = rmtsweep.plan(loaded.sweep)
+    for given in (loaded, str(sweep_path), sweep_path):
+        assert rmtsweep.plan(given) == expected, type(given).__name__
+    assert (expected.points, expected.cells, expected.replicates) == (2, 8, 4)
+    with pytest.raises(rmtsweep.UserError, match="nope"):
+        rmtsweep.plan("nope")

@@ -63,6 +63,25 @@ def good(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["run", "demoo"], r"^rmtsweep: error: demoo: no such sweep file, and not a shipped sweep; did you mean `demo`\? "
+                       r"\(shipped: .*demo"),
+    (["show", "paper_phase"], r"did you mean `paper-phase`\?"),
+    (["run", "zzz", "--dry-run"], r"^rmtsweep: error: zzz: no such sweep file, and not a shipped sweep \(shipped: "),
+    (["show", "demo", "grid.weights=mean,harmonc"], r"grid\.weights\[1\]: unknown scheme 'harmonc' \(did you mean "
+                                                   r"`harmonic`\?\)"),
+])
+def test_a_misspelt_sweep_or_scheme_gets_a_suggestion(argv, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _expect_exit_2(argv, capsys, message)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_range_that_breaks_a_bound_is_one_error_naming_its_end(good, capsys):
+    _expect_exit_2(["show", str(good), "grid.snr={start: 0, stop: -1, num: 20}"], capsys,
+                   r": grid\.snr\.stop: Input should be greater than or equal to 0 \(got -1\)$")
+
+
 def test_store_path_not_writable(good, tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")

@@ -59,6 +59,23 @@ def test_dry_run_says_what_a_run_would_do_and_writes_nothing(half, tmp_path, cap
     assert re.search(r"^dask LocalCluster: 1 worker\(s\), dashboard http://127\.0\.0\.1:\d+/status$", err, re.M), err
 
 
+@pytest.mark.parametrize("overrides", [[], ["grid.T=4,8", "grid.weights=mean,harmonic", "replicates_per_task=1"]])
+def test_show_prints_the_resolved_sweep_which_reads_back_to_it(half, tmp_path, capsys, overrides):
+    """`show` prints the sweep a run would use, defaults filled in; as a file it is the same sweep (and hash)."""
+    from rmtsweep.spec import load_sweep
+    main(["show", str(half), *overrides])
+    out = capsys.readouterr().out
+    expected = load_sweep(half, overrides).sweep
+    assert out.startswith(f"# sweep tiny ({half}{' with ' if overrides else ''}{' '.join(overrides)}), "
+                          f"hash {expected.digest()[:12]}\n")
+    shown = yaml.safe_load(out)
+    assert shown["top_k"] == 2 and shown["observables"] == {"spectrum": None, "ridge": None}   # defaults filled in
+    assert "table_centering: class\n" in out and "  snr: [0.0, 4.0]\n" in out
+    (tmp_path / "shown.yaml").write_text(out)
+    again = load_sweep(tmp_path / "shown.yaml").sweep
+    assert again == expected and again.digest() == expected.digest()
+
+
 def test_status_json(reference, capsys):
     _, ref_store = reference
     main(["status", str(ref_store), "--json"])

@@ -1,7 +1,7 @@
 """Every row of the fault table recovers: one line on stderr, the documented exit status, an identical store.
 
-The rows are in ``fault_table.py`` (which also prints the README's table); SIGKILL and SIGTERM to the
-driver have their own, more detailed tests in ``test_resume.py`` and ``test_faults.py``.
+The rows are in ``fault_table.py`` (which also prints the table of docs/explanation/store-protocol.md);
+SIGKILL and SIGTERM to the driver have their own, more detailed tests in ``test_resume.py`` and ``test_faults.py``.
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ def stores(reference, tmp_path_factory):
 def test_same_store_from_one_and_two_workers(stores):
     _, one, two, rep2 = stores
     # the cost model puts both (cheap) delta points in one task: 2 replicate blocks of 2 (replicates_per_task)
-    assert (rep2.tasks_computed, rep2.cells_computed) == (2, 4)
+    assert (rep2.tasks_computed, rep2.points_computed, rep2.replicates_computed) == (2, 4, 16)
+    assert rep2.cells_computed == rep2.points_computed                  # the old name
     assert_stores_equal(one, two)
     assert bool(open_store(one)["done"].all())
 
@@ -135,7 +136,7 @@ def test_cli_run_then_read_with_xarray(sweep_data, write_sweep, tmp_path):
                            "--store", str(store_path), "--workers", "1"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "2/2 tasks done" in proc.stdout
-    assert "tiny: tasks 2/2 (100%), 4 cells in" in proc.stderr   # no TTY: progress as plain lines, not a bar
+    assert "tiny: tasks 2/2 (100%), 8 replicates in" in proc.stderr   # no TTY: progress as plain lines, not a bar
     assert "\r" not in proc.stderr
     ds = xr.open_zarr(store_path)
     assert bool(ds["done"].all()) and ds["eigenvalues"].notnull().all()

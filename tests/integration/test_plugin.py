@@ -84,3 +84,20 @@ def test_a_plugin_that_returns_the_wrong_length_is_named(plugin_path, tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == (f"rmtsweep: error: {path}: grid.weights[0]: numpy:ones failed for T = 4: "
                                    "TypeError: ones() got multiple values for argument 'shape'")
+
+
+def test_a_plugin_correlation_runs_with_its_theory_and_draws_its_signs(plugin_path, tmp_path):
+    """The example package's `blocks` model by its entry point: the workers draw its signs, the theory uses its R."""
+    sweep = {**BASE, "correlation": {"model": "python", "function": "blocks", "params": {"size": 2, "rho": 0.8}}}
+    path = tmp_path / "blocks.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    proc = run(["run", str(path), "--store", str(tmp_path / "b.zarr"), "--workers", "1", "--no-progress"], tmp_path,
+               plugin_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ds = xr.open_zarr(tmp_path / "b.zarr")
+    assert bool(ds["done"].all()) and np.isfinite(ds["eigenvalues"]).all()
+    R = np.array([[1, 0.8, 0, 0], [0.8, 1, 0, 0], [0, 0, 1, 0.8], [0, 0, 0.8, 1]])
+    mean = dict(T=4, weights="mean")
+    assert float(ds["theory_alpha"].sel(mean)) == pytest.approx(np.full(4, 0.25) @ R @ np.full(4, 0.25), rel=1e-12)
+    assert float(abs(ds["theory_pooled_kurtosis"]).max()) == 0.0             # no closed form: the Gaussian value
+    assert ds.attrs["correlation"] == "blocks(rho=0.8,size=2)"

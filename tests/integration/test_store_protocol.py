@@ -1,6 +1,6 @@
 """The store protocol step by step: lock first, fenced workers, done only with data, extension equals a fresh run.
 
-The README's "Store protocol" section names these tests beside each step.
+The store protocol's page (docs/explanation/store-protocol.md) names these tests beside each step.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ import pytest
 from pydantic import ValidationError
 
 from rmtsweep.model import CellModel, draw_replicate, make_correlation, make_scheme, pooling_weights
-from rmtsweep.model.attention import (Attention, attention_weights, benchmark_attention, limit_weights,
-                                      literal_attention_weights, measure_attention, pool_attention)
+from rmtsweep.model.attention import (Attention, attention_weights, limit_weights, literal_attention_weights,
+                                      measure_attention, pool_attention)
+from rmtsweep.model.attention_benchmark import benchmark_attention
 from rmtsweep.model.replicate import measure
 from rmtsweep.model.weights import Scheme, causal_weights
 from rmtsweep.testing import assert_mc_close

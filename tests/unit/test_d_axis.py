@@ -112,9 +112,11 @@ def test_the_shipped_finite_d_sweep():
 def test_tasks_hold_one_d_each_and_say_so():
     s = parse_sweep(d_axis([8, 16]))
     b = Blocking(delta=2, gamma=1, T=1, replicate=2)
-    all_tasks = list(tasks(s, b))
+    all_tasks = list(tasks(s, b, order="grid"))
     assert len(all_tasks) == n_tasks(s, b) == 2 * 2                      # 2 d values x 2 replicate blocks
     assert [(t.d, t.d_pos) for t in all_tasks] == [(8, 0), (8, 0), (16, 1), (16, 1)]
+    # progressive: every d value's first replicate block before any second one
+    assert [(t.d, t.index[-1]) for t in tasks(s, b)] == [(8, 0), (16, 0), (8, 1), (16, 1)]
     t = all_tasks[2]
     assert t.name == "d=16 delta=0.5..1 gamma=0.5 T=4 replicates 0-1"
     assert t.key == "1-0-0-0-0" and t.region[0] == 1

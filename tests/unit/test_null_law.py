@@ -157,5 +157,6 @@ def test_a_long_computation_of_the_pooled_nulls_is_announced_once(monkeypatch):
     assert lines == []                                              # about 10 ms of work: nothing to say
     monkeypatch.setattr(finite_size, "POOLED_SAY", 0.0)
     ds = theory_dataset(parse_sweep(data), notes=lines.append)
-    assert len(lines) == 1 and lines[0].startswith("nulls: computing the detection nulls and finite-size spikes of 2 cells"), lines
+    assert len(lines) == 1 and lines[0].startswith("nulls: computing the detection nulls and finite-size spikes of "
+                                                   "2 (point, weights scheme) pairs over T >= 2 positions"), lines
     assert int(ds["pooled_null_location"].isel(pool_draw=0, null_candidate=0).notnull().sum()) == 2   # T = 4 only

@@ -22,6 +22,32 @@ def test_values_are_yaml_and_paths_are_dotted(sweep_data):
     assert sweep.d == 48 and list(sweep.grid.T) == [4, 16] and sweep.seed == 11
 
 
+@pytest.mark.parametrize(
+    ("override", "value"),
+    [
+        ("grid.T=4,16", [4, 16]),
+        ("grid.weights=mean,harmonic", ["mean", "harmonic"]),
+        ("grid.snr=0, 1.5,3", [0, 1.5, 3]),
+        ("grid.T=[4,16]", [4, 16]),                              # brackets: read as written
+        ("description='a, b'", "a, b"),                          # quoted: one string with its comma
+        ('description="a, b"', "a, b"),
+        ('grid.weights="mean", harmonic', ["mean", "harmonic"]),
+        ("grid.snr={start: 0, stop: 2, num: 3}", {"start": 0, "stop": 2, "num": 3}),
+        ("name=one", "one"),
+    ],
+)
+def test_a_comma_list_is_a_list_and_quotes_keep_a_comma(override, value, sweep_data):
+    key = override.partition("=")[0].split(".")
+    out = apply_overrides(sweep_data, [override])
+    assert (out[key[0]] if len(key) == 1 else out[key[0]][key[1]]) == value
+
+
+def test_comma_lists_give_the_sweep_of_the_bracketed_lists(sweep_data):
+    plain = parse_sweep(apply_overrides(sweep_data, ["grid.T=4,16", "grid.weights=mean,harmonic"]))
+    bracketed = parse_sweep(apply_overrides(sweep_data, ["grid.T=[4, 16]", "grid.weights=[mean, harmonic]"]))
+    assert plain == bracketed and list(plain.grid.T) == [4, 16] and plain.weight_labels() == ["mean", "harmonic"]
+
+
 def test_a_top_level_d_becomes_an_axis(sweep_data):
     sweep = parse_sweep(apply_overrides(sweep_data, ["~d", "grid.d=[20, 40]"]))
     assert sweep.d_axis and list(sweep.d_values) == [20, 40]

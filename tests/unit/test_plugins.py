@@ -45,3 +45,107 @@ def test_a_python_scheme_by_module_path():
 def test_a_function_that_cannot_be_found_is_named(function, message):
     with pytest.raises(ValueError, match=message):
         load_function(function)
+
+
+# -- correlation models of your own: {model: python, function: ..., params: ..., sampler: ...} ----------
+
+def blocks(T: int, size: int = 2, rho: float = 0.5) -> np.ndarray:
+    """Blocks of ``size`` positions with correlation ``rho`` inside (the example plugin's model)."""
+    block = np.arange(T) // size
+    R = np.where(block[:, None] == block[None, :], rho, 0.0)
+    np.fill_diagonal(R, 1.0)
+    return R
+
+
+def full(T: int) -> np.ndarray:
+    return np.ones((T, T))
+
+
+def copy_label(T: int, N: int, rng: np.random.Generator):
+    """Every position copies the label: signs of correlation ``full``."""
+    y = rng.choice(np.array([-1, 1], np.int8), size=N)
+    return np.repeat(y[:, None], T, axis=1), y
+
+
+def fair(T: int, N: int, rng: np.random.Generator) -> np.ndarray:
+    return rng.choice(np.array([-1, 1]), size=(N, T))
+
+
+def skewed(T: int) -> np.ndarray:
+    R = np.eye(T)
+    R[0, 1] = 0.5
+    return R
+
+
+def negative(T: int) -> np.ndarray:
+    """Pairwise correlation -1/2: positive semidefinite at T = 3, but no three signs have it."""
+    return 1.5 * np.eye(T) - 0.5
+
+
+def _with_correlation(sweep_data, **correlation):
+    sweep_data["correlation"] = {"model": "python", **correlation}
+    return sweep_data
+
+
+def test_a_python_correlation_gives_its_matrix_and_draws_exactly_those_signs(sweep_data):
+    sweep = parse_sweep(_with_correlation(sweep_data, function="tests.unit.test_plugins:blocks",
+                                          params={"size": 2, "rho": 0.8}))
+    corr = sweep.correlation
+    assert corr.label() == "blocks(rho=0.8,size=2)" and not corr.label_model
+    assert np.array_equal(corr.matrix(4), blocks(4, 2, 0.8))
+    n = 200_000
+    xi, y = corr.draw(4, n, np.random.default_rng(5))
+    assert xi.dtype == np.int8 and xi.shape == (n, 4) and np.array_equal(y, xi[:, 0])
+    assert np.abs(xi.T.astype(float) @ xi / n - blocks(4, 2, 0.8)).max() < 5 / np.sqrt(n)      # the arcsine law
+    again, _ = corr.draw(4, n, np.random.default_rng(5))
+    assert np.array_equal(xi, again)                                                       # seeded
+
+
+def test_a_sampler_draws_the_signs_and_is_checked_against_the_matrix(sweep_data):
+    sweep = parse_sweep(_with_correlation(sweep_data, function="tests.unit.test_plugins:full",
+                                          sampler="tests.unit.test_plugins:copy_label"))
+    xi, y = sweep.correlation.draw(4, 10, np.random.default_rng(0))
+    assert (xi == y[:, None]).all()
+    with pytest.raises(SweepDefinitionError, match=r"^s\.yaml: correlation\.sampler: the correlation of 20000 sign "
+                                                   r"vectors of tests\.unit\.test_plugins:fair at T = 4 is 1\.0\d* away "
+                                                   r"from R \(more than 6 standard errors\)$"):
+        parse_sweep(_with_correlation(sweep_data, function="tests.unit.test_plugins:full",
+                                      sampler="tests.unit.test_plugins:fair"), "s.yaml")
+
+
+@pytest.mark.parametrize(("function", "T", "message"), [
+    ("skewed", 4, r"correlation\.function: tests\.unit\.test_plugins:skewed at T = 4 is not symmetric"),
+    ("numpy:zeros", 4, r"correlation\.function: numpy:zeros returned an array of shape \(4,\) for T = 4; it must "
+                       r"return a finite 4 x 4 matrix"),
+    ("negative", 4, r"correlation\.function: tests\.unit\.test_plugins:negative at T = 4 is not positive "
+                    r"semidefinite \(smallest eigenvalue -0\.5\)"),
+    ("negative", 3, r"correlation\.sampler: no Gaussian signs have the R of tests\.unit\.test_plugins:negative at "
+                    r"T = 3 \(sin\(pi R / 2\) has the eigenvalue -0\.414\); give a `sampler`"),
+    ("no_such_module_x:R", 4, r"correlation\.function: .*cannot import 'no_such_module_x'"),
+    ("nothing-registered", 4, r"correlation\.function: .*no correlation function 'nothing-registered'.*entry point "
+                              r"in 'rmtsweep\.correlations'"),
+])
+def test_a_matrix_that_is_no_sign_correlation_is_one_line_naming_the_field(function, T, message, sweep_data):
+    sweep_data["grid"]["T"] = [T]
+    function = function if ":" in function or "-" in function else f"tests.unit.test_plugins:{function}"
+    with pytest.raises(SweepDefinitionError, match=r"^s\.yaml: " + message) as err:
+        parse_sweep(_with_correlation(sweep_data, function=function), "s.yaml")
+    assert "\n" not in str(err.value)
+
+
+def twice(T: int) -> np.ndarray:
+    return 2.0 * np.eye(T)
+
+
+def test_a_diagonal_that_is_not_one_is_named(sweep_data):
+    with pytest.raises(SweepDefinitionError, match=r"correlation\.function: tests\.unit\.test_plugins:twice at "
+                                                   r"T = 4 does not have a unit diagonal \(got \[2\.0, 2\.0, 2\.0, "
+                                                   r"2\.0\]\)"):
+        parse_sweep(_with_correlation(sweep_data, function="tests.unit.test_plugins:twice"), "s.yaml")
+
+
+def test_the_schema_describes_the_python_correlation():
+    from rmtsweep.spec import Sweep
+    schema = str(Sweep.model_json_schema())
+    assert "a function f(T, **params) returning the T x T sign correlation R" in schema
+    assert "whose signs have correlation R" in schema and "rmtsweep.correlations" in schema

@@ -19,19 +19,19 @@ def test_batch_log_gets_periodic_lines_without_carriage_returns(monkeypatch):
     out = io.StringIO()
     p = Progress("demo", total=10, done=2, stream=out, every=15.0)
     for _ in range(8):
-        p.update(cells=8)
+        p.update(replicates=8)
     p.close()
     lines = out.getvalue().splitlines()
     assert "\r" not in out.getvalue()
     assert 2 <= len(lines) <= 4                          # 8 updates over 40 s at one line per 15 s, plus the last
-    assert re.fullmatch(r"demo: tasks 10/10 \(100%\), 64 cells in \d+s, [\d.,]+ cells/s, ETA 0s", lines[-1])
+    assert re.fullmatch(r"demo: tasks 10/10 \(100%\), 64 replicates in \d+s, [\d.,]+ replicates/s, ETA 0s", lines[-1])
 
 
 def test_terminal_gets_a_bar():
     out = _Terminal()
     p = Progress("demo", total=3, done=0, stream=out)
     for _ in range(3):
-        p.update(cells=1)
+        p.update(replicates=1)
     p.close()
     assert "\r" in out.getvalue() and "3/3" in out.getvalue()
 
@@ -39,6 +39,6 @@ def test_terminal_gets_a_bar():
 def test_disabled_prints_nothing():
     out = io.StringIO()
     p = Progress("demo", total=3, done=0, stream=out, enabled=False)
-    p.update(cells=1)
+    p.update(replicates=1)
     p.close()
     assert out.getvalue() == ""

@@ -52,6 +52,14 @@ BAD = [
     ("replicates < 1", _set("replicates", 0), r"replicates: .*greater than or equal to 1 \(got 0\)"),
     ("negative snr", _set("grid.snr", [1.0, -2.0]), r"grid\.snr\[1\]: .*greater than or equal to 0 \(got -2\.0\)"),
     ("unknown weights", _set("grid.weights", ["mean", "softmax"]), r"grid\.weights\[1\]: .*'softmax'.*'harmonic'"),
+    ("misspelt weights", _set("grid.weights", ["mean", "harmonc"]),
+     r"grid\.weights\[1\]: unknown scheme 'harmonc' \(did you mean `harmonic`\?\); the schemes are 'mean', "),
+    ("misspelt correlation", _set("correlation", {"model": "markv", "r": 0.5}),
+     r"correlation: unknown model 'markv' \(did you mean `markov`\?\); the models are 'prefix', "),
+    ("negative range end", _set("grid.snr", {"start": 0.0, "stop": -1.0, "num": 20}),
+     r"grid\.snr\.stop: Input should be greater than or equal to 0 \(got -1\.0\)$"),
+    ("both range ends", _set("grid.delta", {"start": -1, "stop": 0, "num": 5}),
+     r"grid\.delta\.start: .*greater than 0 \(got -1\); grid\.delta\.stop: .*greater than 0 \(got 0\)$"),
     ("custom wrong length", _set("grid.weights", [{"scheme": "custom", "values": [1, 2]}]),
      r"grid\.weights\[0\]\.values: 2 values but grid\.T has \[4\]"),
     ("custom all zero", _set("grid.weights", [{"scheme": "custom", "values": [0, 0, 0, 0]}]),
@@ -65,9 +73,11 @@ BAD = [
     ("label q > 1", _set("correlation", {"model": "label", "q": 1.5}), r"correlation\.q\[0\]: .*less than or equal to 1"),
     ("label q < 0", _set("correlation", {"model": "label", "q": [0.5, -0.1, 0, 0]}), r"correlation\.q\[1\]: .*greater than or equal to 0"),
     ("label q length", _set("correlation", {"model": "label", "q": [0.5, 0.5]}), r"correlation\.q: 2 values but grid\.T has \[4\]"),
-    ("unknown correlation", _set("correlation", {"model": "banana"}), r"correlation: .*'banana'.*'markov'"),
+    ("unknown correlation", _set("correlation", {"model": "banana"}), r"correlation: unknown model 'banana'; .*'markov'"),
     ("V rounds below 2", _set("grid.delta", [30.0]), r"grid\.delta\[0\]: d/delta = 24/30 rounds to V = 1"),
     ("N rounds below 2", _set("grid.gamma", [50.0]), r"grid\.gamma\[0\]: d/gamma = 24/50 rounds to N = 0"),
+    ("V below 2 on a range", _set("grid.delta", {"start": 1.0, "stop": 40.0, "num": 40}),
+     r"grid\.delta: d/delta rounds to V < 2 for 24 of its values \(17, 18, .*, 40\); need at least 2; top_k"),
     ("duplicate axis values", _set("grid.T", [4, 4]), r"grid\.T: .*distinct"),
     ("bad range", _set("grid.snr", {"start": 0, "stop": 1}), r"grid\.snr: a range needs exactly the keys"),
     ("top_k too large", _set("top_k", 100), r"top_k: 100 exceeds the rank bound"),
@@ -148,3 +158,26 @@ def test_every_consistency_problem_is_listed(sweep_data):
     sweep_data["replicates_per_task"] = sweep_data["replicates"] + 1
     with pytest.raises(SweepDefinitionError, match=r"top_k: .* exceeds the rank bound .*; replicates_per_task: "):
         parse_sweep(sweep_data, "s.yaml")
+
+
+def test_points_per_task_keeps_its_old_name_and_the_hash(sweep_data):
+    """``cells_per_task`` (the old name) reads as ``points_per_task``; the hash is the one it always had."""
+    old = parse_sweep({**sweep_data, "cells_per_task": 2})
+    new = parse_sweep({**sweep_data, "points_per_task": 2})
+    assert old == new and old.points_per_task == 2 and old.cells_per_task == 2
+    assert new.canonical()["cells_per_task"] == 2 and "points_per_task" not in new.canonical()
+    assert new.digest() == "4b052f067a9b79f3347ae1fa7646e6347b25461bd1358935db0732c0f9f8d460"     # as before the rename
+    assert parse_sweep(new.canonical()) == new                       # a store's canonical sweep reads back
+    assert "cells_per_task" not in parse_sweep(sweep_data).canonical()
+    with pytest.raises(SweepDefinitionError, match=r"give points_per_task, or cells_per_task \(its old name\)"):
+        parse_sweep({**sweep_data, "cells_per_task": 2, "points_per_task": 2})
+
+
+@pytest.mark.parametrize("name", sorted(__import__("rmtsweep.shipped", fromlist=["sweeps"]).sweeps()))
+def test_every_shipped_sweep_as_yaml_reads_back_to_itself(name):
+    """Sweep.to_yaml (`rmtsweep show`) of every shipped sweep: the same sweep and hash, defaults filled in."""
+    import yaml
+    sweep = load_sweep(name).sweep
+    again = parse_sweep(yaml.safe_load(sweep.to_yaml()), name)
+    assert again == sweep and again.digest() == sweep.digest()
+    assert "points_per_task:" in sweep.to_yaml() and "top_k:" in sweep.to_yaml()

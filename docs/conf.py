@@ -1,0 +1,127 @@
+"""Sphinx configuration of the rmtsweep site.
+
+Build it with ``sphinx-build -W --keep-going -b html docs docs/_build/html`` (``pip install -e '.[docs]'`` first),
+then serve it with ``python -m http.server -d docs/_build/html``. The site works offline: MathJax's files come
+from the ``jupyter-server-mathjax`` package and are copied into the site.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+import rmtsweep
+
+project = "rmtsweep"
+author = "the rmtsweep authors"
+copyright = "2026, the rmtsweep authors"
+release = rmtsweep.__version__
+version = release.split("+")[0]
+
+extensions = [
+    "myst_nb",                     # Markdown pages (MyST) and docs/analysis.ipynb
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "sphinx.ext.mathjax",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}   # .rst: autosummary's pages
+root_doc = "index"
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "plugin-example", "**.ipynb_checkpoints", "*_tables.py"]
+suppress_warnings = ["myst.header"]   # a page's headings may start below H1 inside an included file
+
+# MyST: $...$ and $$...$$ math, ::: fences, heading anchors for links such as page.md#store-protocol
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+myst_dmath_double_inline = True
+
+# The notebook is shown as it is stored; the tests execute it (nbmake), the build does not.
+nb_execution_mode = "off"
+
+# API reference: one page per public name (docs/reference.md), from numpydoc docstrings
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_typehints = "none"         # the signatures show the hints; numpydoc shows the docstrings
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_validation_checks: set[str] = set()
+
+# Math, offline: MathJax 2 from the jupyter-server-mathjax package, copied into _static/mathjax at the build. The
+# package ships the combined configuration below (TeX input, HTML-CSS output) and the STIX-Web fonts.
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
+mathjax2_config = {
+    "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
+                "ignoreClass": "document", "processClass": "math|output_area"},
+    "HTML-CSS": {"availableFonts": ["STIX-Web"], "preferredFont": "STIX-Web", "webFont": "STIX-Web",
+                 "imageFont": None},
+    "messageStyle": "none",
+}
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"rmtsweep {version}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_sidebars = {"index": [], "getting-started": [], "changelog": []}
+html_last_updated_fmt = None
+html_show_sourcelink = False
+
+
+def _mathjax(app, exception) -> None:
+    """Copy MathJax's files into the built site (the HTML builders only)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import jupyter_server_mathjax
+    source = Path(jupyter_server_mathjax.__file__).parent / "static"
+    target = Path(app.outdir) / "_static" / "mathjax"
+    if not (target / "MathJax.js").exists():
+        shutil.copytree(source, target, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.eot", "*.otf"))
+
+
+def _schema_table(kind: str) -> list[str]:
+    """A list-table of the correlation models or weights schemes, from the classes' own docstrings."""
+    from pydantic_core import PydanticUndefined
+
+    from rmtsweep.model import correlation
+    from rmtsweep.model.schemes import SCHEMES
+    if kind == "weights":
+        classes, tag = SCHEMES, "scheme"
+    else:
+        base = correlation.Correlation
+        classes = [c for c in vars(correlation).values() if isinstance(c, type) and issubclass(c, base) and c is not base]
+        tag = "model"
+    rows = [".. list-table::", "   :header-rows: 1", "   :widths: 15 30 55", "", f"   * - ``{tag}``",
+            "     - parameters", "     - what it is"]
+    for cls in classes:
+        fields = cls.model_fields
+        params = [f"``{k}``" + ("" if v.default is PydanticUndefined else f" (default ``{v.default!r}``)")
+                  for k, v in fields.items() if k not in (tag, "name")]
+        doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+        rows += [f"   * - ``{fields[tag].default}``", f"     - {', '.join(params) or '(none)'}", f"     - {doc}"]
+    return rows
+
+
+class SchemaTable(SphinxDirective):
+    """``{rmtsweep-schema} weights`` or ``{rmtsweep-schema} correlation``: the table the code defines."""
+
+    required_arguments = 1
+
+    def run(self):
+        from docutils.statemachine import StringList
+        node = nodes.container()
+        self.state.nested_parse(StringList(_schema_table(self.arguments[0])), self.content_offset, node)
+        return node.children
+
+
+def setup(app) -> None:
+    app.add_directive("rmtsweep-schema", SchemaTable)
+    app.connect("build-finished", _mathjax)

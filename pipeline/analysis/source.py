@@ -1,0 +1,48 @@
+"""Where the analysis reads from: a store, or its ``comparison`` group, opened lazily (:func:`open_source`).
+
+Every analysis module opens its input here; the comparison group is refused once the store's ``done``
+mask has changed since it was written (:func:`done_digest`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from ..errors import SelectionError
+from ..store import locate, open_dataset, open_zarr
+
+__all__ = ["GROUP", "done_digest", "open_source"]
+
+GROUP = "comparison"
+"""The store group :func:`rmtsweep.analysis.compare.write_comparison` writes."""
+
+
+def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr.Dataset:
+    """A store (``group=None``) or one of its groups (e.g. ``"comparison"``), opened lazily."""
+    if isinstance(source, xr.Dataset):
+        return source
+    source = locate(source)
+    ds = open_dataset(source)
+    if group is None:
+        return ds
+    try:
+        sub = open_zarr(source, group=group)
+    except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
+        raise SelectionError(f"{source}: no group {group!r} (valid: none, or 'comparison' after "
+                             f"`rmtsweep compare {source}`)") from None
+    if group == GROUP and "done_digest" in sub.attrs and sub.attrs["done_digest"] != done_digest(ds["done"].values):
+        now = int(ds["done"].sum())
+        raise SelectionError(f"{source}: the comparison group was computed from {sub.attrs['done_replicates']} of "
+                             f"{sub.attrs['done_total']} replicates done and the store now has {now}: rerun "
+                             f"`rmtsweep compare {source}`")
+    return sub
+
+
+def done_digest(done: np.ndarray) -> str:
+    """A short fingerprint of the ``done`` mask: a comparison records the one it was computed from."""
+    return hashlib.sha256(np.packbits(np.asarray(done, bool)).tobytes()).hexdigest()[:16]

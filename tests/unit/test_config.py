@@ -1,0 +1,168 @@
+"""rmtsweep's settings in dask.config: the shipped defaults, their overrides, and what a store records of them."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import dask
+import pytest
+import yaml
+
+from rmtsweep import config
+from tests.helpers import BASE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any DASK_RMTSWEEP__ setting, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_RMTSWEEP")}
+    return {**env, **extra}
+
+
+def test_dask_config_shows_the_shipped_defaults():
+    code = "import json, dask, rmtsweep.config; print(json.dumps(dask.config.get('rmtsweep')))"
+    out = subprocess.run([sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    shipped = yaml.safe_load((ROOT / "pipeline" / "rmtsweep.yaml").read_text())["rmtsweep"]
+    assert json.loads(out) == shipped
+    assert shipped["run"]["window"]["min-in-flight"] == 4 and shipped["lock"]["lease"] == 60.0
+
+
+def test_import_rmtsweep_leaves_dask_unimported():
+    """The command line and short scripts do not pay for dask: the defaults load when a value is first read."""
+    code = "import sys, rmtsweep; print('dask' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_the_shipped_defaults_are_the_documented_constants():
+    """The module constants that document a setting's default say what the shipped file says."""
+    from rmtsweep.engine import CONNECT_TIMEOUT
+    from rmtsweep.jobwatch import SUBMIT_TIMEOUT
+    from rmtsweep.run.cost import DRIVER_TASKS_PER_SECOND, PROGRESSIVE_BLOCKS, TARGET_TASK_SECONDS
+    from rmtsweep.run.execute import ADAPTIVE_PER_THREAD, MIN_IN_FLIGHT, PER_THREAD, SUBMIT_BATCH
+    from rmtsweep.run.progress import LINE_SECONDS
+    from rmtsweep.store.lock import HEARTBEAT, LEASE
+    from rmtsweep.store.writer import DONE_WRITERS
+    from rmtsweep.theory.on_grid import TheoryBudgets
+
+    shipped = config.defaults()["rmtsweep"]
+    assert shipped["run"]["window"] == {"min-in-flight": MIN_IN_FLIGHT, "per-thread": PER_THREAD,
+                                        "adaptive-per-thread": ADAPTIVE_PER_THREAD, "refresh": 1.0}
+    assert (shipped["run"]["submit-batch"], shipped["run"]["retries"]) == (SUBMIT_BATCH, 2)
+    assert shipped["batching"] == {"target-task-seconds": TARGET_TASK_SECONDS, "progressive-blocks": PROGRESSIVE_BLOCKS,
+                                   "driver-tasks-per-second": DRIVER_TASKS_PER_SECOND}
+    assert shipped["lock"] == {"lease": LEASE, "heartbeat": HEARTBEAT}
+    assert shipped["progress"] == {"line-seconds": LINE_SECONDS}
+    assert shipped["store"] == {"done-writers": DONE_WRITERS}
+    assert shipped["batch-system"] == {"submit-timeout": SUBMIT_TIMEOUT}
+    assert shipped["scheduler"] == {"connect-timeout": CONNECT_TIMEOUT}
+    assert TheoryBudgets(**{k.replace("-", "_"): v for k, v in shipped["theory"].items()}) == TheoryBudgets()
+
+
+def test_every_key_is_documented():
+    page = (ROOT / "docs" / "user-guide" / "configuration.md").read_text()
+
+    def keys(tree: dict, prefix: str) -> list[str]:
+        return [k for name, value in tree.items()
+                for k in (keys(value, f"{prefix}.{name}") if isinstance(value, dict) else [f"{prefix}.{name}"])]
+
+    missing = [k for k in keys(config.defaults()["rmtsweep"], "rmtsweep") if f"`{k}`" not in page]
+    assert not missing, f"docs/user-guide/configuration.md does not describe {missing}"
+
+
+class _Threads:
+    """What :class:`~rmtsweep.run.execute.Window` asks of a client: the worker threads there."""
+
+    def nthreads(self) -> dict[str, int]:
+        return {"tcp://a": 1, "tcp://b": 2}
+
+
+def test_dask_config_set_changes_the_values_read_where_they_are_used(tmp_path):
+    from rmtsweep.run.cost import choose_blocking, task_target
+    from rmtsweep.run.execute import Window
+    from rmtsweep.run.progress import Progress
+    from rmtsweep.spec import parse_sweep
+    from rmtsweep.store.lock import StoreLock
+
+    assert Window(_Threads()).size() == 4 * 3
+    sweep = parse_sweep({**copy.deepcopy(BASE), "replicates": 64, "replicates_per_task": None})
+    with dask.config.set({"rmtsweep.run.window.per-thread": 5, "rmtsweep.lock.lease": 0.5,
+                          "rmtsweep.lock.heartbeat": 0.1, "rmtsweep.progress.line-seconds": 2.0,
+                          "rmtsweep.batching.target-task-seconds": 1e-9,
+                          "rmtsweep.batching.progressive-blocks": 64}):
+        assert Window(_Threads()).size() == 5 * 3
+        lock = StoreLock(tmp_path / "s.zarr")
+        assert (lock.lease, lock.heartbeat) == (0.5, 0.1)
+        assert Progress("x", 1, 0, enabled=False).every == 2.0
+        assert task_target() == 1e-9
+        assert choose_blocking(sweep).replicate == 1
+    assert Window(_Threads()).size() == 4 * 3
+    assert choose_blocking(sweep).replicate > 1
+
+
+def test_an_environment_variable_changes_a_runs_window(tmp_path):
+    """``DASK_RMTSWEEP__RUN__WINDOW__MIN_IN_FLIGHT`` is read by dask at import, and a run's window follows it."""
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump(BASE))
+    code = textwrap.dedent(f"""
+        from distributed import Client
+        from rmtsweep import run_sweep
+        with Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
+            report = run_sweep({str(sweep)!r}, {str(tmp_path / "s.zarr")!r}, client, progress=False)
+        print(report.in_flight, report.tasks_computed)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env=_clean_env(DASK_RMTSWEEP__RUN__WINDOW__MIN_IN_FLIGHT="7"),
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    in_flight, computed = map(int, out.stdout.split()[-2:])
+    assert computed > 0
+    assert in_flight == 7                  # one worker thread: the default window would be max(4, 4 x 1) = 4
+
+
+def test_a_new_store_records_and_obeys_the_theory_budgets(tmp_path):
+    from rmtsweep.run.runner import prepare_store
+    from rmtsweep.spec import SweepFile, parse_sweep
+    from rmtsweep.store import open_dataset
+
+    data = {**copy.deepcopy(BASE), "correlation": {"model": "iid"},
+            "grid": {**BASE["grid"], "T": [1]}}                    # T = 1: the exact one-token law
+    with dask.config.set({"rmtsweep.theory.one-token-budget": 1}):
+        prepare_store(SweepFile(parse_sweep(data), "sweep.yaml", yaml.safe_dump(data)), tmp_path / "s.zarr")
+    ds = open_dataset(tmp_path / "s.zarr")
+    recorded = ds.attrs["config"]
+    assert recorded["theory"] == {**config.defaults()["rmtsweep"]["theory"], "one-token-budget": 1}
+    assert recorded["batching"] == config.defaults()["rmtsweep"]["batching"]
+    assert "exceed the budget of 1" in ds["theory_law"].attrs["description"]
+    assert int(ds["theory_law"].max()) == 0                    # the cubic stands: 2 (delta, gamma) points > 1
+
+
+@pytest.mark.parametrize("key", ["run.window.per-thread", "run.window.per_thread"])
+def test_get_takes_either_spelling_and_refuses_an_unknown_key(key):
+    assert config.get(key) == 4
+    with pytest.raises(KeyError):
+        config.get("run.window.no-such-key")
+
+
+def test_cluster_settings_left_null_come_from_dask_jobqueues_config():
+    """One schema: a cluster file's null is dask-jobqueue's ``jobqueue.<kind>``; the file and the options win."""
+    from rmtsweep.clusters import load_cluster_config
+    from rmtsweep.errors import ClusterError
+
+    assert load_cluster_config("slurm").account is None                       # the shipped file: account: null
+    with dask.config.set({"jobqueue.slurm.account": "lab", "jobqueue.slurm.queue": "long",
+                          "jobqueue.slurm.local-directory": "$TMPDIR"}):
+        cfg = load_cluster_config("slurm")
+        assert (cfg.account, cfg.queue, cfg.local_directory) == ("lab", "debug", "$TMPDIR")
+        assert load_cluster_config("slurm", overrides={"account": "other"}).account == "other"
+    with dask.config.set({"jobqueue.pbs.interface": 5}):
+        with pytest.raises(ClusterError, match=r"field 'interface' \(jobqueue\.pbs\) = 5"):
+            load_cluster_config("pbs")
