@@ -15,7 +15,8 @@ Two branches, which the CLI maps to one line on stderr and no traceback:
 from __future__ import annotations
 
 __all__ = ["ArgumentError", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError",
-           "StoreError", "StoreWriteError", "SweepDefinitionError", "TaskFailedError", "UserError"]
+           "StorageUnavailableError", "StoreError", "StoreWriteError", "SweepDefinitionError", "TaskFailedError",
+           "UserError"]
 
 
 class RmtsweepError(Exception):
@@ -60,3 +61,7 @@ class StoreWriteError(RunError):
 
 class TaskFailedError(RunError):
     """A task whose computation failed repeatedly."""
+
+
+class StorageUnavailableError(RunError):
+    """The storage of a store does not answer (an endpoint down, a network outage, a timeout)."""

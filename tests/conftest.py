@@ -130,3 +130,25 @@ def write_sweep(tmp_path: Path):
         path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
         return path
     return _write
+
+
+S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """A moto S3 server on a free loopback port for the module, with test credentials in the environment; its URL."""
+    moto_server = pytest.importorskip("moto.server")
+    pytest.importorskip("s3fs")
+    saved = {k: os.environ.get(k) for k in S3_CREDENTIALS}
+    os.environ.update(S3_CREDENTIALS)           # no lookup of real credentials (instance metadata) by botocore
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -33,7 +33,7 @@ import zarr
 from .. import theory
 from ..errors import SelectionError
 from ..dims import D, has_d_axis, store_dims
-from ..store import ZARR_FORMAT, Remote, locate, metadata_lock, open_dataset
+from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
 from ..store.io import edit_consolidated, read_object
 from ..store.location import zarr_target
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
@@ -240,7 +240,7 @@ def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
         _write_group(path, cmp)
 
 
-def _write_group(path: Path | Remote, cmp: xr.Dataset) -> None:
+def _write_group(path: Location, cmp: xr.Dataset) -> None:
     cmp.to_zarr(zarr_target(path, read_only=False), group=GROUP, mode="w", zarr_format=ZARR_FORMAT,
                 consolidated=False)
     zarr.consolidate_metadata(zarr_target(path, read_only=False), path=GROUP, zarr_format=ZARR_FORMAT)

@@ -177,10 +177,10 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     from ..clusters import driver_script, submit_driver, worker_job_script
     from ..engine import make_engine
 
-    from ..store.location import Remote, format_storage_options, local_path
+    from ..store.location import format_storage_options, local_path, locate
 
     sweep_file = _load(sweep, overrides)
-    path = _store_path(sweep_file, store_path, create=False)       # the driver job makes it (a dry run, nothing)
+    path = locate(_store_path(sweep_file, store_path, create=False))    # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
     config = eng.batch_config()
     if elements is not None:
@@ -188,15 +188,15 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
         return
     if max_running is not None:
         raise click.UsageError("--max-running goes with --array")
-    remote = isinstance(path, Remote)       # the driver runs `rmtsweep run ... --store URL`; the script stays here
-    script = driver_script(eng.cluster, config, Path(sweep_file.path), str(path) if remote else path,
+    url = not path.renames          # the driver runs `rmtsweep run ... --store URL`; the script stays here
+    script = driver_script(eng.cluster, config, Path(sweep_file.path), str(path) if url else path,
                            eng.cluster_config, eng.jobs, eng.insecure, eng.dashboard_address, overrides,
-                           format_storage_options(path.storage_options) if remote else ())
+                           format_storage_options(path.storage_options))
     if dry_run:
         workers = worker_job_script(eng.cluster, config, eng.insecure)
         click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
         return
-    job = submit_driver(eng.cluster, script, Path.cwd() if remote else path.absolute().parent)
+    job = submit_driver(eng.cluster, script, Path.cwd() if url else path.absolute().parent)
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
 
 

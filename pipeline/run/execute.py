@@ -28,10 +28,10 @@ import numpy as np
 from distributed import Client, Future, as_completed
 
 from .. import config
-from ..errors import RmtsweepError, RunError, StoreWriteError, TaskFailedError, UserError
+from ..errors import RmtsweepError, RunError, StorageUnavailableError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
+from ..store.location import locate
 from ..store.lock import Share
-from ..store.location import Remote
 from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
@@ -169,7 +169,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     per_message = int(config.get("run.submit-batch"))
     token = uuid.uuid4().hex
     writer = Writer(path) if writes == "driver" else None
-    where = path if isinstance(path, Remote) else str(path)    # a URL store travels with its storage options
+    where = locate(path)                      # travels with each task, with the options of its storage
     pending = iter(tasks)
     by_key: dict[str, Task] = {}              # submitted and not yet handed to on_done
     futures: dict[str, Future] = {}
@@ -228,6 +228,8 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
             except (Exception, asyncio.CancelledError) as exc:
                 if finished:
                     on_done(finished)                          # what finished before the failure stays done
+                if isinstance(exc, StorageUnavailableError):
+                    raise StorageUnavailableError(str(exc)) from None     # the storage's one line, not the task's
                 raise TaskFailedError(f"task {task.name} failed after {retries} retries: "
                                       f"{type(exc).__name__}: {exc}") from None
             if "os_error" in result or "fenced" in result:

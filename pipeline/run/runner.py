@@ -36,7 +36,7 @@ from distributed import Client
 from threadpoolctl import threadpool_limits
 
 from .. import config
-from ..errors import StoreWriteError
+from ..errors import StorageUnavailableError, StoreWriteError
 from ..shipped import resolve_sweep
 from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
@@ -121,7 +121,7 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     notes
         Where one-line notes go (the memory check, the batching); default: nowhere.
     storage_options
-        For a store at a URL (``s3://bucket/run.zarr``): fsspec's options of its filesystem (``endpoint_url``,
+        For a store at a URL (``s3://bucket/run.zarr``): the options of its storage (``endpoint_url``,
         ``key``, ...; credentials and endpoint also come from the environment). They travel with each task to
         the workers, which write their chunks straight to the bucket.
     share
@@ -150,6 +150,11 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
         with threadpool_limits(limits=1), _client_or_default(client) as client:
             return _run(sweep_file, path, client, progress, force, writes, expected_threads, memory_per_thread,
                         notes, share, order)
+    except StorageUnavailableError as exc:
+        # the store's lock lapses and its finished tasks stay done: the same command picks up where this one stopped
+        # (the error's last clause, what to do, is replaced by what to do after a run)
+        raise StorageUnavailableError(f"{str(exc).rsplit('; ', 1)[0]}; finished tasks stay in the store: rerun the "
+                                      f"same command to resume once it answers") from exc
     except OSError as exc:
         # a file error without its file (the journal's buffered write, metadata): name the store. An error
         # that names its file is printed as it is, and one with no errno (a lost dask connection) is no

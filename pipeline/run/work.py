@@ -11,7 +11,8 @@ import time
 
 import numpy as np
 
-from ..store.location import Remote
+from ..errors import StoreError
+from ..store.backend import Location
 from ..store.lock import Share, holds
 from ..store.writer import Writer
 from .block import compute_block
@@ -32,7 +33,7 @@ def compute_task(task: Task) -> dict[str, np.ndarray]:
 _WRITERS: dict[tuple[str, str], Writer] = {}
 
 
-def write_task(task: Task, path: str | Remote, run: int, token: str, fence: str | None = None,
+def write_task(task: Task, path: str | Location, run: int, token: str, fence: str | None = None,
                share: Share | None = None) -> dict:
     """On a worker: compute ``task`` and write its data chunks (not ``done``) into the store at ``path``.
 
@@ -48,7 +49,7 @@ def write_task(task: Task, path: str | Remote, run: int, token: str, fence: str 
     values = compute_block(task)
     key = (path, token)
     try:
-        if fence is not None and not holds(path, fence, share):
+        if fence is not None and not holds(path, fence, share, strict=True):
             return {"fenced": path}
         writer = _WRITERS.get(key)          # held here: a worker's other threads may replace the entry meanwhile
         if writer is None:
@@ -59,4 +60,7 @@ def write_task(task: Task, path: str | Remote, run: int, token: str, fence: str 
     except OSError as exc:
         _WRITERS.clear()
         return {"os_error": (exc.errno, exc.strerror or str(exc), exc.filename or path)}
+    except StoreError as exc:           # the storage refused the write (access denied, a bucket gone): as above
+        _WRITERS.clear()
+        return {"os_error": (None, str(exc).removeprefix(f"{path}: "), path)}
     return {"written": True, "replicates": task.n_replicates, "seconds": time.perf_counter() - start}

@@ -40,7 +40,8 @@ _LAZY: dict[str, str] = {
     "now": "layout",
     "provenance": "layout",
     "template": "layout",
-    "Remote": "location",
+    "Location": "backend",
+    "PosixLocation": "backend",
     "local_path": "location",
     "locate": "location",
     "StoreLock": "lock",
@@ -57,14 +58,15 @@ if TYPE_CHECKING:
     from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, open_group, open_zarr,
                      record_run, status, store_problem, stored_sweep, tasks_done, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
-    from .location import Remote, local_path, locate
+    from .backend import Location, PosixLocation
+    from .location import local_path, locate
     from .lock import StoreLock, lock_file
     from .metalock import metadata_lock
     from .verify import Corrupt, corrupt_tasks, repair
     from .writer import Writer
 
 __all__ = [
-    "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Remote", "Store", "StoreLock",
+    "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation", "Store", "StoreLock",
     "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store",
     "local_path", "locate", "lock_file", "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
 ]

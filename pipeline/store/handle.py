@@ -29,7 +29,8 @@ from . import migrate
 from .io import (CUT_SHORT, array_run, blocking_of, create, half_created, open_group, record_run, store_problem,
                  stored_sweep, write_template)
 from .layout import Template
-from .location import Remote, StorePath, locate
+from .backend import Location
+from .location import locate
 from .lock import Share, StoreLock, conflicts, lock_file
 from .writer import Writer
 
@@ -72,8 +73,7 @@ class PreparedRun:
         e.g. by a scratch purge), so nothing more is marked done in what is no longer a store.
         """
         self.lock.check()
-        path = self.writer.path
-        if not (path.child(".zattrs") if isinstance(path, Remote) else path / ".zattrs").exists():
+        if not self.writer.path.child(".zattrs").exists():
             raise StoreWriteError(f"{self.writer.path}: the store was removed while the run wrote it; remove what "
                                   f"is left of it and rerun the same command to start again")
 
@@ -87,15 +87,16 @@ class PreparedRun:
 class Store:
     """The store at ``path``: everything that knows its file names and how it changes."""
 
-    path: StorePath
+    path: Location
 
     def __post_init__(self) -> None:
         self.path = locate(self.path)
 
     @property
-    def remote(self) -> bool:
-        """Whether the store is on object storage (no journal: see :meth:`prepare`; no job arrays: :meth:`join`)."""
-        return isinstance(self.path, Remote)
+    def in_place(self) -> bool:
+        """Whether the store is written in place: its storage (object storage) renames no directory and appends
+        to no file, so it has no journal (:meth:`prepare`) and no job arrays (:meth:`join`)."""
+        return not self.path.renames
 
     @property
     def journal_path(self) -> Path:
@@ -103,7 +104,7 @@ class Store:
         return self.path / JOURNAL_NAME
 
     @property
-    def lock_path(self) -> Path:
+    def lock_path(self) -> Location:
         """The lock file of the run that writes the store (beside it: :func:`~rmtsweep.store.lock.lock_file`)."""
         return lock_file(self.path)
 
@@ -113,7 +114,7 @@ class Store:
         Reads only: an extension killed half way is finished or undone by :meth:`prepare`, under the lock.
         """
         path = self.path
-        if isinstance(path, Remote):
+        if self.in_place:
             problem = store_problem(path)
             if problem and migrate.interrupted(path):
                 return                               # an extension cut short: prepare finishes or undoes it first
@@ -147,7 +148,7 @@ class Store:
         fill a store by hand.
         """
         self.check()
-        if isinstance(self.path, Remote):
+        if self.in_place:
             if half_created(self.path):                  # a creation cut before its end: under the lock, start over
                 self.path.remove(recursive=True)
             if not self.path.child(".zattrs").exists():
@@ -192,7 +193,7 @@ class Store:
                 yield PreparedRun(-1, Writer(self.path), None, own, lock, carried, plan, recompute)
                 return
             index = record_run(self.path, run_info)
-            if self.remote:                             # object storage has no appends: no journal
+            if self.in_place:                           # object storage has no appends: no journal
                 yield PreparedRun(index, Writer(self.path), None, own, lock, carried, plan, recompute)
                 return
             with open(self.journal_path, "a", buffering=1) as journal:
@@ -212,7 +213,7 @@ class Store:
             No store at the path, an extension left half done, a store of another sweep than
             ``sweep_file``'s, or a lock it excludes is live.
         """
-        if self.remote:
+        if self.in_place:
             raise StoreError(f"{self.path}: job arrays on object storage are not supported yet; use a file system "
                              f"the elements share, or `rmtsweep run` with a dask cluster")
         self.check()
@@ -250,7 +251,7 @@ class Store:
         tpl.frame.attrs["created"] = attrs.get("created")
         write_template(new_path, tpl)
         carried = migrate.copy_finished(self.path, new_path, recompute_all)
-        if not self.remote and self.journal_path.exists():
+        if not self.in_place and self.journal_path.exists():
             shutil.copy2(self.journal_path, new_path / JOURNAL_NAME)
         migrate.swap(self.path, new_path)
         return carried

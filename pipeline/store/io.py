@@ -16,10 +16,11 @@ import xarray as xr
 import zarr
 
 from ..dims import has_d_axis
-from ..errors import StoreError
+from ..errors import RmtsweepError, StoreError
 from ..spec import Sweep, parse_sweep
+from .backend import Location
 from .layout import FORMAT, ZARR_FORMAT, Template
-from .location import Remote, StorePath, locate, zarr_target
+from .location import locate
 from .metalock import metadata_lock
 
 __all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
@@ -31,23 +32,27 @@ CUT_SHORT = "its creation or extension was cut before the end"
 """How :func:`store_problem` starts for a store on object storage whose metadata is not whole yet."""
 
 
-def open_group(path: StorePath, mode: str = "r") -> zarr.Group:
-    """The store's root zarr group, on a file system or at a URL (:class:`~rmtsweep.store.location.Remote`)."""
-    return zarr.open_group(zarr_target(path, read_only=mode == "r"), mode=mode)
+def open_group(path: str | Path | Location, mode: str = "r") -> zarr.Group:
+    """The store's root zarr group, on a file system or at a URL."""
+    return zarr.open_group(locate(path).zarr_store(read_only=mode == "r"), mode=mode)
 
 
-def _remote_problem(path: Remote) -> str | None:
-    """:func:`store_problem` at a URL: one small read of ``.zattrs`` (and a listing when it is absent)."""
-    fs = path.fs
+def _object_store_problem(path: Location) -> str | None:
+    """:func:`store_problem` on object storage: one small read of ``.zattrs`` (and a listing when it is absent)."""
     try:
-        attrs = json.loads(fs.cat_file(path.key(".zattrs")))
-    except FileNotFoundError:
-        try:
-            return f"not an rmtsweep store (no '{FORMAT}' marker)" if fs.exists(path.url) else "does not exist"
-        except FileNotFoundError:
-            return "does not exist"
-        except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
-            return f"cannot read it ({_first_line(exc)})"
+        raw = path.child(".zattrs").read()
+        if raw is None:
+            try:
+                return f"not an rmtsweep store (no '{FORMAT}' marker)" if path.exists() else "does not exist"
+            except FileNotFoundError:
+                return "does not exist"
+            except RmtsweepError:
+                raise                     # the backend's one line: credentials, bucket, options, outage
+            except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
+                return f"cannot read it ({_first_line(exc)})"
+        attrs = json.loads(raw)
+    except RmtsweepError:
+        raise
     except PermissionError as exc:
         return f"cannot read it (access denied: {_first_line(exc)})"
     except ValueError as exc:
@@ -57,7 +62,9 @@ def _remote_problem(path: Remote) -> str | None:
     if not (isinstance(attrs, dict) and attrs.get("rmtsweep_format") == FORMAT):
         return f"not an rmtsweep store (no '{FORMAT}' marker)"
     try:
-        whole = fs.exists(path.key(".zmetadata"))
+        whole = path.child(".zmetadata").exists()
+    except RmtsweepError:
+        raise
     except Exception as exc:  # noqa: BLE001
         return f"cannot read it ({_first_line(exc)})"
     return None if whole else f"{CUT_SHORT} (no consolidated metadata); rerun the same command to finish it"
@@ -75,8 +82,8 @@ def store_problem(path: str | Path) -> str | None:
     "cannot read it" (permission denied, truncated or corrupt metadata), and says which.
     """
     path = locate(path)
-    if isinstance(path, Remote):
-        return _remote_problem(path)
+    if not path.renames:
+        return _object_store_problem(path)
     meta = path / ".zattrs"
     if not path.exists():
         return "does not exist"
@@ -98,16 +105,16 @@ def store_problem(path: str | Path) -> str | None:
     return f"not an rmtsweep store (no '{FORMAT}' marker)"
 
 
-def is_store(path: StorePath) -> bool:
+def is_store(path: str | Path | Location) -> bool:
     """Whether ``path`` holds a readable rmtsweep store."""
     return store_problem(path) is None
 
 
-def open_dataset(path: str | StorePath, storage_options: dict | None = None) -> xr.Dataset:
+def open_dataset(path: str | Path | Location, storage_options: dict | None = None) -> xr.Dataset:
     """Open a store with xarray (lazy, dask-chunked as stored; works while a sweep is still writing).
 
-    ``path`` is a path or a URL of object storage (``s3://bucket/run.zarr``), with fsspec's
-    ``storage_options`` for the latter (credentials and endpoint also come from the environment).
+    ``path`` is a path or a URL of object storage (``s3://bucket/run.zarr``), with the options of its
+    storage (``storage_options``) for the latter (credentials and endpoint also come from the environment).
 
     Opened with ``mask_and_scale=False``, so ``run`` reads -1 where no run computed a replicate (a
     plain ``xr.open_zarr`` turns zarr fill values into NaN and ``run`` into floats); every float
@@ -120,19 +127,18 @@ def open_dataset(path: str | StorePath, storage_options: dict | None = None) -> 
     return open_zarr(path, mask_and_scale=False)
 
 
-def open_zarr(path: StorePath, **kwargs) -> xr.Dataset:
+def open_zarr(path: str | Path | Location, **kwargs) -> xr.Dataset:
     """``xr.open_zarr`` of the store at a path or a URL (its storage options passed on); ``kwargs`` as xarray's."""
-    if isinstance(path, Remote):
-        return xr.open_zarr(path.url, storage_options=path.open_options, **kwargs)
-    return xr.open_zarr(str(path), **kwargs)
+    path = locate(path)
+    return xr.open_zarr(path.address, storage_options=path.open_options or None, **kwargs)
 
 
-def stored_sweep(path: str | StorePath, attrs: dict) -> Sweep:
+def stored_sweep(path: str | Path | Location, attrs: dict) -> Sweep:
     """The sweep a store was created from (re-validated from its canonical form)."""
     return parse_sweep(json.loads(attrs["sweep_canonical"]), f"{path} (stored sweep)")
 
 
-def write_template(path: StorePath, tpl: Template) -> None:
+def write_template(path: Location, tpl: Template) -> None:
     """Write a template at ``path``: the frame through xarray, empty data arrays through zarr, then the
     consolidated metadata (so a plain ``xr.open_zarr`` reads it; on object storage, its presence is what
     says the template is whole). No chunk of data is written.
@@ -141,13 +147,13 @@ def write_template(path: StorePath, tpl: Template) -> None:
     concurrent requests, its consolidated metadata last (written there object by object, each array's
     metadata a round trip and the consolidation a read of every one, it took seconds on a local server).
     """
-    if isinstance(path, Remote):
+    if not path.renames:
         with tempfile.TemporaryDirectory(prefix="rmtsweep-template-") as tmp:
-            local = Path(tmp) / path.name
+            local = locate(Path(tmp) / path.name)
             write_template(local, tpl)
             upload(local, path)
         return
-    tpl.frame.to_zarr(zarr_target(path, read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
+    tpl.frame.to_zarr(path.zarr_store(read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
     group = open_group(path, mode="r+")
     for v in tpl.variables:
         group.create_array(v.name, shape=v.shape, chunks=v.chunks, dtype=v.dtype, fill_value=v.fill_value,
@@ -156,24 +162,21 @@ def write_template(path: StorePath, tpl: Template) -> None:
     consolidate(path)
 
 
-def upload(local: Path, path: Remote) -> None:
+def upload(local: Location, path: Location) -> None:
     """Copy the store at ``local`` to ``path`` (whose prefix holds nothing of it), ``.zmetadata`` last."""
-    names = sorted(str(p.relative_to(local)) for p in local.rglob("*") if p.is_file())
-    body = [n for n in names if n != ".zmetadata"]
-    fs = path.fs
-    if body:
-        fs.put([str(local / n) for n in body], [path.key(n) for n in body])
-    fs.put_file(str(local / ".zmetadata"), path.key(".zmetadata"))
+    body = [n for n in local.list() if n != ".zmetadata"]
+    path.copy_in(local, body)
+    path.copy_in(local, [".zmetadata"])
 
 
-def consolidate(path: StorePath) -> None:
+def consolidate(path: Location) -> None:
     """Rewrite the consolidated metadata (the run's lock and journal files are not zarr nodes, by design)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
-        zarr.consolidate_metadata(zarr_target(path, read_only=False))
+        zarr.consolidate_metadata(locate(path).zarr_store(read_only=False))
 
 
-def create(path: Path, tpl: Template) -> None:
+def create(path: Location, tpl: Template) -> None:
     """Write the template (coords, attrs, theory arrays; data chunks come later).
 
     The template is written into a temporary sibling directory and renamed into place, so a store
@@ -181,7 +184,7 @@ def create(path: Path, tpl: Template) -> None:
     place and its consolidated metadata last, so a prefix without it is a creation that was cut
     (:func:`half_created`), which :meth:`rmtsweep.store.Store.prepare` removes and writes again.
     """
-    if isinstance(path, Remote):
+    if not path.renames:
         try:
             write_template(path, tpl)
         except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
@@ -201,12 +204,12 @@ def create(path: Path, tpl: Template) -> None:
         raise StoreError(f"{path}: cannot create the store ({exc.strerror or exc})") from None
 
 
-def half_created(path: StorePath) -> bool:
+def half_created(path: Location) -> bool:
     """A store on object storage whose template was cut before its consolidated metadata (see :func:`create`)."""
-    return isinstance(path, Remote) and path.child(".zattrs").exists() and not path.child(".zmetadata").exists()
+    return not path.renames and path.child(".zattrs").exists() and not path.child(".zmetadata").exists()
 
 
-def record_run(path: StorePath, info: dict) -> int:
+def record_run(path: Location, info: dict) -> int:
     """Append a run's provenance to ``attrs['runs']`` and return its index.
 
     An array job's (``info["array"] = N``, :func:`rmtsweep.run.ready_store`) is N runs, one per share
@@ -224,7 +227,7 @@ def record_run(path: StorePath, info: dict) -> int:
     return first
 
 
-def _reconsolidate_root_attrs(path: StorePath) -> None:
+def _reconsolidate_root_attrs(path: Location) -> None:
     """Copy the root's ``.zattrs`` (as zarr wrote it) into ``.zmetadata``: what :func:`consolidate` would change
     when only the root's attributes changed, in one read of each and one write (it reads every node's metadata:
     a round trip each on object storage). Called under the metadata lock."""
@@ -233,17 +236,12 @@ def _reconsolidate_root_attrs(path: StorePath) -> None:
         consolidate(path)
 
 
-def read_object(path: StorePath, name: str) -> bytes | None:
+def read_object(path: str | Path | Location, name: str) -> bytes | None:
     """The bytes of the file (or object) ``name`` inside the store, or ``None`` when it is absent."""
-    if isinstance(path, Remote):
-        return path.child(name).read()
-    try:
-        return (Path(path) / name).read_bytes()
-    except FileNotFoundError:
-        return None
+    return locate(path).child(name).read()
 
 
-def edit_consolidated(path: StorePath, edit: Callable[[dict], None]) -> bool:
+def edit_consolidated(path: str | Path | Location, edit: Callable[[dict], None]) -> bool:
     """Apply ``edit`` to the entries of the store's ``.zmetadata`` and replace it whole (readers see the old or
     the new; on disk through a rename). ``False`` when there is none. Call it under the metadata lock."""
     raw = read_object(path, ".zmetadata")
@@ -251,13 +249,7 @@ def edit_consolidated(path: StorePath, edit: Callable[[dict], None]) -> bool:
         return False
     merged = json.loads(raw)
     edit(merged["metadata"])
-    data = json.dumps(merged, indent=4, sort_keys=True).encode()
-    if isinstance(path, Remote):
-        path.child(".zmetadata").write(data)
-        return True
-    tmp = Path(path) / f".zmetadata.{os.getpid()}.tmp"
-    tmp.write_bytes(data)
-    os.replace(tmp, Path(path) / ".zmetadata")
+    locate(path).child(".zmetadata").write(json.dumps(merged, indent=4, sort_keys=True).encode())
     return True
 
 
@@ -269,7 +261,7 @@ def array_run(runs: list[dict], share: tuple[int, int]) -> int | None:
     return None
 
 
-def blocking_of(path: str | StorePath) -> tuple[int, int, int, int]:
+def blocking_of(path: str | Path | Location) -> tuple[int, int, int, int]:
     """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``)."""
     done = open_group(locate(path))["done"]
     chunks = dict(zip(done.attrs["_ARRAY_DIMENSIONS"], done.chunks))
@@ -285,7 +277,7 @@ def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-def tasks_done(path: str | StorePath, storage_options: dict | None = None) -> tuple[int, int]:
+def tasks_done(path: str | Path | Location, storage_options: dict | None = None) -> tuple[int, int]:
     """``(tasks done, tasks in all)`` of a store, from its ``done`` array alone: what a run says when it ends.
 
     :func:`status` also opens the dataset and reads ``run``: on object storage, a request more per task.
@@ -300,7 +292,7 @@ def _task_counts(done: np.ndarray, chunks: tuple[int, ...]) -> tuple[int, int]:
     return int(per_task.sum()), int(per_task.size)
 
 
-def status(path: str | StorePath, storage_options: dict | None = None) -> dict:
+def status(path: str | Path | Location, storage_options: dict | None = None) -> dict:
     """Counts of done tasks (chunks of ``done``) and replicates, replicates per run, the attrs, and the
     ``d`` axis (``d_axis``: its values, or ``None`` for a store with a top-level ``d``)."""
     path = locate(path, storage_options)

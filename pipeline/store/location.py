@@ -1,191 +1,48 @@
 """Where a store lives: a path on a file system, or a URL of object storage (``s3://``, ``gs://``, any fsspec URL).
 
-:func:`locate` parses what a user gave once, at the boundary: a path stays a :class:`~pathlib.Path`
-(the store code's POSIX protocol: ``O_EXCL`` locks, renames); a URL becomes a :class:`Remote`, read
-through its fsspec filesystem (zarr's ``FsspecStore``; xarray's ``storage_options``). ``file://`` URLs are
-paths. A URL is never taken as a path: ``pathlib`` would fold ``s3://bucket/x.zarr`` into the local
-directory ``s3:/bucket/x.zarr``, and a run would write there and report success.
+:func:`locate` parses what a user gave once, at the boundary, into a :class:`~rmtsweep.store.backend.Location`:
+a path becomes a :class:`~rmtsweep.store.backend.PosixLocation` (``O_EXCL`` locks, renames); a URL becomes an
+:class:`~rmtsweep.store.objectstore.FsspecLocation`, read through its fsspec filesystem (zarr's ``FsspecStore``;
+xarray's ``storage_options``). ``file://`` URLs are paths. A URL is never taken as a path: ``pathlib`` would fold
+``s3://bucket/x.zarr`` into the local directory ``s3:/bucket/x.zarr``, and a run would write there and report
+success; nor is a URL with a slash too few or its colon lost (``s3:/bucket/x.zarr``, ``s3//bucket/x.zarr``),
+which is refused in one line.
 
-``run``, ``submit`` (its driver job), ``verify`` and the reading commands take a :class:`Remote` (the store's
-lock is an object made with a conditional write: :mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse
-one in one line (:func:`local_path`).
+The rest of the package uses the :class:`~rmtsweep.store.backend.Location` protocol only. ``run``, ``submit`` (its
+driver job), ``verify`` and the reading commands take a store at a URL (the store's lock is an object made with a
+conditional write: :mod:`rmtsweep.store.lock`); job arrays and ``demo`` refuse one in one line (:func:`local_path`).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError, UserError
+from .backend import Location, PosixLocation
+from .objectstore import PACKAGES, FsspecLocation, package_error
 
-__all__ = ["Remote", "StorePath", "format_storage_options", "local_path", "locate", "parse_storage_options",
-           "zarr_target"]
+__all__ = ["FsspecLocation", "Location", "PosixLocation", "Remote", "StorePath", "format_storage_options",
+           "local_path", "locate", "parse_storage_options", "zarr_target"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# a URL with a slash too few or its colon lost (``s3:/b/x.zarr``, ``s3//b/x.zarr``), which pathlib would take for a
+# local directory
+_BROKEN_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)(:/?(?!/)|//)")
 
-# the packages that give fsspec its object-storage filesystems, by protocol (fsspec names them only in prose)
-_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
-             "abfss": "adlfs", "adl": "adlfs", "oci": "ocifs", "hf": "huggingface_hub", "webdav": "webdav4"}
+Remote = FsspecLocation
+"""The former name of :class:`~rmtsweep.store.objectstore.FsspecLocation`."""
 
-
-@dataclass(frozen=True)
-class Remote:
-    """A store at a URL of an fsspec filesystem, with the options that filesystem is made with.
-
-    ``str(remote)`` is the URL (as the user wrote it, without a trailing ``/``). ``options_json`` holds
-    fsspec's ``storage_options`` (for S3: ``key``, ``secret``, ``endpoint_url``, ``anon``, ...) as sorted JSON,
-    so that the type stays frozen and hashable (it travels with each task to the workers); credentials and
-    endpoints also come from the filesystem's usual environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...),
-    which is where secrets belong. Its ``repr`` leaves the options out.
-    """
-
-    def __repr__(self) -> str:
-        return f"Remote({self.url!r})"
-
-    url: str
-    options_json: str = "{}"
-
-    def __str__(self) -> str:
-        return self.url
-
-    @property
-    def protocol(self) -> str:
-        """The URL's scheme (``s3``)."""
-        return self.url.split("://", 1)[0].lower()
-
-    @property
-    def name(self) -> str:
-        """The store's last path component (``run.zarr``)."""
-        return self.url.rstrip("/").rsplit("/", 1)[-1]
-
-    @property
-    def stem(self) -> str:
-        """:attr:`name` without its suffix (``run``), as ``Path.stem``."""
-        return Path(self.name).stem
-
-    @property
-    def storage_options(self) -> dict[str, Any]:
-        """The filesystem's options as a dict (what ``xr.open_zarr(url, storage_options=...)`` takes)."""
-        return json.loads(self.options_json)
-
-    @property
-    def open_options(self) -> dict[str, Any]:
-        """:attr:`storage_options` and what rmtsweep adds unless they say otherwise (listings read afresh; on S3,
-        one request per object read): what its filesystem, zarr and xarray are given."""
-        return _fresh(self.storage_options, self.protocol)
-
-    @property
-    def fs(self) -> Any:
-        """The fsspec filesystem of the URL (made once per protocol and options)."""
-        return _filesystem(self.protocol, self.options_json)
-
-    def key(self, *parts: str) -> str:
-        """The full URL of an object inside the store (``key(".zattrs")``)."""
-        return "/".join((self.url, *parts))
-
-    def child(self, name: str) -> "Remote":
-        """The object ``name`` inside this prefix, with the same options (``path / name`` of a path)."""
-        return Remote(self.key(name), self.options_json)
-
-    def sibling(self, name: str) -> "Remote":
-        """The object ``name`` beside this one (``path.with_name(name)`` of a path)."""
-        return Remote(f"{self.url.rsplit('/', 1)[0]}/{name}", self.options_json)
-
-    def zarr_store(self, read_only: bool = True) -> Any:
-        """A zarr ``FsspecStore`` on the store's prefix (what ``zarr.open_group`` takes)."""
-        from zarr.storage import FsspecStore
-        self.fs                                     # noqa: B018 - the one-line error when the package is missing
-        return FsspecStore.from_url(self.url, storage_options=self.open_options, read_only=read_only)
-
-    # --- single objects: what the lock and the store's markers need (each one request) ---------------------
-
-    def read(self) -> bytes | None:
-        """The object's bytes, or ``None`` when it is absent."""
-        try:
-            return self.fs.cat_file(self.url)
-        except FileNotFoundError:
-            return None
-
-    def exists(self) -> bool:
-        """Whether the object (or a prefix with objects under it) is there."""
-        return bool(self.fs.exists(self.url))
-
-    def create(self, data: bytes) -> bool:
-        """Write the object only if it is absent (a conditional write): ``False`` when it was there already."""
-        try:
-            with self.fs.open(self.url, "xb") as f:
-                f.write(data)
-        except FileExistsError:
-            return False
-        return True
-
-    def write(self, data: bytes) -> None:
-        """Write (or replace) the object: readers see the old bytes or the new, never a part."""
-        self.fs.pipe_file(self.url, data)
-
-    def remove(self, recursive: bool = False) -> None:
-        """Delete the object (``recursive``: every object under the prefix); absent is not an error."""
-        try:
-            self.fs.rm(self.url, recursive=recursive)
-        except FileNotFoundError:
-            pass
-
-    def glob(self, pattern: str) -> list["Remote"]:
-        """The objects beside this one whose names match ``pattern`` (fnmatch syntax)."""
-        parent = self.url.rsplit("/", 1)[0]
-        protocol = self.protocol
-        found = self.fs.glob(f"{parent}/{pattern}")
-        return [Remote(f"{protocol}://{f.split('://', 1)[-1]}", self.options_json) for f in found]
+StorePath = Location
+"""Where a store is (a :class:`Location`)."""
 
 
-StorePath = Path | Remote
-"""Where a store is: a path on a file system or a :class:`Remote` URL."""
-
-
-def zarr_target(path: StorePath, read_only: bool = True) -> Any:
-    """What zarr and xarray's ``to_zarr`` take for the store: its path as text, or a :class:`Remote`'s
-    ``FsspecStore``."""
-    return path.zarr_store(read_only=read_only) if isinstance(path, Remote) else str(path)
-
-
-def _package_error(protocol: str, url: str) -> StoreError:
-    package = _PACKAGES.get(protocol)
-    if package:
-        return StoreError(f"{url}: stores at {protocol}:// are read through the package {package}, which is not "
-                          f"installed: pip install {package}")
-    return StoreError(f"{url}: no filesystem is known for {protocol}:// (fsspec has none registered; a package "
-                      f"such as s3fs, gcsfs or adlfs adds its scheme)")
-
-
-# Options rmtsweep gives a filesystem unless the store's own options say otherwise. s3fs reads an object by asking
-# its size first (a HEAD) when it may split large reads (max_concurrency > 1, its default): one request more for
-# every chunk, lock and marker read, and for an absent one a listing too. A store's objects are small (chunks of
-# kilobytes to a few megabytes), so one GET each: a 32-task sweep run into a bucket made 535 requests instead of 700.
-_DEFAULTS: dict[str, dict[str, Any]] = {"s3": {"max_concurrency": 1}, "s3a": {"max_concurrency": 1}}
-
-
-def _fresh(options: dict[str, Any], protocol: str = "") -> dict[str, Any]:
-    """``options`` with fsspec's listings cache off (unless asked for): a lock or a marker is read as it is now;
-    and the protocol's defaults above."""
-    return {"use_listings_cache": False, **_DEFAULTS.get(protocol, {}), **options}
-
-
-@functools.lru_cache(maxsize=16)
-def _filesystem(protocol: str, options_json: str) -> Any:
-    import fsspec
-    try:
-        cls = fsspec.get_filesystem_class(protocol)
-    except (ImportError, ValueError):
-        raise _package_error(protocol, f"{protocol}://...") from None
-    try:
-        return cls(**_fresh(json.loads(options_json), protocol))
-    except TypeError as exc:
-        raise UserError(f"--storage-option: {protocol}:// does not take these options ({exc})") from None
+def zarr_target(path: str | Path | Location, read_only: bool = True) -> Any:
+    """What zarr and xarray's ``to_zarr`` take for the store at ``path`` (:meth:`Location.zarr_store`)."""
+    return locate(path).zarr_store(read_only=read_only)
 
 
 def parse_storage_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
@@ -246,8 +103,9 @@ def format_storage_options(options: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None = None) -> StorePath:
-    """Where a store is: a :class:`~pathlib.Path`, or a :class:`Remote` for a URL (``file://`` is a path).
+def locate(path: str | Path | Location, storage_options: Mapping[str, Any] | None = None) -> Location:
+    """Where a store is: a :class:`PosixLocation` for a path (``file://`` URLs too), an :class:`FsspecLocation`
+    for a URL.
 
     Raises
     ------
@@ -259,20 +117,21 @@ def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None 
     Examples
     --------
     >>> locate("store/demo.zarr")
-    PosixPath('store/demo.zarr')
+    PosixLocation('store/demo.zarr')
     >>> locate("file:///tmp/run.zarr")
-    PosixPath('/tmp/run.zarr')
+    PosixLocation('/tmp/run.zarr')
     """
-    if isinstance(path, Remote):
+    if isinstance(path, FsspecLocation):
         if storage_options:
-            return Remote(path.url, json.dumps({**path.storage_options, **storage_options}, sort_keys=True))
+            return FsspecLocation(path.url, json.dumps({**path.storage_options, **storage_options}, sort_keys=True),
+                                  path.store_url)
         return path
     if isinstance(path, str) and (m := _URL.match(path)):
         protocol = m[1].lower()
         if protocol == "file":
             path = path[len("file://"):]
         else:
-            remote = Remote(path.rstrip("/"), json.dumps(dict(storage_options or {}), sort_keys=True))
+            remote = FsspecLocation(path.rstrip("/"), json.dumps(dict(storage_options or {}), sort_keys=True))
             if "/" not in remote.url.split("://", 1)[1]:
                 raise StoreError(f"{path}: a store is a prefix inside a bucket, e.g. {remote.url}/run.zarr (its lock "
                                  f"object goes beside it)")
@@ -280,14 +139,28 @@ def locate(path: str | Path | Remote, storage_options: Mapping[str, Any] | None 
             try:
                 fsspec.get_filesystem_class(protocol)
             except (ImportError, ValueError):
-                raise _package_error(protocol, remote.url) from None
+                raise package_error(protocol, remote.url) from None
             return remote
+    if isinstance(path, str) and (m := _BROKEN_URL.match(path)) and _is_protocol(m[1].lower()):
+        scheme = m[1].lower()
+        raise StoreError(f"{path}: not a URL (a store at {scheme}:// is written {scheme}://BUCKET/PATH, e.g. "
+                         f"{scheme}://bucket/run.zarr); a local path that starts so is written ./{path}")
     if storage_options:
         raise UserError(f"{path}: --storage-option is for stores at a URL (s3://..., gs://...), not on a file system")
-    return Path(path)
+    return path if isinstance(path, PosixLocation) else PosixLocation(path)
 
 
-def local_path(path: str | Path | Remote) -> Path:
+def _is_protocol(name: str) -> bool:
+    """Whether ``name`` is a scheme of object storage (``file`` is not: ``file:/tmp/x`` is a path)."""
+    if name == "file":
+        return False
+    if name in PACKAGES:
+        return True
+    import fsspec
+    return name in fsspec.available_protocols()
+
+
+def local_path(path: str | Path | Location) -> PosixLocation:
     """``path`` as a :class:`~pathlib.Path`, or :class:`~rmtsweep.errors.StoreError` for object storage.
 
     What the commands that need a file system use: job arrays (``submit --array``, ``work``: their elements
@@ -296,14 +169,14 @@ def local_path(path: str | Path | Remote) -> Path:
     Examples
     --------
     >>> local_path("store/demo.zarr")
-    PosixPath('store/demo.zarr')
+    PosixLocation('store/demo.zarr')
     >>> try:
     ...     local_path("s3://bucket/run.zarr")
     ... except StoreError as exc:
     ...     print(str(exc)[:73])
     s3://bucket/run.zarr: this command needs a store on a file system; object
     """
-    if isinstance(path, Remote):
+    if isinstance(path, FsspecLocation):
         url, protocol = path.url, path.protocol
     elif isinstance(path, str) and (m := _URL.match(path)) and m[1].lower() != "file":
         url, protocol = path, m[1]

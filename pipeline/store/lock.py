@@ -25,9 +25,10 @@ The protocol, and why a crash anywhere is safe:
 5. **Fence**: every task carries the run's token, and a worker reads the lock file before it writes
    (:func:`holds`): a worker still running for a run that no longer holds the store writes nothing.
 
-**On object storage** (a store at ``s3://bucket/run.zarr``) the lock is the object ``s3://bucket/run.zarr.lock``,
-taken with a conditional write (create only if absent: S3's ``If-None-Match``, GCS's and Azure's
-equivalents, through fsspec's ``"xb"`` mode) and read back as in 1; a heartbeat replaces the object whole
+The file system's calls above are those of the store's :class:`~rmtsweep.store.backend.Location`: ``create``
+(1), ``write`` (2), ``remove_if`` (4), ``read``. **On object storage** (a store at ``s3://bucket/run.zarr``) the
+lock is the object ``s3://bucket/run.zarr.lock``, taken with a conditional write (create only if absent: S3's
+``If-None-Match``, GCS's and Azure's equivalents) and read back as in 1; a heartbeat replaces the object whole
 (readers see the old or the new beat); a take-over reads the stale lock and deletes it if it is still the
 one judged (there is no rename: a run that took the store over in that instant sees its token gone at
 its next beat and stops, as in 4); fencing reads the object before each task's write, as in 5.
@@ -43,7 +44,6 @@ other and stops.
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import json
 import os
@@ -56,8 +56,9 @@ from pathlib import Path
 from typing import Callable
 
 from .. import config
-from ..errors import RunError, StoreError
-from .location import Remote
+from ..errors import RmtsweepError, RunError, StoreError
+from .backend import Location
+from .location import locate
 
 __all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "Share", "StoreLock", "conflicts", "holds",
            "holders", "judge", "lock_file", "share_locks"]
@@ -76,29 +77,22 @@ Share = tuple[int, int]
 _SHARE = re.compile(r"\.share-(\d+)-of-(\d+)\.lock$")
 
 
-def lock_file(store: str | Path | Remote, share: Share | None = None) -> Path | Remote:
+def lock_file(store: str | Path | Location, share: Share | None = None) -> Location:
     """The lock of the store at ``store``: a file beside it (``demo.zarr`` -> ``demo.zarr.lock``); a share's
     is ``demo.zarr.share-I-of-N.lock``. On object storage, the object of that name beside the store's prefix."""
+    store = locate(store)
     middle = "" if share is None else f".share-{share[0]}-of-{share[1]}"
-    if isinstance(store, Remote):
-        return store.sibling(store.name + middle + LOCK_SUFFIX)
-    store = Path(store)
-    return store.with_name(store.name + middle + LOCK_SUFFIX)
+    return store.sibling(store.name + middle + LOCK_SUFFIX)
 
 
-def share_locks(store: str | Path | Remote) -> list[tuple[Share, Path | Remote]]:
+def share_locks(store: str | Path | Location) -> list[tuple[Share, Location]]:
     """The share lock files beside ``store`` (live or not), by share."""
-    found: list = []
-    if isinstance(store, Remote):
-        for obj in store.glob(glob.escape(store.name) + ".share-*-of-*.lock"):
-            if m := _SHARE.search(obj.name[len(store.name):]):
-                found.append(((int(m[1]), int(m[2])), obj))
-        return sorted(found, key=lambda item: item[0])
-    store = Path(store)
-    for path in store.absolute().parent.glob(glob.escape(store.name) + ".share-*-of-*.lock"):
-        if m := _SHARE.search(path.name[len(store.name):]):
-            found.append(((int(m[1]), int(m[2])), path))
-    return sorted(found)
+    store = locate(store)
+    found: list[tuple[Share, Location]] = []
+    for obj in store.siblings(glob.escape(store.name) + ".share-*-of-*.lock"):
+        if m := _SHARE.search(obj.name[len(store.name):]):
+            found.append(((int(m[1]), int(m[2])), obj))
+    return sorted(found, key=lambda item: item[0])
 
 
 def _pid_alive(pid: int) -> bool:
@@ -111,18 +105,20 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _read(path: Path | Remote) -> dict | None:
+def _read(path: Location) -> dict | None:
     try:
-        if isinstance(path, Remote):
-            raw = path.read()
-            if raw is None:
-                return None
-            info = json.loads(raw)
-        else:
-            info = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return _parse(path.read())
+    except OSError:
         return None
     except Exception:  # noqa: BLE001 - a storage service's own errors (an endpoint that does not answer)
+        return None
+
+
+def _parse(raw: bytes | None) -> dict | None:
+    """A lock's content as a dict, or ``None`` when it is absent or not whole."""
+    try:
+        info = json.loads(raw) if raw is not None else None
+    except ValueError:
         return None
     return info if isinstance(info, dict) else None
 
@@ -132,9 +128,12 @@ def _identity(info: dict | None) -> tuple:
     return (None, None) if info is None else (info.get("token"), info.get("beat"))
 
 
-def holds(store: str | Path, token: str, share: Share | None = None) -> bool:
+def holds(store: str | Path | Location, token: str, share: Share | None = None, strict: bool = False) -> bool:
     """Whether the run with fencing token ``token`` holds the lock of ``store`` (or of its ``share``; one small
-    read)."""
+    read). ``strict``: a lock that cannot be read raises the storage's error rather than counting as not held
+    (so that a worker tells an outage from a take-over)."""
+    if strict:
+        return (_parse(lock_file(store, share).read()) or {}).get("token") == token
     return (_read(lock_file(store, share)) or {}).get("token") == token
 
 
@@ -143,12 +142,12 @@ def _owner(info: dict | None) -> str:
     return f"pid {info.get('pid', '?')} on {info.get('host', '?')} since {info.get('started', '?')}"
 
 
-def _run_refusal(store: Path, info: dict | None) -> StoreError:
+def _run_refusal(store: Location, info: dict | None) -> StoreError:
     return StoreError(f"{store}: another rmtsweep run is writing this store ({_owner(info)}); wait for it to finish "
                       f"or stop it")
 
 
-def conflicts(store: str | Path, share: Share | None, lease: float | None = None, tidy: bool = True) -> None:
+def conflicts(store: str | Path | Location, share: Share | None, lease: float | None = None, tidy: bool = True) -> None:
     """Raise :class:`StoreError` if a lock that ``share`` (``None``: the whole store) excludes is live.
 
     Called once the caller holds its own lock (module docstring, "Shares"). A stale lock found here is
@@ -157,7 +156,7 @@ def conflicts(store: str | Path, share: Share | None, lease: float | None = None
     the lock would refuse anyway (the store's own lock included). ``lease=0`` makes the look instant: only
     a lock of this host (judged by its pid) can then be live; the default is the setting ``rmtsweep.lock.lease``.
     """
-    store = store if isinstance(store, Remote) else Path(store)
+    store = locate(store)
     excluded = [((s, path), "share") for s, path in share_locks(store) if share is None or s[1] != share[1]]
     if share is not None or not tidy:
         excluded.insert(0, ((None, lock_file(store)), "store"))
@@ -177,7 +176,7 @@ def conflicts(store: str | Path, share: Share | None, lease: float | None = None
                              f"or cancel it first")
 
 
-def holders(store: str | Path) -> list[dict]:
+def holders(store: str | Path | Location) -> list[dict]:
     """Who holds a lock of ``store`` now, without waiting: the run writing it, or the array elements with a share.
 
     Each entry is the lock's content (``host``, ``pid``, ``started``, ``beat``) with ``share`` (``None`` for
@@ -194,29 +193,17 @@ def holders(store: str | Path) -> list[dict]:
     return found
 
 
-def _remove_stale(path: Path | Remote, judged: dict | None) -> None:
+def _remove_stale(path: Location, judged: dict | None) -> None:
     """Delete the lock at ``path`` if it is still the stale one ``judged``; put back anything else moved meanwhile.
 
     Object storage has no rename: the lock is read and deleted if it is still the one judged. A run that took
     it over in the instant between loses it, sees so at its next beat and stops (as in point 4 of the
-    protocol), so there is still at most one holder.
+    protocol), so there is still at most one holder (:meth:`~rmtsweep.store.backend.Location.remove_if`).
     """
-    if isinstance(path, Remote):
-        if _identity(_read(path)) == _identity(judged):
-            path.remove()
-        return
-    aside = path.with_name(f"{path.name}.stale-{uuid.uuid4().hex[:12]}")
-    try:
-        os.rename(path, aside)
-    except FileNotFoundError:
-        return
-    if _identity(_read(aside)) != _identity(judged):
-        with contextlib.suppress(FileExistsError):
-            os.link(aside, path)
-    aside.unlink(missing_ok=True)
+    path.remove_if(lambda raw: _identity(_parse(raw)) == _identity(judged))
 
 
-def judge(path: Path, lease: float | None = None, poll: float | None = None,
+def judge(path: Location, lease: float | None = None, poll: float | None = None,
           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> tuple[str, dict | None]:
     """Whether the lock file at ``path`` is ``"free"``, ``"live"`` or ``"stale"``, and what it held.
 
@@ -259,9 +246,9 @@ class StoreLock:
     ...     lock.token                                     # the fencing token every task carries
     """
 
-    def __init__(self, store: str | Path, heartbeat: float | None = None, lease: float | None = None,
+    def __init__(self, store: str | Path | Location, heartbeat: float | None = None, lease: float | None = None,
                  share: Share | None = None) -> None:
-        self.store, self.share = (store if isinstance(store, Remote) else Path(store)), share
+        self.store, self.share = locate(store), share
         self.path = lock_file(self.store, share)
         self.heartbeat = float(config.get("lock.heartbeat") if heartbeat is None else heartbeat)
         self.lease = float(config.get("lock.lease") if lease is None else lease)
@@ -276,16 +263,8 @@ class StoreLock:
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "beat": self.beat}
 
     def _create(self) -> bool:
-        if isinstance(self.path, Remote):              # a conditional write (create if absent)
-            if not self.path.create(json.dumps(self._info()).encode()):
-                return False
-            return (_read(self.path) or {}).get("token") == self.token
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
+        if not self.path.create(json.dumps(self._info()).encode(), parents=True):
             return False
-        with os.fdopen(fd, "w") as f:
-            json.dump(self._info(), f)
         return (_read(self.path) or {}).get("token") == self.token
 
     def _refuse(self, info: dict | None) -> StoreError:
@@ -305,8 +284,6 @@ class StoreLock:
         seen not to move before it may be taken over); refuses at once when its owner is alive on
         this host or its heartbeat moves.
         """
-        if not isinstance(self.path, Remote):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(5):
             if self._create():
                 break
@@ -328,12 +305,7 @@ class StoreLock:
         if (held or {}).get("token") != self.token:
             raise LookupError("taken over")
         self.beat += 1
-        if isinstance(self.path, Remote):
-            self.path.write(json.dumps({**held, "beat": self.beat}).encode())
-            return
-        tmp = self.path.with_name(f"{self.path.name}.beat-{self.token[:12]}")
-        tmp.write_text(json.dumps({**held, "beat": self.beat}))
-        os.replace(tmp, self.path)
+        self.path.write(json.dumps({**held, "beat": self.beat}).encode())
 
     def _beat(self) -> None:
         last_ok = time.monotonic()
@@ -358,8 +330,15 @@ class StoreLock:
         That is: its heartbeat could not be written for almost a lease (other runs would soon judge
         the lock stale), or the lock file no longer carries this run's token.
         """
-        if self.failure is None and not holds(self.store, self.token, self.share):
-            self.failure = f"the lock ({self.path}) is no longer this run's"
+        if self.failure is None:
+            try:
+                held = holds(self.store, self.token, self.share, strict=True)
+            except RmtsweepError:
+                raise                       # the storage's own one line (it does not answer, credentials expired)
+            except Exception:  # noqa: BLE001 - any other failure to read it: the run cannot show it holds the lock
+                held = False
+            if not held:
+                self.failure = f"the lock ({self.path}) is no longer this run's"
         if self.failure is not None:
             raise RunError(f"{self.store}: {self.failure}; stopped so that no other run can take the store over; "
                            f"rerun to resume")
@@ -370,14 +349,7 @@ class StoreLock:
         if self._thread is not None:
             self._thread.join()
         if holds(self.store, self.token, self.share):
-            if isinstance(self.path, Remote):
-                self.path.remove()
-                return
-            self.path.unlink(missing_ok=True)
-        if isinstance(self.path, Remote):
-            return
-        for tmp in (f"beat-{self.token[:12]}", f"stale-{self.token[:12]}"):
-            self.path.with_name(f"{self.path.name}.{tmp}").unlink(missing_ok=True)
+            self.path.remove()
 
     def __enter__(self) -> "StoreLock":
         try:

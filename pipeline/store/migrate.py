@@ -34,7 +34,7 @@ import zarr
 from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
-from .location import Remote, StorePath, zarr_target
+from .backend import Location
 from .writer import open_for_writing, per_replicate_arrays
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
@@ -50,9 +50,9 @@ __all__ = ["DERIVED", "FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "SWAP_SUFFIX", "besid
            "plan", "recompute_reason", "recover", "swap"]
 
 
-def beside(path: StorePath, suffix: str) -> StorePath:
+def beside(path: Location, suffix: str) -> Location:
     """The directory (or prefix) beside the store whose name is the store's with ``suffix``."""
-    return path.sibling(path.name + suffix) if isinstance(path, Remote) else path.with_name(path.name + suffix)
+    return path.sibling(path.name + suffix)
 
 
 def _labels(sweep: Sweep, axis: str) -> list:
@@ -61,7 +61,7 @@ def _labels(sweep: Sweep, axis: str) -> list:
     return list(getattr(sweep.grid, axis))
 
 
-def plan(stored: Sweep, new: Sweep, path: Path) -> str:
+def plan(stored: Sweep, new: Sweep, path: Path | Location) -> str:
     """``"same"``, ``"extend"`` or a :class:`StoreError` saying which field differs and what to do."""
     if stored.canonical(batching=False) == new.canonical(batching=False):
         return "same"          # at most the batching differs: the store keeps its own chunks
@@ -90,7 +90,7 @@ def plan(stored: Sweep, new: Sweep, path: Path) -> str:
     return "extend"
 
 
-def _check_d(stored: Sweep, new: Sweep, path: Path, way_out: str) -> None:
+def _check_d(stored: Sweep, new: Sweep, path: Path | Location, way_out: str) -> None:
     """Refuse a change of a top-level ``d``, and a change between a top-level ``d`` and ``grid.d``."""
     if not stored.d_axis and not new.d_axis and stored.d != new.d:
         raise StoreError(f"{path}: this sweep changes `d` ({stored.d!r} in the store, {new.d!r} in the file), which "
@@ -106,7 +106,7 @@ def _check_d(stored: Sweep, new: Sweep, path: Path, way_out: str) -> None:
                          f"values extends the store), or {way_out}")
 
 
-def recompute_reason(stored: Sweep, new: Sweep, path: Path, tpl) -> str | None:
+def recompute_reason(stored: Sweep, new: Sweep, path: Location, tpl) -> str | None:
     """Why extending the store at ``path`` to ``new`` recomputes every replicate, or ``None`` (carried over).
 
     ``tpl`` is the new store's :class:`~rmtsweep.store.layout.Template`.
@@ -114,25 +114,25 @@ def recompute_reason(stored: Sweep, new: Sweep, path: Path, tpl) -> str | None:
     if stored.grid.snr != new.grid.snr:
         return (f"grid.snr changes ({list(stored.grid.snr)} in the store, {list(new.grid.snr)} in the file) and a "
                 f"task computes every SNR value of a cell from the same draws: every replicate is recomputed")
-    old = set(per_replicate_arrays(zarr.open_group(zarr_target(path), mode="r")))
+    old = set(per_replicate_arrays(zarr.open_group(path.zarr_store(), mode="r")))
     lacking = sorted(v.name for v in tpl.variables if v.name not in old and v.name not in DERIVED and v.name != "run")
     if lacking:
         return f"the sweep adds the variables {lacking}, which the stored replicates lack: every replicate is recomputed"
     return None
 
 
-def interrupted(path: StorePath) -> bool:
+def interrupted(path: Location) -> bool:
     """Whether an extension of the store at ``path`` was killed half way (see :func:`recover`)."""
-    suffixes = (SWAP_SUFFIX, NEW_SUFFIX) if isinstance(path, Remote) else (OLD_SUFFIX, NEW_SUFFIX)
+    suffixes = (OLD_SUFFIX, NEW_SUFFIX) if path.renames else (SWAP_SUFFIX, NEW_SUFFIX)
     return any(beside(path, s).exists() for s in suffixes)
 
 
-def recover(path: StorePath) -> None:
+def recover(path: Location) -> None:
     """Finish or undo an extension that was killed half way (called under the store's lock, first)."""
-    if isinstance(path, Remote):
-        _recover_remote(path)
+    if not path.renames:
+        _recover_in_place(path)
         return
-    old, new = path.with_name(path.name + OLD_SUFFIX), path.with_name(path.name + NEW_SUFFIX)
+    old, new = beside(path, OLD_SUFFIX), beside(path, NEW_SUFFIX)
     if old.exists():
         if path.exists():
             shutil.rmtree(old)          # the swap completed; only the clean-up was lost
@@ -148,7 +148,7 @@ def _positions(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return np.array([lookup.get(v, -1) for v in new.tolist()], dtype=np.int64)
 
 
-def copy_finished(old_path: StorePath, new_path: StorePath, recompute_all: bool) -> int:
+def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -> int:
     """Copy every per-replicate array of ``old_path`` into ``new_path``, matching coordinate values.
 
     Streams chunk by chunk of the new store: memory holds one chunk of one variable at a time, and
@@ -157,7 +157,7 @@ def copy_finished(old_path: StorePath, new_path: StorePath, recompute_all: bool)
     """
     if recompute_all:
         return 0
-    old, new = zarr.open_group(zarr_target(old_path), mode="r"), open_for_writing(new_path)
+    old, new = zarr.open_group(old_path.zarr_store(), mode="r"), open_for_writing(new_path)
     axes = store_dims(has_d_axis(new["done"].attrs["_ARRAY_DIMENSIONS"])).replicate
     where = [_positions(old[a][...], new[a][...]) for a in axes]
     chunks = new["done"].chunks
@@ -188,27 +188,27 @@ def copy_finished(old_path: StorePath, new_path: StorePath, recompute_all: bool)
     return carried
 
 
-def swap(path: StorePath, new_path: StorePath) -> None:
+def swap(path: Location, new_path: Location) -> None:
     """Replace the store at ``path`` by ``new_path`` (two renames; :func:`recover` handles a kill).
 
     On object storage (no rename): a marker object commits to ``new_path``, the store's objects are
     replaced by copies of ``new_path``'s (its consolidated metadata first removed and last written back,
     so no reader takes it for whole meanwhile), then the marker and ``new_path`` are removed.
     """
-    if isinstance(path, Remote):
+    if not path.renames:
         marker = beside(path, SWAP_SUFFIX)
-        marker.write(new_path.url.encode())
+        marker.write(new_path.address.encode())
         _copy_over(new_path, path)
         marker.remove()
         new_path.remove(recursive=True)
         return
-    old = path.with_name(path.name + OLD_SUFFIX)
+    old = beside(path, OLD_SUFFIX)
     path.rename(old)
     new_path.rename(path)
     shutil.rmtree(old)
 
 
-def _recover_remote(path: Remote) -> None:
+def _recover_in_place(path: Location) -> None:
     """:func:`recover` on object storage: past the marker, copy again; before it, drop the extension."""
     marker, new = beside(path, SWAP_SUFFIX), beside(path, NEW_SUFFIX)
     if marker.exists():
@@ -219,14 +219,10 @@ def _recover_remote(path: Remote) -> None:
         new.remove(recursive=True)
 
 
-def _copy_over(src: Remote, dst: Remote) -> None:
+def _copy_over(src: Location, dst: Location) -> None:
     """Replace every object under ``dst`` by a copy of ``src``'s, its consolidated metadata written last."""
-    fs = dst.fs
     dst.child(".zmetadata").remove()                # from here on, readers see a store being made
     dst.remove(recursive=True)
-    base = fs._strip_protocol(src.url).rstrip("/") + "/"
-    names = [key[len(base):] for key in fs.find(src.url) if key.startswith(base)]
-    body = [n for n in names if n != ".zmetadata"]
-    if body:
-        fs.copy([src.key(n) for n in body], [dst.key(n) for n in body])
-    fs.copy(src.key(".zmetadata"), dst.key(".zmetadata"))
+    body = [n for n in src.list() if n != ".zmetadata"]
+    dst.copy_in(src, body)
+    dst.copy_in(src, [".zmetadata"])

@@ -1,0 +1,372 @@
+"""The backend of object storage: a :class:`~rmtsweep.store.backend.Location` at a URL of an fsspec filesystem
+(``s3://``, ``gs://``, ``az://``, ...), and the one place that knows fsspec and its storage services' errors.
+
+A failure of the storage service becomes one line naming the store (:func:`storage_error`): a mistake the user
+can fix (no or wrong credentials, a bucket that does not exist or cannot, an option the filesystem does not take)
+is a :class:`~rmtsweep.errors.StoreError`; a service that does not answer is a
+:class:`~rmtsweep.errors.StorageUnavailableError`. Both the location's own calls and zarr's reads and writes
+through :meth:`FsspecLocation.zarr_store` are translated.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RmtsweepError, StorageUnavailableError, StoreError, UserError
+from .backend import Location
+
+__all__ = ["PACKAGES", "FsspecLocation", "package_error", "storage_error"]
+
+
+def _translated(method: Callable) -> Callable:
+    """``method`` of :class:`FsspecLocation`, its storage service's failures raised as :func:`storage_error`'s."""
+    @functools.wraps(method)
+    def wrapped(self: FsspecLocation, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            error = storage_error(exc, self.store_url or self.url)
+            if error is None or error is exc:
+                raise
+            raise error from exc
+    return wrapped
+
+
+# the packages that give fsspec its object-storage filesystems, by protocol (fsspec names them only in prose)
+PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
+             "abfss": "adlfs", "adl": "adlfs", "oci": "ocifs", "hf": "huggingface_hub", "webdav": "webdav4"}
+
+
+@dataclass(frozen=True, repr=False)
+class FsspecLocation(Location):
+    """A store, or one object of it, at a URL of an fsspec filesystem, with the options it is made with.
+
+    ``str(location)`` is the URL (as the user wrote it, without a trailing ``/``). ``options_json`` holds
+    fsspec's ``storage_options`` (for S3: ``key``, ``secret``, ``endpoint_url``, ``anon``, ...) as sorted JSON,
+    so that the type stays frozen and hashable (it travels with each task to the workers); credentials and
+    endpoints also come from the filesystem's usual environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...),
+    which is where secrets belong. Its ``repr`` leaves the options out.
+
+    Exclusive creation is a conditional write (S3's ``If-None-Match``, GCS's and Azure's equivalents, through
+    fsspec's ``"xb"`` mode); a replacement is one whole-object write.
+    """
+
+    url: str
+    options_json: str = "{}"
+    store_url: str = field(default="", compare=False)
+    """The URL of the store this object belongs to (its own when empty): what failures name."""
+
+    def __repr__(self) -> str:
+        return f"FsspecLocation({self.url!r})"
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def protocol(self) -> str:
+        """The URL's scheme (``s3``)."""
+        return self.url.split("://", 1)[0].lower()
+
+    @property
+    def name(self) -> str:
+        """The store's last path component (``run.zarr``)."""
+        return self.url.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def address(self) -> str:
+        return self.url
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        """The filesystem's options as a dict (what ``xr.open_zarr(url, storage_options=...)`` takes)."""
+        return json.loads(self.options_json)
+
+    @property
+    def open_options(self) -> dict[str, Any]:
+        """:attr:`storage_options` and what rmtsweep adds unless they say otherwise (listings read afresh; on S3,
+        one request per object read): what its filesystem, zarr and xarray are given."""
+        return _fresh(self.storage_options, self.protocol)
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem of the URL (made once per protocol and options)."""
+        return _filesystem(self.protocol, self.options_json)
+
+    def key(self, *parts: str) -> str:
+        """The full URL of an object inside the store (``key(".zattrs")``)."""
+        return "/".join((self.url, *parts))
+
+    def child(self, name: str) -> FsspecLocation:
+        return FsspecLocation(self.key(name), self.options_json, self.store_url or self.url)
+
+    def sibling(self, name: str) -> FsspecLocation:
+        return FsspecLocation(f"{self.url.rsplit('/', 1)[0]}/{name}", self.options_json, self.store_url or self.url)
+
+    def zarr_store(self, read_only: bool = True) -> Any:
+        """A zarr ``FsspecStore`` on the store's prefix, whose failures are one line (:func:`storage_error`)."""
+        self.fs                                     # noqa: B018 - the one-line error when the package is missing
+        return _store_class().from_url(self.url, storage_options=self.open_options, read_only=read_only)
+
+    # --- single objects: what the lock and the store's markers need (each one request) ---------------------
+
+    @_translated
+    def read(self) -> bytes | None:
+        try:
+            return self.fs.cat_file(self.url)
+        except FileNotFoundError:
+            return None
+
+    @_translated
+    def exists(self) -> bool:
+        return bool(self.fs.exists(self.url))
+
+    @_translated
+    def create(self, data: bytes, parents: bool = False) -> bool:
+        try:
+            with self.fs.open(self.url, "xb") as f:
+                f.write(data)
+        except FileExistsError:
+            return False
+        return True
+
+    @_translated
+    def write(self, data: bytes) -> None:
+        self.fs.pipe_file(self.url, data)
+
+    @_translated
+    def remove(self, recursive: bool = False) -> None:
+        try:
+            self.fs.rm(self.url, recursive=recursive)
+        except FileNotFoundError:
+            pass
+
+    @_translated
+    def remove_if(self, judged: Callable[[bytes | None], bool]) -> bool:
+        raw = self.read()
+        if raw is None or not judged(raw):
+            return False
+        self.remove()
+        return True
+
+    @_translated
+    def siblings(self, pattern: str) -> list[Location]:
+        parent = self.url.rsplit("/", 1)[0]
+        found = self.fs.glob(f"{parent}/{pattern}")
+        return [FsspecLocation(f"{self.protocol}://{f.split('://', 1)[-1]}", self.options_json,
+                               self.store_url or self.url) for f in sorted(found)]
+
+    @_translated
+    def list(self) -> list[str]:
+        fs = self.fs
+        base = fs._strip_protocol(self.url).rstrip("/") + "/"
+        return sorted(key[len(base):] for key in fs.find(self.url) if key.startswith(base))
+
+    @_translated
+    def copy_in(self, source: Location, keys: Sequence[str]) -> None:
+        keys = list(keys)
+        if not keys:
+            return
+        fs = self.fs
+        if isinstance(source, FsspecLocation) and source.protocol == self.protocol \
+                and source.options_json == self.options_json:
+            fs.copy([source.key(k) for k in keys], [self.key(k) for k in keys])     # within the service
+        elif source.renames:
+            fs.put([source.child(k).address for k in keys], [self.key(k) for k in keys])   # concurrent uploads
+        else:
+            for k in keys:
+                data = source.child(k).read()
+                if data is None:
+                    raise FileNotFoundError(source.child(k).address)
+                fs.pipe_file(self.key(k), data)
+
+
+def package_error(protocol: str, url: str) -> StoreError:
+    """The one-line error for a URL whose scheme has no filesystem installed (naming the package to install)."""
+    package = PACKAGES.get(protocol)
+    if package:
+        return StoreError(f"{url}: stores at {protocol}:// are read through the package {package}, which is not "
+                          f"installed: pip install {package}")
+    return StoreError(f"{url}: no filesystem is known for {protocol}:// (fsspec has none registered; a package "
+                      f"such as s3fs, gcsfs or adlfs adds its scheme)")
+
+
+# Options rmtsweep gives a filesystem unless the store's own options say otherwise. s3fs reads an object by asking
+# its size first (a HEAD) when it may split large reads (max_concurrency > 1, its default): one request more for
+# every chunk, lock and marker read. A store's objects are small, so one GET each.
+_DEFAULTS: dict[str, dict[str, Any]] = {"s3": {"max_concurrency": 1}, "s3a": {"max_concurrency": 1}}
+
+
+def _fresh(options: dict[str, Any], protocol: str = "") -> dict[str, Any]:
+    """``options`` with fsspec's listings cache off (unless asked for): a lock or a marker is read as it is now;
+    and the protocol's defaults above."""
+    return {"use_listings_cache": False, **_DEFAULTS.get(protocol, {}), **options}
+
+
+@functools.lru_cache(maxsize=16)
+def _filesystem(protocol: str, options_json: str) -> Any:
+    import fsspec
+    try:
+        cls = fsspec.get_filesystem_class(protocol)
+    except (ImportError, ValueError):
+        raise package_error(protocol, f"{protocol}://...") from None
+    _quiet_lost_requests()
+    try:
+        return cls(**_fresh(json.loads(options_json), protocol))
+    except TypeError as exc:
+        raise UserError(f"--storage-option: {protocol}:// does not take these options ({exc})") from None
+
+
+
+
+# Names of the exceptions of botocore, aiohttp and the storage SDKs, so that none of them need be imported.
+_NO_CREDENTIALS = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "NoAuthTokenError",
+                   "DefaultCredentialsError", "ClientAuthenticationError"}
+_INVALID = {"ParamValidationError", "InvalidBucketName"}
+_OUTAGE = {"EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
+           "ClientConnectorError", "ServerDisconnectedError", "ClientOSError", "ServiceUnavailable", "SlowDown"}
+_KEYWORD = re.compile(r"unexpected keyword argument '([^']+)'")
+
+
+def storage_error(exc: BaseException, url: str) -> RmtsweepError | None:
+    """The one-line error for a failure of the storage behind ``url``, or ``None`` if ``exc`` is not one.
+
+    No, or wrong, credentials, a bucket that does not exist or whose name the service refuses, and an option the
+    filesystem does not take are the user's to fix (:class:`~rmtsweep.errors.StoreError` or
+    :class:`~rmtsweep.errors.UserError`, exit status 2); a service that does not answer is an outage
+    (:class:`~rmtsweep.errors.StorageUnavailableError`, exit status 1). An :class:`~rmtsweep.errors.RmtsweepError`
+    is returned as it is.
+
+    Examples
+    --------
+    >>> print(storage_error(FileNotFoundError("The specified bucket does not exist"), "s3://nobucket/run.zarr"))
+    s3://nobucket/run.zarr: the bucket nobucket does not exist; create it, or correct the URL
+    >>> storage_error(ValueError("not a storage failure"), "s3://b/run.zarr") is None
+    True
+    """
+    if isinstance(exc, RmtsweepError):
+        return exc
+    chain = _chain(exc)
+    names = {type(e).__name__ for e in chain}
+    text = " ".join(str(e) for e in chain)
+    protocol, _, rest = url.partition("://")
+    bucket = rest.split("/", 1)[0]
+    if names & _NO_CREDENTIALS:
+        where = (" (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, in the environment; or "
+                 "--storage-option key=... --storage-option secret=...)") if protocol in ("s3", "s3a") else ""
+        return StoreError(f"{url}: no credentials for {protocol}:// were found{where}")
+    if names & _INVALID or "Invalid bucket name" in text:
+        rule = " (3 to 63 lowercase letters, digits, dots and hyphens)" if protocol in ("s3", "s3a") else ""
+        return StoreError(f"{url}: {bucket!r} is not a valid bucket name{rule}")
+    if "NoSuchBucket" in names or any(isinstance(e, FileNotFoundError) and "bucket" in str(e).lower() for e in chain):
+        return StoreError(f"{url}: the bucket {bucket} does not exist; create it, or correct the URL")
+    if any(isinstance(e, PermissionError) for e in chain):
+        return StoreError(f"{url}: access denied ({_first_line(exc)}); check the credentials and what they may "
+                          f"access")
+    if any(isinstance(e, TypeError) for e in chain) and (m := _KEYWORD.search(text)):
+        return UserError(f"{url}: {protocol}:// does not take the storage option {m[1]!r} (--storage-option)")
+    if names & _OUTAGE or any(isinstance(e, (ConnectionError, TimeoutError)) for e in chain):
+        return StorageUnavailableError(f"{url}: the storage does not answer ({_first_line(exc)}); rerun the same "
+                                       f"command once it answers")
+    return None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during (each once)."""
+    found: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in found and len(found) < 8:
+        found.append(e)
+        e = e.__cause__ or e.__context__
+    return found
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
+
+
+@functools.cache
+def _store_class() -> type:
+    """zarr's ``FsspecStore`` with every call's storage failures raised as :func:`storage_error`'s (made on first
+    use, so that importing this module does not import zarr)."""
+    from zarr.storage import FsspecStore
+
+    def url_of(store: Any) -> str:
+        protocol = store.fs.protocol
+        return f"{protocol[0] if isinstance(protocol, tuple) else protocol}://{store.path}"
+
+    def translate(exc: Exception, store: Any) -> BaseException:
+        error = storage_error(exc, url_of(store))
+        return exc if error is None else error
+
+    def call(name: str) -> Callable:
+        async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await getattr(FsspecStore, name)(self, *args, **kwargs)
+            except Exception as exc:
+                error = translate(exc, self)
+                if error is exc:
+                    raise
+                raise error from exc
+        method.__name__ = name
+        return method
+
+    def listing(name: str) -> Callable:
+        async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                async for key in getattr(FsspecStore, name)(self, *args, **kwargs):
+                    yield key
+            except Exception as exc:
+                error = translate(exc, self)
+                if error is exc:
+                    raise
+                raise error from exc
+        method.__name__ = name
+        return method
+
+    body: dict[str, Any] = {name: call(name) for name in ("get", "set", "exists", "delete", "get_partial_values",
+                                                          "getsize", "delete_dir") if hasattr(FsspecStore, name)}
+    body.update({name: listing(name) for name in ("list", "list_prefix", "list_dir")})
+    _quiet_lost_requests()
+    body["__module__"] = __name__
+    body["__qualname__"] = "TranslatingStore"
+    return type("TranslatingStore", (FsspecStore,), body)
+
+
+@functools.cache
+def _quiet_lost_requests() -> None:
+    """Keep asyncio from printing a traceback for a request of fsspec's or zarr's event loop that the storage cut
+    (a connection reset as the endpoint goes away): the call that made it fails too, and says so in one line."""
+    import asyncio
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, ConnectionError) or type(exc).__name__ in _OUTAGE:
+            return
+        loop.default_exception_handler(context)
+
+    loops = []
+    try:
+        from fsspec.asyn import get_loop
+        loops.append(get_loop())
+    except Exception:  # noqa: BLE001 - the loops are the libraries' internals: without one, asyncio's default
+        pass
+    try:
+        from zarr.core.sync import _get_loop
+        loops.append(_get_loop())
+    except Exception:  # noqa: BLE001
+        pass
+    for loop in loops:
+        loop.call_soon_threadsafe(loop.set_exception_handler, handler)
+
+
+def __getattr__(name: str) -> Any:
+    # ``TranslatingStore`` is made on first use; pickle finds it here by name in a process that has not made it yet
+    if name == "TranslatingStore":
+        return _store_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,205 @@
+"""The promises of the storage protocol (:class:`rmtsweep.store.backend.Location`), held by every backend.
+
+:class:`LocationPromises` states them once; each subclass runs them on one backend: a directory on this
+machine's file system, fsspec's memory filesystem, and an S3 bucket on the tests' moto server. A new backend
+gets a subclass here and passes the same tests.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+from rmtsweep.store.backend import Location, PosixLocation
+from rmtsweep.store.location import locate
+
+
+class LocationPromises:
+    """What the store code relies on of a :class:`Location` (the lock, markers, metadata, zarr)."""
+
+    concurrent_create = True
+    """Whether exclusive creation is one step for writers in other threads and processes."""
+
+    @pytest.fixture
+    def root(self) -> Location:
+        """A fresh, empty directory or prefix of the backend."""
+        raise NotImplementedError
+
+    def test_an_absent_object_reads_as_none_and_does_not_exist(self, root):
+        obj = root.child("absent.json")
+        assert obj.read() is None
+        assert not obj.exists()
+        assert root.child("nothing").list() == []
+
+    def test_exclusive_create_refuses_a_second_writer(self, root):
+        obj = root.child("store.zarr.lock")
+        assert obj.create(b"first")
+        assert not obj.create(b"second")
+        assert obj.read() == b"first" and obj.exists()
+
+    def test_of_writers_creating_at_once_exactly_one_wins(self, root):
+        if not self.concurrent_create:
+            pytest.skip("this backend's exclusive create is not one step across threads")
+        obj, start = root.child("raced.lock"), threading.Barrier(8)
+        won: list[bytes] = []
+
+        def take(i: int) -> None:
+            data = f"writer {i}".encode()
+            start.wait()
+            if obj.create(data):
+                won.append(data)
+
+        threads = [threading.Thread(target=take, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(won) == 1 and obj.read() == won[0]
+
+    def test_a_replacement_is_read_whole_old_or_new(self, root):
+        obj = root.child("beat.json")
+        old, new = b"a" * 200_000, b"b" * 100_000
+        obj.write(old)
+        seen: set[bytes] = set()
+        stop = threading.Event()
+
+        def read() -> None:
+            while not stop.is_set():
+                seen.add(obj.read() or b"")
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        for i in range(10):
+            obj.write(new if i % 2 == 0 else old)
+        stop.set()
+        reader.join()
+        assert seen <= {old, new}
+        assert obj.read() == old
+
+    def test_write_creates_or_replaces(self, root):
+        obj = root.child("marker")
+        obj.write(b"1")
+        obj.write(b"2")
+        assert obj.read() == b"2"
+        assert root.list() == ["marker"]             # no temporary object left beside it
+
+    def test_remove_deletes_and_an_absent_object_is_no_error(self, root):
+        obj = root.child("gone")
+        obj.remove()
+        obj.write(b"x")
+        obj.remove()
+        assert obj.read() is None and not obj.exists()
+
+    def test_a_recursive_remove_deletes_everything_under_the_prefix(self, root):
+        store = root.child("s.zarr")
+        for key in (".zattrs", "done/0.0", "done/0.1"):
+            store.child(key).write(b"x")
+        keep = root.child("s.zarr.lock")
+        keep.write(b"lock")
+        assert store.exists()
+        store.remove(recursive=True)
+        assert not store.exists() and store.list() == []
+        assert keep.read() == b"lock"                 # its sibling, whose name it prefixes, is kept
+
+    def test_remove_if_deletes_only_what_was_judged(self, root):
+        obj = root.child("stale.lock")
+        assert not obj.remove_if(lambda raw: True)    # absent
+        obj.write(b"live")
+        assert not obj.remove_if(lambda raw: raw == b"stale")
+        assert obj.read() == b"live"
+        assert obj.remove_if(lambda raw: raw == b"live")
+        assert obj.read() is None
+        assert root.list() == []                      # nothing left aside
+
+    def test_names_children_and_siblings(self, root):
+        store = root.child("run.zarr")
+        assert (store.name, store.stem) == ("run.zarr", "run")
+        assert store.child(".zattrs").name == ".zattrs"
+        lock = store.sibling("run.zarr.lock")
+        assert lock.name == "run.zarr.lock"
+        lock.write(b"x")
+        assert root.child("run.zarr.lock").read() == b"x"
+        assert str(root) in str(lock) and str(store) in str(store.child("a/b"))
+
+    def test_siblings_match_names_beside_not_inside(self, root):
+        store = root.child("demo.zarr")
+        store.child(".zattrs").write(b"{}")
+        for name in ("demo.zarr.share-0-of-2.lock", "demo.zarr.share-1-of-2.lock", "demo.zarr.lock", "other.lock"):
+            root.child(name).write(name.encode())
+        store.child("demo.zarr.share-9-of-9.lock").write(b"inside")
+        found = store.siblings("demo.zarr.share-*-of-*.lock")
+        assert sorted(f.name for f in found) == ["demo.zarr.share-0-of-2.lock", "demo.zarr.share-1-of-2.lock"]
+        assert all(f.read() == f.name.encode() for f in found)
+
+    def test_listing_gives_every_key_under_the_prefix_sorted(self, root):
+        store = root.child("l.zarr")
+        keys = ["done/1.0", ".zattrs", "done/0.0", "a/b/c", ".zmetadata"]
+        for key in keys:
+            store.child(key).write(key.encode())
+        root.child("l.zarr.lock").write(b"beside")
+        assert store.list() == sorted(keys)
+
+    def test_copy_in_copies_keys_from_another_backend_and_from_itself(self, root, tmp_path):
+        local = PosixLocation(tmp_path / "src")
+        for key in (".zattrs", "x/0"):
+            local.child(key).write(key.encode())
+        first = root.child("first")
+        first.copy_in(local, local.list())
+        assert first.list() == [".zattrs", "x/0"] and first.child("x/0").read() == b"x/0"
+        second = root.child("second")
+        second.copy_in(first, [".zattrs"])
+        assert second.list() == [".zattrs"]
+
+    def test_zarr_writes_and_reads_through_the_store(self, root):
+        store = root.child("z.zarr")
+        group = zarr.open_group(store.zarr_store(read_only=False), mode="w", zarr_format=2)
+        group.create_array("x", shape=(4,), chunks=(2,), dtype="f8", fill_value=np.nan)[:] = np.arange(4.0)
+        back = zarr.open_group(store.zarr_store(), mode="r")
+        np.testing.assert_array_equal(back["x"][...], np.arange(4.0))
+        assert {".zgroup", "x/.zarray", "x/0", "x/1"} <= set(store.list())
+
+
+class TestPosix(LocationPromises):
+    """A directory of this machine's file system."""
+
+    @pytest.fixture
+    def root(self, tmp_path) -> Location:
+        loc = locate(tmp_path / "root")
+        Path(loc).mkdir()
+        assert isinstance(loc, PosixLocation) and loc.renames
+        return loc
+
+
+class TestMemory(LocationPromises):
+    """fsspec's memory filesystem (one process's dict of objects)."""
+
+    concurrent_create = False            # it checks, then creates: it stands in for storage no two writers share
+
+    @pytest.fixture
+    def root(self) -> Location:
+        pytest.importorskip("fsspec")
+        loc = locate(f"memory://rmtsweep-tests/{uuid.uuid4().hex}")
+        assert not loc.renames
+        yield loc
+        loc.remove(recursive=True)
+
+
+class TestS3(LocationPromises):
+    """A bucket of the moto S3 server (conditional writes, no rename)."""
+
+    @pytest.fixture(scope="class")
+    def bucket(self, s3_endpoint) -> str:
+        import s3fs
+        s3fs.S3FileSystem(endpoint_url=s3_endpoint).mkdir("storage-promises")
+        return s3_endpoint
+
+    @pytest.fixture
+    def root(self, bucket) -> Location:
+        loc = locate(f"s3://storage-promises/{uuid.uuid4().hex}", {"endpoint_url": bucket})
+        assert not loc.renames
+        return loc
