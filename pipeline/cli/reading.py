@@ -90,11 +90,22 @@ VERIFY_LINES = 20
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
 @storage_options
-@click.option("--repair", is_flag=True, help="Clear the done flags of corrupt tasks, so the next run recomputes them.")
+@click.option("--repair", is_flag=True, help="Rebuild damaged metadata from its other copy, and clear the done flags of "
+              "corrupt tasks, so the next run recomputes them.")
 def verify(store_path: Path, repair: bool) -> None:
     """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
     tasks, one line each (exit 1 if any): done without data, or corrupt."""
     from .. import store
+    if damage := store.metadata_damage(store_path):         # every metadata document, not only the consolidated copy
+        for item in damage:
+            click.echo(f"{store_path}: metadata {item}")
+        if not repair:
+            click.echo(f"{store_path}: {len(damage)} damaged metadata document(s); `rmtsweep verify {store_path} "
+                       f"--repair` rebuilds them from their other copy")
+            sys.exit(1)
+        if left := store.restore_metadata(store_path, damage):
+            raise StoreError(f"{store_path}: {left[0]}")
+        click.echo(f"{store_path}: rebuilt {len(damage)} metadata document(s) from their other copy")
     store.open_dataset(store_path)                          # a one-line error if it is not a store
     bad = store.corrupt_tasks(store_path)
     if not bad:

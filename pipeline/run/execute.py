@@ -30,8 +30,9 @@ from distributed import Client, Future, as_completed
 from .. import config
 from ..errors import RmtsweepError, RunError, StorageUnavailableError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
+from ..store.fence import make_fence
 from ..store.location import locate
-from ..store.lock import Share
+from ..store.lock import Share, lock_file
 from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
@@ -168,8 +169,10 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     retries = int(config.get("run.retries") if retries is None else retries)
     per_message = int(config.get("run.submit-batch"))
     token = uuid.uuid4().hex
-    writer = Writer(path) if writes == "driver" else None
     where = locate(path)                      # travels with each task, with the options of its storage
+    writer = None
+    if writes == "driver":
+        writer = Writer(where, None if fence is None else make_fence(where, lock_file(where, share), fence))
     pending = iter(tasks)
     by_key: dict[str, Task] = {}              # submitted and not yet handed to on_done
     futures: dict[str, Future] = {}
@@ -236,13 +239,14 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
                 if finished:
                     on_done(finished)
                 if "fenced" in result:
-                    raise RunError(f"{result['fenced']}: the store's lock is no longer this run's (a worker found "
-                                   f"another run's token before writing task {task.name}); nothing more is written; "
-                                   f"rerun to resume")
+                    raise RunError(f"{result['fenced']}: the store's lock is no longer this run's: another run "
+                                   f"took the store over (task {task.name} was not written); nothing more is "
+                                   f"written; rerun to resume")
                 errno, message, filename = result["os_error"]
                 raise StoreWriteError(f"{filename}: {message} (a worker writing task {task.name}); "
                                       f"fix it and rerun the same command to resume")
-            if writer is not None:
+            if writer is not None:                 # checked by on_done before the done flags, fenced meanwhile
+                writer.prepare([task.region], [name for name in writer.arrays if name != "done"])
                 writer.write_block(task.region, result, task.todo, run)
                 result = {"written": True, "replicates": task.n_replicates}
             fut.release()

@@ -228,6 +228,7 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
             bar = Progress(f"{sweep.name} [{share[0]}/{share[1]}]", left, 0, enabled=progress)
 
         def finished(batch: list[tuple[Task, dict]]) -> None:
+            run.writer.prepare([task.region for task, _ in batch], ["done"])     # before the check (store.fence)
             run.check()                                   # never mark done under a lock we may have lost
             # run_tasks hands over only tasks whose data were written (execute.written, on every path); a stop
             # signal waits until the batch is both marked done and journaled (the journal lists what is done)

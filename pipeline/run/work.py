@@ -13,7 +13,9 @@ import numpy as np
 
 from ..errors import StoreError
 from ..store.backend import Location
-from ..store.lock import Share, holds
+from ..store.fence import Fenced, make_fence
+from ..store.location import locate
+from ..store.lock import Share, holds, lock_file
 from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
@@ -30,7 +32,7 @@ def compute_task(task: Task) -> dict[str, np.ndarray]:
     return compute_block(task)
 
 
-_WRITERS: dict[tuple[str, str], Writer] = {}
+_WRITERS: dict[tuple, Writer] = {}
 
 
 def write_task(task: Task, path: str | Location, run: int, token: str, fence: str | None = None,
@@ -47,16 +49,21 @@ def write_task(task: Task, path: str | Location, run: int, token: str, fence: st
     """
     start = time.perf_counter()
     values = compute_block(task)
-    key = (path, token)
+    key = (path, token, fence, share)
     try:
-        if fence is not None and not holds(path, fence, share, strict=True):
-            return {"fenced": path}
         writer = _WRITERS.get(key)          # held here: a worker's other threads may replace the entry meanwhile
         if writer is None:
-            writer = Writer(path)
+            where = locate(path)
+            writer = Writer(where, None if fence is None else make_fence(where, lock_file(where, share), fence))
             _WRITERS.clear()
             _WRITERS[key] = writer
+        # the chunks as they are before the check: a write is refused if another run changed them since
+        writer.prepare([task.region], [name for name in writer.arrays if name != "done"])
+        if fence is not None and not holds(path, fence, share, strict=True):
+            return {"fenced": path}
         writer.write_block(task.region, values, task.todo, run)
+    except Fenced:
+        return {"fenced": path}
     except OSError as exc:
         _WRITERS.clear()
         return {"os_error": (exc.errno, exc.strerror or str(exc), exc.filename or path)}

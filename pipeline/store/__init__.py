@@ -47,6 +47,8 @@ _LAZY: dict[str, str] = {
     "StoreLock": "lock",
     "lock_file": "lock",
     "metadata_lock": "metalock",
+    "metadata_damage": "metadata",
+    "restore_metadata": "metadata",
     "Corrupt": "verify",
     "corrupt_tasks": "verify",
     "repair": "verify",
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from .backend import Location, PosixLocation
     from .location import local_path, locate
     from .lock import StoreLock, lock_file
+    from .metadata import metadata_damage, restore_metadata
     from .metalock import metadata_lock
     from .verify import Corrupt, corrupt_tasks, repair
     from .writer import Writer
@@ -68,7 +71,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation", "Store", "StoreLock",
     "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store",
-    "local_path", "locate", "lock_file", "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
+    "local_path", "locate", "lock_file", "metadata_damage", "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "restore_metadata", "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
 ]
 
 

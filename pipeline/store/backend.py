@@ -39,6 +39,8 @@ class Location(ABC):
     """
 
     renames: bool = False
+    conditional_writes: bool = False
+    """Whether :meth:`write_if` replaces an object only if it still has the version seen (S3's ``If-Match``)."""
 
     # --- names ---------------------------------------------------------------------------------------------
 
@@ -100,6 +102,15 @@ class Location(ABC):
     def write(self, data: bytes) -> None:
         """Write or replace the object whole: a reader sees the old bytes or the new, never a part (on a file
         system, the directories it goes in are made as needed)."""
+
+    def version(self) -> str | None:
+        """An opaque tag of the object's current bytes (an ETag), or ``None`` when it is absent."""
+        raise NotImplementedError(f"{self}: this storage has no object versions")
+
+    def write_if(self, data: bytes, version: str | None) -> bool:
+        """Replace the object only if its :meth:`version` is still ``version`` (``None``: only if absent), as
+        one step; ``False`` when it was not. Only where :attr:`conditional_writes` is true."""
+        raise NotImplementedError(f"{self}: this storage has no conditional writes")
 
     @abstractmethod
     def remove(self, recursive: bool = False) -> None:

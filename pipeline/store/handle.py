@@ -32,6 +32,7 @@ from .layout import Template
 from .backend import Location
 from .location import locate
 from .lock import Share, StoreLock, conflicts, lock_file
+from .fence import make_fence
 from .writer import Writer
 
 __all__ = ["JOURNAL_NAME", "PreparedRun", "Store"]
@@ -190,14 +191,18 @@ class Store:
                 carried = self._extend(tpl, attrs, recompute_all=recompute is not None)
             lock.check()
             if run_info is None:                        # the store made ready for an array job: no run
-                yield PreparedRun(-1, Writer(self.path), None, own, lock, carried, plan, recompute)
+                yield PreparedRun(-1, self._writer(lock), None, own, lock, carried, plan, recompute)
                 return
             index = record_run(self.path, run_info)
             if self.in_place:                           # object storage has no appends: no journal
-                yield PreparedRun(index, Writer(self.path), None, own, lock, carried, plan, recompute)
+                yield PreparedRun(index, self._writer(lock), None, own, lock, carried, plan, recompute)
                 return
             with open(self.journal_path, "a", buffering=1) as journal:
-                yield PreparedRun(index, Writer(self.path), journal, own, lock, carried, plan, recompute)
+                yield PreparedRun(index, self._writer(lock), journal, own, lock, carried, plan, recompute)
+
+    def _writer(self, lock: StoreLock) -> Writer:
+        """The store's writer for the holder of ``lock``: its chunk writes fenced by the lock's token."""
+        return Writer(self.path, make_fence(self.path, lock.path, lock.token))
 
     @contextmanager
     def join(self, sweep_file: SweepFile, share: Share, run_info: dict) -> Iterator[PreparedRun]:
@@ -242,7 +247,7 @@ class Store:
                 if joined:             # who computed the share: in the journal, one line
                     journal.write(f"run {index} joined share-{share[0]}-of-{share[1]} host {run_info.get('host')} "
                                   f"pid {run_info.get('pid')} at {run_info.get('started')}\n")
-                yield PreparedRun(index, Writer(self.path), journal, own, lock)
+                yield PreparedRun(index, self._writer(lock), journal, own, lock)
 
     def _extend(self, tpl: Template, attrs: dict, recompute_all: bool) -> int:
         """Rebuild the store for the larger sweep, carrying finished replicates over. Returns how many."""

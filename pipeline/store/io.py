@@ -21,6 +21,7 @@ from ..spec import Sweep, parse_sweep
 from .backend import Location
 from .layout import FORMAT, ZARR_FORMAT, Template
 from .location import locate
+from .metadata import consolidated_problem
 from .metalock import metadata_lock
 
 __all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
@@ -56,18 +57,24 @@ def _object_store_problem(path: Location) -> str | None:
     except PermissionError as exc:
         return f"cannot read it (access denied: {_first_line(exc)})"
     except ValueError as exc:
-        return f"cannot read its metadata (.zattrs is truncated or corrupt: {_first_line(exc)})"
+        return _damaged(path, f".zattrs is truncated or corrupt: {_first_line(exc)}")
     except Exception as exc:  # noqa: BLE001 - an unreachable endpoint, missing credentials, ...
         return f"cannot read it ({_first_line(exc)})"
     if not (isinstance(attrs, dict) and attrs.get("rmtsweep_format") == FORMAT):
         return f"not an rmtsweep store (no '{FORMAT}' marker)"
     try:
-        whole = path.child(".zmetadata").exists()
+        problem = consolidated_problem(path)
     except RmtsweepError:
         raise
     except Exception as exc:  # noqa: BLE001
         return f"cannot read it ({_first_line(exc)})"
-    return None if whole else f"{CUT_SHORT} (no consolidated metadata); rerun the same command to finish it"
+    if problem is not None and problem.endswith("is missing"):
+        return f"{CUT_SHORT} (no consolidated metadata); rerun the same command to finish it"
+    return None if problem is None else _damaged(path, problem)
+
+
+def _damaged(path: Location, problem: str) -> str:
+    return f"cannot read its metadata ({problem}); `rmtsweep verify {path} --repair` rebuilds it from its other copy"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -90,14 +97,17 @@ def store_problem(path: str | Path) -> str | None:
     try:
         if path.is_dir() and meta.exists():
             attrs = json.loads(meta.read_text())
-            return None if attrs.get("rmtsweep_format") == FORMAT else f"not an rmtsweep store (no '{FORMAT}' marker)"
+            if attrs.get("rmtsweep_format") != FORMAT:
+                return f"not an rmtsweep store (no '{FORMAT}' marker)"
+            problem = consolidated_problem(path)
+            return None if problem is None else _damaged(path, problem)
         zarr.open_group(str(path), mode="r")
     except PermissionError as exc:
         return f"cannot read it ({exc.strerror})"
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, zarr.errors.NodeTypeValidationError):
         return f"not an rmtsweep store (no '{FORMAT}' marker)"
     except json.JSONDecodeError as exc:
-        return f"cannot read its metadata ({meta.name} is truncated or corrupt: {exc.msg})"
+        return _damaged(path, f"{meta.name} is truncated or corrupt: {exc.msg}")
     except OSError as exc:
         return f"cannot read it ({exc.strerror or exc})"
     except Exception:  # noqa: BLE001 - zarr found no group here

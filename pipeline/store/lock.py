@@ -58,6 +58,7 @@ from typing import Callable
 from .. import config
 from ..errors import RmtsweepError, RunError, StoreError
 from .backend import Location
+from .fence import close_staging, fence_out, open_staging
 from .location import locate
 
 __all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "Share", "StoreLock", "conflicts", "holds",
@@ -201,6 +202,7 @@ def _remove_stale(path: Location, judged: dict | None) -> None:
     protocol), so there is still at most one holder (:meth:`~rmtsweep.store.backend.Location.remove_if`).
     """
     path.remove_if(lambda raw: _identity(_parse(raw)) == _identity(judged))
+    fence_out(path, (judged or {}).get("token"))       # its writers, if any still run, write nothing more
 
 
 def judge(path: Location, lease: float | None = None, poll: float | None = None,
@@ -295,6 +297,7 @@ class StoreLock:
         else:
             raise StoreError(f"{self.store}: could not take the store's lock ({self.path}); another run is taking "
                              f"it at the same time; try again")
+        open_staging(self.path, self.token)
         self._thread = threading.Thread(target=self._beat, name="rmtsweep-lock-heartbeat", daemon=True)
         self._thread.start()
 
@@ -348,6 +351,7 @@ class StoreLock:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        close_staging(self.path, self.token)
         if holds(self.store, self.token, self.share):
             self.path.remove()
 

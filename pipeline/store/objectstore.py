@@ -138,6 +138,31 @@ class FsspecLocation(Location):
     def write(self, data: bytes) -> None:
         self.fs.pipe_file(self.url, data)
 
+    @property
+    def conditional_writes(self) -> bool:      # type: ignore[override]
+        """S3's ``If-Match`` and ``If-None-Match`` on a write, which s3fs passes to the service as they are."""
+        return self.protocol in ("s3", "s3a")
+
+    @_translated
+    def version(self) -> str | None:
+        self.fs.invalidate_cache(self.url)          # a listing cached earlier must not answer for the object
+        try:
+            info = self.fs.info(self.url)
+        except FileNotFoundError:
+            return None
+        return str(info.get("ETag") or info.get("etag") or "") or None
+
+    @_translated
+    def write_if(self, data: bytes, version: str | None) -> bool:
+        condition = {"IfNoneMatch": "*"} if version is None else {"IfMatch": version}
+        try:
+            self.fs.pipe_file(self.url, data, **condition)
+        except OSError as exc:
+            if _precondition_failed(exc):
+                return False
+            raise
+        return True
+
     @_translated
     def remove(self, recursive: bool = False) -> None:
         try:
@@ -183,6 +208,16 @@ class FsspecLocation(Location):
                 if data is None:
                     raise FileNotFoundError(source.child(k).address)
                 fs.pipe_file(self.key(k), data)
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    """Whether a write failed on its condition (HTTP 412), as s3fs reports it: ``FileExistsError`` for
+    ``If-None-Match``, an ``OSError`` caused by the service's ``PreconditionFailed`` for ``If-Match``."""
+    if isinstance(exc, FileExistsError):
+        return True
+    cause = exc.__cause__ or exc.__context__
+    error = getattr(cause, "response", None) or {}
+    return isinstance(error, dict) and error.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
 
 
 def package_error(protocol: str, url: str) -> StoreError:

@@ -11,13 +11,16 @@ an absent chunk file always means "never written" (:func:`rmtsweep.store.verify.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import zarr
+from zarr.storage import LocalStore
 
 from .. import config
 from ..dims import has_d_axis, store_dims
+from .fence import Fence, FencedStore
 from .location import StorePath, locate, zarr_target
 
 __all__ = ["DONE_WRITERS", "Writer", "open_for_writing", "per_replicate_arrays", "selection_shape"]
@@ -60,12 +63,32 @@ def selection_shape(region: tuple[slice | int, ...], shape: tuple[int, ...]) -> 
 class Writer:
     """The per-replicate arrays of an existing store, opened once, written chunk by chunk."""
 
-    def __init__(self, path: str | StorePath) -> None:
+    def __init__(self, path: str | StorePath, fence: Fence | None = None) -> None:
         self.path = locate(path)
+        self.fence = fence
+        target = zarr_target(self.path, read_only=False)
+        if fence is not None:
+            target = FencedStore(LocalStore(target) if isinstance(target, str) else target, fence)
         with zarr.config.set({"array.write_empty_chunks": True}):
-            self.arrays = per_replicate_arrays(zarr.open_group(zarr_target(self.path, read_only=False), mode="r+"))
+            self.arrays = per_replicate_arrays(zarr.open_group(target, mode="r+"))
         self.done = self.arrays["done"]
         self._pool: ThreadPoolExecutor | None = None
+
+    def chunk_keys(self, region: tuple[slice | int, ...], names: Iterable[str] | None = None) -> list[str]:
+        """The keys of the chunks ``region`` (one task's) covers, in the arrays ``names`` (default: all)."""
+        keys = []
+        for name in self.arrays if names is None else names:
+            array = self.arrays[name]
+            coords = tuple((r.start or 0) // c if isinstance(r, slice) else r // c
+                           for r, c in zip(region, array.chunks))
+            coords += (0,) * (array.ndim - len(coords))
+            keys.append(f"{array.path}/{array.metadata.encode_chunk_key(coords)}")
+        return keys
+
+    def prepare(self, regions: Iterable[tuple[slice | int, ...]], names: Iterable[str] | None = None) -> None:
+        """Note the chunks of ``regions`` as they are, before the caller checks the lock (see :mod:`.fence`)."""
+        if self.fence is not None:
+            self.fence.prepare(key for region in regions for key in self.chunk_keys(region, names))
 
     def write_block(self, region: tuple[slice, ...], values: dict[str, np.ndarray], todo: np.ndarray | None,
                     run: int) -> None:
