@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import RmtsweepError, StorageUnavailableError, StoreError, UserError
 from .backend import Location
@@ -52,8 +52,8 @@ class FsspecLocation(Location):
     endpoints also come from the filesystem's usual environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...),
     which is where secrets belong. Its ``repr`` leaves the options out.
 
-    Exclusive creation is a conditional write (S3's ``If-None-Match``, GCS's and Azure's equivalents, through
-    fsspec's ``"xb"`` mode); a replacement is one whole-object write.
+    Exclusive creation is a conditional write (fsspec's ``"xb"`` mode: S3's ``If-None-Match``, GCS's and Azure's
+    equivalents); a replacement is one whole-object write; :meth:`write_if` is S3's ``If-Match``.
     """
 
     url: str
@@ -139,8 +139,7 @@ class FsspecLocation(Location):
         self.fs.pipe_file(self.url, data)
 
     @property
-    def conditional_writes(self) -> bool:      # type: ignore[override]
-        """S3's ``If-Match`` and ``If-None-Match`` on a write, which s3fs passes to the service as they are."""
+    def conditional_writes(self) -> bool:      # type: ignore[override]   # S3's If-Match, passed on by s3fs
         return self.protocol in ("s3", "s3a")
 
     @_translated
@@ -211,8 +210,7 @@ class FsspecLocation(Location):
 
 
 def _precondition_failed(exc: BaseException) -> bool:
-    """Whether a write failed on its condition (HTTP 412), as s3fs reports it: ``FileExistsError`` for
-    ``If-None-Match``, an ``OSError`` caused by the service's ``PreconditionFailed`` for ``If-Match``."""
+    """Whether a write failed on its condition (HTTP 412): s3fs raises ``FileExistsError``, or an ``OSError``."""
     if isinstance(exc, FileExistsError):
         return True
     cause = exc.__cause__ or exc.__context__
@@ -230,9 +228,8 @@ def package_error(protocol: str, url: str) -> StoreError:
                       f"such as s3fs, gcsfs or adlfs adds its scheme)")
 
 
-# Options rmtsweep gives a filesystem unless the store's own options say otherwise. s3fs reads an object by asking
-# its size first (a HEAD) when it may split large reads (max_concurrency > 1, its default): one request more for
-# every chunk, lock and marker read. A store's objects are small, so one GET each.
+# Options rmtsweep gives a filesystem unless the store's own options say otherwise. s3fs asks an object's size
+# (a HEAD) before reading it when it may split reads (max_concurrency > 1): a store's objects are small, one GET each.
 _DEFAULTS: dict[str, dict[str, Any]] = {"s3": {"max_concurrency": 1}, "s3a": {"max_concurrency": 1}}
 
 
@@ -339,15 +336,18 @@ def _store_class() -> type:
         error = storage_error(exc, url_of(store))
         return exc if error is None else error
 
+    def fail(exc: Exception, store: Any) -> NoReturn:
+        error = translate(exc, store)
+        if error is exc:
+            raise exc
+        raise error from exc
+
     def call(name: str) -> Callable:
         async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:
                 return await getattr(FsspecStore, name)(self, *args, **kwargs)
             except Exception as exc:
-                error = translate(exc, self)
-                if error is exc:
-                    raise
-                raise error from exc
+                fail(exc, self)
         method.__name__ = name
         return method
 
@@ -357,10 +357,7 @@ def _store_class() -> type:
                 async for key in getattr(FsspecStore, name)(self, *args, **kwargs):
                     yield key
             except Exception as exc:
-                error = translate(exc, self)
-                if error is exc:
-                    raise
-                raise error from exc
+                fail(exc, self)
         method.__name__ = name
         return method
 
@@ -385,17 +382,13 @@ def _quiet_lost_requests() -> None:
             return
         loop.default_exception_handler(context)
 
+    import importlib
     loops = []
-    try:
-        from fsspec.asyn import get_loop
-        loops.append(get_loop())
-    except Exception:  # noqa: BLE001 - the loops are the libraries' internals: without one, asyncio's default
-        pass
-    try:
-        from zarr.core.sync import _get_loop
-        loops.append(_get_loop())
-    except Exception:  # noqa: BLE001
-        pass
+    for module, getter in (("fsspec.asyn", "get_loop"), ("zarr.core.sync", "_get_loop")):
+        try:
+            loops.append(getattr(importlib.import_module(module), getter)())
+        except Exception:  # noqa: BLE001 - the loops are the libraries' internals: without one, asyncio's default
+            pass
     for loop in loops:
         loop.call_soon_threadsafe(loop.set_exception_handler, handler)
 

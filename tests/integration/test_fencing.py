@@ -110,7 +110,8 @@ def reference(tmp_path_factory) -> Path:
 
 def _env() -> dict:
     env = {k: v for k, v in os.environ.items() if k != "RMTSWEEP_IN_PROCESS"}
-    return {**env, "RMTSWEEP_LOCK_LEASE": LEASE, "RMTSWEEP_DASHBOARD_ADDRESS": "none"}
+    return {**env, "DASK_RMTSWEEP__LOCK__LEASE": LEASE, "DASK_RMTSWEEP__LOCK__HEARTBEAT": "0.5",
+            "RMTSWEEP_DASHBOARD_ADDRESS": "none"}
 
 
 @pytest.mark.parametrize("when", ["during", "after"])
