@@ -31,11 +31,12 @@ import xarray as xr
 import zarr
 
 from .. import theory
-from ..errors import SelectionError
+from ..errors import SelectionError, StoreError
 from ..dims import D, has_d_axis, store_dims
 from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
 from ..store.io import edit_consolidated, read_object
 from ..store.location import zarr_target
+from ..store.pending import theory_pending
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
                         signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
@@ -137,6 +138,10 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
         raise SelectionError(f"reference {reference!r}: unknown (valid: {', '.join(REFERENCES)})")
     rule = detection_rule(false_alarm, margin_factor)
     ds = open_source(source)
+    if theory_pending(ds.attrs):
+        raise StoreError(f"{source}: its theory at the store's size is not written yet: the run computes it beside "
+                         "its first tasks (a run stopped before then leaves it to the next `rmtsweep run`); compare "
+                         "once it is written")
     centering = ds.attrs.get("table_centering", "class")
     d = d_of(ds)
     dims = store_dims(has_d_axis(ds.dims))

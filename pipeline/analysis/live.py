@@ -22,6 +22,7 @@ import xarray as xr
 from ..dims import ALL_AXES
 from ..errors import RmtsweepError
 from ..store import open_group, status
+from ..store.pending import theory_pending
 from .compare import compare, done_digest
 from .map_style import MapFigure
 from .plots import map_data, map_figure
@@ -254,6 +255,9 @@ def _transition_scalars(ds: xr.Dataset) -> xr.Dataset:
 
 
 def _theory_missing(ds: xr.Dataset) -> bool:
-    """Whether the store holds no theory value yet: no ``theory_*`` float array, or all of them NaN."""
+    """Whether the store's theory is not all there yet: its theory at its own size is pending
+    (:mod:`rmtsweep.store.pending`), or it holds no ``theory_*`` float array with a value."""
+    if theory_pending(ds.attrs):
+        return True
     theory = [v for v, da in ds.data_vars.items() if str(v).startswith("theory_") and da.dtype.kind == "f"]
     return not any(bool(np.isfinite(np.asarray(ds[v].values, dtype=float)).any()) for v in theory)

@@ -26,6 +26,7 @@ __all__ = ["compare", "export", "figures", "plot", "status", "verify"]
 def status(store_path: Path, as_json: bool) -> None:
     """Show how much of the sweep in STORE is done, and what produced it."""
     from .. import store
+    from ..store.pending import theory_pending
     st = store.status(store_path)
     a = st["attrs"]
     done, total = st["tasks_done"], st["tasks_total"]
@@ -39,6 +40,7 @@ def status(store_path: Path, as_json: bool) -> None:
             "tasks_done": done, "tasks_total": total, "replicates_done": st["replicates_done"],
             "replicates_total": st["replicates_total"], "complete": done == total,
             "d_axis": None if st["d_axis"] is None else [int(x) for x in st["d_axis"]],
+            "theory_pending": theory_pending(a),
             "runs": [{**r, "replicates": st["replicates_by_run"].get(r["run"], 0)} for r in runs],
             "writers": writers}, indent=1))
         return
@@ -50,6 +52,9 @@ def status(store_path: Path, as_json: bool) -> None:
                f"{st['replicates_done']} / {st['replicates_total']}: {state}")
     if st["d_axis"] is not None:
         click.echo(f"d axis: {', '.join(map(str, st['d_axis']))} (d is a grid axis: one d value per task)")
+    if theory_pending(a):
+        click.echo("theory at the store's size: not written yet (the run computes it beside its first tasks; a run "
+                   "stopped before then leaves it to the next run); the limit theory is there")
     for w in writers:
         who = "a run" if w["share"] is None else f"array element {w['share'][0]} of {w['share'][1]}"
         left = "" if w["share"] is None else f", {w['tasks_left']} of its {w['tasks']} tasks left"

@@ -26,22 +26,25 @@ import json
 import os
 import socket
 import subprocess
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from distributed import Client
 from threadpoolctl import threadpool_limits
 
 from .. import config
-from ..errors import StorageUnavailableError, StoreWriteError
+from ..errors import RunError, StorageUnavailableError, StoreWriteError
 from ..shipped import resolve_sweep
 from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
 from ..store import Store, Template, local_path, locate, now, provenance, template
+from ..store.io import open_group
 from ..store.lock import Share
+from ..store.pending import PENDING, theory_pending, write_theory
 from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
@@ -77,9 +80,12 @@ def git_revision() -> str | None:
 
 
 def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
-                  notes: Callable[[str], None] | None = None) -> Template:
+                  notes: Callable[[str], None] | None = None, defer: bool = False) -> Template:
     """The store template of ``sweep_file`` with tasks of ``blocking``: coordinates, theory, provenance
     (``notes``: where a line goes before a theory computation of several seconds).
+
+    With ``defer`` the theory at the store's own size is left out (``theory_pending``): a run computes it as
+    a task beside its first ones (:mod:`rmtsweep.store.pending`), so the store exists from the start.
 
     The theory is bounded by the settings ``rmtsweep.theory.*`` now; they and ``rmtsweep.batching.*``, which
     shape what the store holds, are recorded in ``attrs["config"]``.
@@ -87,7 +93,10 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     sweep = sweep_file.sweep
     attrs = provenance(sweep_file, package_version(), git_revision())
     attrs["config"] = {"theory": config.settings("theory"), "batching": config.settings("batching")}
-    return template(sweep, theory_dataset(sweep, notes, theory_budgets()), attrs, blocking)
+    if defer:
+        attrs[PENDING] = True
+    theory = theory_dataset(sweep, notes, theory_budgets(), part="template" if defer else "all")
+    return template(sweep, theory, attrs, blocking)
 
 
 def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
@@ -204,9 +213,12 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
     new = new.as_tuple()
     store = Store(path)
     info = run_info(sweep_file)
-    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note), info, new) if share is None \
-        else store.join(sweep_file, share, info)
+    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new) \
+        if share is None else store.join(sweep_file, share, info)
     with opened as run:
+        # the theory at the store's size: a task beside the first ones, written as soon as it is back
+        theory = _TheoryTask(client, sweep, path, note) if share is None and theory_pending(
+            dict(open_group(path).attrs)) else None
         blocking = Blocking(*run.blocking)
         done = run.writer.done_mask() if share is None else \
             share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done.__getitem__)
@@ -230,6 +242,8 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
         def finished(batch: list[tuple[Task, dict]]) -> None:
             run.writer.prepare([task.region for task, _ in batch], ["done"])     # before the check (store.fence)
             run.check()                                   # never mark done under a lock we may have lost
+            if theory is not None:
+                theory.write_if_ready()
             # run_tasks hands over only tasks whose data were written (execute.written, on every path); a stop
             # signal waits until the batch is both marked done and journaled (the journal lists what is done)
             with Held() as stop:
@@ -240,12 +254,49 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
             stop.deliver()
 
         try:
-            return run_tasks(client, todo, finished, store.path, run.index, writes=writes,
-                             window=Window(client, expected_threads), on_submit=lambda t: run.log("submit", t.key),
-                             fence=run.token, share=run.share)
+            report = run_tasks(client, todo, finished, store.path, run.index, writes=writes,
+                               window=Window(client, expected_threads), on_submit=lambda t: run.log("submit", t.key),
+                               fence=run.token, share=run.share)
+            if theory is not None:
+                run.check()
+                theory.write()
+            return report
         finally:
+            if theory is not None:
+                theory.cancel()
             bar.close()
             run.writer.close()
+
+
+class _TheoryTask:
+    """The store's theory at its own size, computed on the cluster as one task and written by this process."""
+
+    def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None]) -> None:
+        from ..theory.on_grid import sized_theory
+        self.path, self.note, self.written = path, note, False
+        self.future = client.submit(sized_theory, sweep, theory_budgets(), pure=False,
+                                    key=f"rmtsweep-theory-{uuid.uuid4().hex[:8]}")
+        note(f"{path}: computing the theory at the store's size beside the first tasks")
+
+    def write_if_ready(self) -> None:
+        if not self.written and self.future.done():
+            self.write()
+
+    def write(self) -> None:
+        if self.written:
+            return
+        try:
+            theory = self.future.result()
+        except Exception as exc:  # noqa: BLE001 - whatever the task raised, in one line
+            raise RunError(f"{self.path}: computing the theory at the store's size failed ({type(exc).__name__}: "
+                           f"{exc}); finished tasks are in the store; rerun to resume") from None
+        write_theory(self.path, theory)
+        self.written = True
+        self.note(f"{self.path}: the theory at the store's size is written")
+
+    def cancel(self) -> None:
+        if not self.written:
+            self.future.cancel()
 
 
 def run_info(sweep_file: SweepFile) -> dict:

@@ -37,7 +37,7 @@ from .finite_d import pooled_sign_excess_kurtosis
 from .finite_size import BUDGET, POOLED_BUDGET, finite_size_arrays, finite_size_law, pooled_arrays
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
-           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "spectrum_seconds",
+           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "spectrum_seconds", "SIZED", "sized_theory",
            "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
@@ -163,7 +163,7 @@ def _finite_t_histogram(profile: tuple, w: np.ndarray, delta: float, gamma: floa
 
 
 def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None,
-                    budgets: TheoryBudgets | None = None) -> dict[str, xr.DataArray]:
+                    budgets: TheoryBudgets | None = None, finite_t: bool = True) -> dict[str, xr.DataArray]:
     """The predicted ``spectrum`` observable: the bulk density of ``S/kappa`` on its bins.
 
     ``paper_spectrum`` (delta, gamma, bin) is the paper's cubic law. ``theory_spectrum`` (delta,
@@ -178,6 +178,8 @@ def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None,
     description says so (store creation must stay fast). Empty without a spectrum observable. ``notes``
     gets one line first when the laws not yet computed in this process are expected to take more than
     :data:`SPECTRUM_SAY` seconds. ``budgets`` replaces :data:`FINITE_T_BELOW` and :data:`FINITE_T_BUDGET`.
+    Without ``finite_t`` it is the cubic everywhere, as a new store's template has it until its theory at the
+    store's size is written (:data:`SIZED`).
     """
     below, budget = (FINITE_T_BELOW, FINITE_T_BUDGET) if budgets is None else \
         (budgets.finite_t_below, budgets.finite_t_budget)
@@ -194,7 +196,9 @@ def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None,
     wanted, profile, pairs = _finite_t_cells(sweep, ws, below)
     profiles = set(profile.values())
     note = ""
-    if (seconds := _spectrum_cost(profiles, pairs, edges)[2]) > budget:   # too slow: the cubic, and say so
+    if not finite_t:
+        note, wanted = "; the finite-T law is computed beside the run's first tasks", []
+    elif (seconds := _spectrum_cost(profiles, pairs, edges)[2]) > budget:   # too slow: the cubic, and say so
         note = (f"; the finite-T law was not computed: its sampled laws and histograms (about {seconds:.0f} s) "
                 f"exceed the budget of {budget:g} s at store creation")
         wanted = []
@@ -309,7 +313,8 @@ def _uncentred(snr, ws: xr.Dataset, delta, gamma) -> dict[str, xr.DataArray]:
 
 
 def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str], None] | None = None,
-                   budgets: TheoryBudgets | None = None) -> xr.Dataset:
+                   budgets: TheoryBudgets | None = None,
+                   part: str = "all") -> xr.Dataset:
     """Every theory array of the sweep's grid, computed once, when the store is created.
 
     ``sweep`` is a :class:`~rmtsweep.spec.Sweep`, what :func:`~rmtsweep.spec.load_sweep` returns, or a sweep
@@ -369,18 +374,45 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
         out[name] = snr_t.assign_attrs(long_name=f"{'population' if kind == 'population' else 'sample (observable)'} "
                                                  "transition SNR", units="snr")
     out["theory_pooled_kurtosis"] = pooled_kurtosis(sweep)
-    out.update(spectrum_arrays(sweep, notes, budgets))
+    out.update(spectrum_arrays(sweep, notes, budgets, finite_t=False))
     ds = xr.Dataset(out)
     if centering == "class":
         ds = one_token_spikes(ds, sweep, budgets.one_token_budget)
-        ds = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"], budgets.finite_size_budget))
-        pooled = pooled_arrays(sweep, ds["theory_law"], notes, budgets.pooled_budget)
-        for name in [name for name in pooled if name in ds]:       # finite_size_*: T = 1 cells, then T >= 2
-            pooled[name] = ds[name].combine_first(pooled[name]).assign_attrs(ds[name].attrs)
-        ds = ds.assign(pooled)
-        if (flag := finite_size_law(ds)) is not None:
-            ds["finite_size_law"] = flag
+    if part == "all":
+        ds = ds.assign(_sized(ds, sweep, notes, budgets))
+    elif part == "sized":
+        ds = xr.Dataset(_sized(ds, sweep, notes, budgets))
     return ds.transpose(*[d for d in ALL_AXES if d in ds.dims], ...)
+
+
+SIZED = ("theory_spectrum", "theory_spectrum_law", "finite_size_*", "pooled_null_*")
+"""The theory arrays at a store's own size: the finite-T spectrum law and the finite-size laws. A run
+computes them beside its first tasks; until they are written, the store's ``theory_pending`` attribute is true."""
+
+
+def _sized(ds: xr.Dataset, sweep: Sweep, notes: Callable[[str], None] | None,
+           budgets: TheoryBudgets) -> dict[str, xr.DataArray]:
+    """The :data:`SIZED` arrays of ``sweep``, given its template's theory ``ds`` (its laws and kappa)."""
+    out: dict[str, xr.DataArray] = {}
+    if sweep.observables.spectrum is not None:
+        spectrum = spectrum_arrays(sweep, notes, budgets)
+        out.update({name: spectrum[name] for name in ("theory_spectrum", "theory_spectrum_law")})
+    if sweep.table_centering != "class":
+        return out
+    sized = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"], budgets.finite_size_budget))
+    pooled = pooled_arrays(sweep, ds["theory_law"], notes, budgets.pooled_budget)
+    for name in [name for name in pooled if name in sized]:       # finite_size_*: T = 1 cells, then T >= 2
+        pooled[name] = sized[name].combine_first(pooled[name]).assign_attrs(sized[name].attrs)
+    sized = sized.assign(pooled)
+    if (flag := finite_size_law(sized)) is not None:
+        sized["finite_size_law"] = flag
+    out.update({name: sized[name] for name in sized.data_vars if name not in ds.data_vars})
+    return out
+
+
+def sized_theory(sweep: Sweep, budgets: TheoryBudgets | None = None) -> xr.Dataset:
+    """The :data:`SIZED` theory arrays of ``sweep``: what a run computes as a task beside its first ones."""
+    return theory_dataset(sweep, budgets=budgets, part="sized")
 
 
 def _cell_weights(sweep: Sweep) -> Iterator[tuple[int, int, np.ndarray, bool]]:

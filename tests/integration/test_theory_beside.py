@@ -1,0 +1,83 @@
+"""A run's store exists from its first second: the theory at the store's size is computed as a task beside the
+first Monte Carlo tasks and written when it is back, with the values a store made all at once holds."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import xarray as xr
+import yaml
+
+from rmtsweep.errors import StoreError
+from tests.helpers import BASE, run_main
+
+pytestmark = pytest.mark.slow
+
+SWEEP = {**copy.deepcopy(BASE), "name": "beside", "observables": {"spectrum": {"bins": 8, "max": 6.0}},
+         "grid": {**BASE["grid"], "T": [1, 4]}, "correlation": {"model": "iid"}}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as c, \
+            Client(c) as client:
+        yield client
+
+
+def _sweep_file(tmp_path):
+    from rmtsweep.spec import load_sweep
+    path = tmp_path / "beside.yaml"
+    path.write_text(yaml.safe_dump(SWEEP))
+    return load_sweep(path)
+
+
+def _theory(ds: xr.Dataset) -> xr.Dataset:
+    return ds[[v for v in ds.data_vars if v.startswith(("theory_", "paper_", "finite_size_", "pooled_"))]].load()
+
+
+def test_the_parts_of_the_theory_make_the_whole():
+    from rmtsweep.spec import parse_sweep
+    from rmtsweep.theory.on_grid import SIZED, theory_dataset
+    sweep = parse_sweep(SWEEP)
+    whole = theory_dataset(sweep)
+    template, sized = theory_dataset(sweep, part="template"), theory_dataset(sweep, part="sized")
+    assert "pooled_null_location" in sized and "finite_size_lambda1" in sized and "theory_spectrum" in sized
+    assert not any(v.startswith(("finite_size_", "pooled_")) for v in template.data_vars)
+    xr.testing.assert_identical(template.assign(sized.data_vars), whole)
+    assert all(any(v == s or (s.endswith("*") and v.startswith(s[:-1])) for s in SIZED) for v in sized.data_vars)
+
+
+def test_a_run_writes_the_theory_a_store_made_at_once_holds(tmp_path, cluster):
+    from rmtsweep import open_store, run_sweep
+    from rmtsweep.theory.on_grid import theory_dataset
+    sf = _sweep_file(tmp_path)
+    run_sweep(sf, tmp_path / "s.zarr", cluster, progress=False)
+    ds = open_store(tmp_path / "s.zarr")
+    assert "theory_pending" not in ds.attrs
+    xr.testing.assert_equal(_theory(ds), _theory(theory_dataset(sf.sweep)))
+
+
+def test_a_store_waiting_for_its_theory_says_so_and_the_next_run_writes_it(tmp_path, cluster, capsys):
+    from rmtsweep import open_store, run_sweep
+    from rmtsweep.run.runner import make_template, run_info
+    from rmtsweep.run.cost import choose_blocking
+    from rmtsweep.store import Store
+    sf = _sweep_file(tmp_path)
+    store = tmp_path / "s.zarr"
+    with Store(store).prepare(sf, lambda b: make_template(sf, b, defer=True), run_info(sf),
+                              choose_blocking(sf.sweep).as_tuple()):
+        pass                                                     # a run stopped as soon as its store existed
+    assert open_store(store).attrs["theory_pending"] is True
+    code, out, err = run_main(["status", str(store)], capsys)
+    assert code == 0 and "theory at the store's size: not written yet" in out
+    code, out, err = run_main(["compare", str(store)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "its theory at the store's size is not written yet" in err
+    from rmtsweep.analysis.compare import compare
+    with pytest.raises(StoreError, match="not written yet"):
+        compare(store)
+    run_sweep(sf, store, cluster, progress=False)
+    assert "theory_pending" not in open_store(store).attrs
+    code, out, err = run_main(["compare", str(store)], capsys)
+    assert code == 0, err
