@@ -115,7 +115,7 @@ async def _command(*args: str) -> tuple[int, str, str] | None:
         return None
     try:
         out, err = await asyncio.wait_for(proc.communicate(), _STATUS_TIMEOUT)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
         return None

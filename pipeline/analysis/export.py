@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, get_args
+from typing import TYPE_CHECKING, get_args
 
 import numpy as np
 import xarray as xr
@@ -29,6 +30,9 @@ from ..errors import SelectionError
 from ..types import ExportFormat
 from .compare import open_source
 from .mask import mask_not_done, not_done, not_done_note, per_replicate
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["FORMATS", "export", "export_phase_diagram", "output_file", "read_tidy", "select", "to_tidy"]
 
@@ -55,7 +59,7 @@ def select(ds: xr.Dataset, variables: list[str] | None, fmt: ExportFormat) -> xr
     return ds
 
 
-def to_tidy(ds: xr.Dataset) -> "pandas.DataFrame":  # noqa: F821
+def to_tidy(ds: xr.Dataset) -> pandas.DataFrame:
     """A tidy table: dimension columns first, then one column per variable."""
     dims = [d for d in TIDY_ORDER if d in ds.dims]
     dims += [d for d in ds.dims if d not in dims]

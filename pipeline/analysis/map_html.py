@@ -12,7 +12,7 @@ import html
 import math
 import sys
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

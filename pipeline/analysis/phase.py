@@ -18,6 +18,7 @@ threshold ``theory_snr_sample`` (docs/theory.md §3.2).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -26,6 +27,9 @@ from ..dims import TIDY_ORDER
 from ..errors import ArgumentError
 from .compare import detected, detection_rule, open_source
 from .transition import bootstrap_intervals
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["COLUMNS", "phase_diagram"]
 
@@ -45,7 +49,7 @@ COLUMNS = {
 
 def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
                   false_alarm: float | None = None, margin_factor: float | None = None
-                  ) -> "pandas.DataFrame":  # noqa: F821
+                  ) -> pandas.DataFrame:
     """The transition curves of a store as a tidy table, one row per SNR line.
 
     Parameters

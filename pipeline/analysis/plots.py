@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import xarray as xr
@@ -176,7 +176,7 @@ def _backends():
     import holoviews as hv
 
     before = hv.Store.current_backend              # read first: importing a backend may make it current
-    import holoviews.plotting.bokeh  # noqa: F401
+    import holoviews.plotting.bokeh  # registers the bokeh backend
 
     hv.Store.set_current_backend("bokeh")
     try:

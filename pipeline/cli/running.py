@@ -385,7 +385,7 @@ def list_sweeps() -> None:
 
 
 def _size_text(path: Path) -> str:
-    """d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours of a sweep file."""
+    """The dimension d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours of a sweep file."""
     from ..run.plan import plan
     from ..spec import load_sweep
     try:

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class Context:
     d_axis: bool = False
 
     @classmethod
-    def from_sweep(cls, sweep: Sweep, d: int | None = None) -> "Context":
+    def from_sweep(cls, sweep: Sweep, d: int | None = None) -> Context:
         """The sweep's shared part, for the tasks of dimension ``d`` (default: the top-level ``d``)."""
         if d is None:
             if sweep.d_axis:

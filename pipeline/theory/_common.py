@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-from typing import Callable
+from collections.abc import Callable
 
+import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["MAX_NEWTON", "bin_average", "bisect", "broadcast", "critical_a"]
