@@ -298,5 +298,5 @@ class _Joined(SchedulerPlugin):
         self.names.add(str(scheduler.workers[worker].name))
 
     def had_worker(self, job: str) -> bool:
-        """Has a worker of the job named ``job`` joined? (Its workers are ``job``, or ``job-0``, ``job-1``, ...)"""
+        """Whether a worker of the job named ``job`` has joined (its workers: ``job``, or ``job-0``, ``job-1``, ...)."""
         return any(name == job or name.startswith(f"{job}-") for name in self.names)

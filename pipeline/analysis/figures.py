@@ -91,7 +91,7 @@ def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None, cell: d
     width = float(ds["bin"].attrs.get("bin_width", np.diff(ds["bin"].values[:2])[0]))
     cell = cell or figure_cell(ds)
     sel = {"T": cell["T"], "weights": cell["weights"], "snr": snr}
-    for ax, (dl, g) in zip(axes[0], cells):
+    for ax, (dl, g) in zip(axes[0], cells, strict=True):
         c = ds.sel(delta=dl, gamma=g, **sel)
         hist = only_done(c["spectrum"], c["done"]).mean("replicate").values
         x = ds["bin"].values
@@ -161,7 +161,7 @@ def phase_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path, at: dict | None = N
     at = at or {"T": ds["T"].values[-1], "weights": ds["weights"].values[0]}
     styles = {"population": "--", "sample": "-"}
     drawn = set()
-    for ax, dl in zip(axes[0], deltas):
+    for ax, dl in zip(axes[0], deltas, strict=True):
         rate = cmp["detection_rate"].sel(delta=dl, **at).sortby(["snr", "gamma"])
         gamma_scale = axis_scale(rate["gamma"].values)
         mesh = ax.pcolormesh(cell_edges(rate["snr"].values, "linear", 0.0),
@@ -277,7 +277,7 @@ def finite_d_figure(cmp: xr.Dataset, out: Path, cell: dict | None = None) -> tup
     fig, axes = _subplots(1, len(weights) + 1, figsize=(4.3 * (len(weights) + 1), 3.8), squeeze=False)
     snr = c["snr"].values
     lines = []
-    for ax, w in zip(axes[0], weights):
+    for ax, w in zip(axes[0], weights, strict=False):
         for j, d in enumerate(ds_):
             at = c.sel(weights=w, d=d)
             p, n = at["detection_rate"].values, at["n_done"].values

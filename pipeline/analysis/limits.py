@@ -100,7 +100,7 @@ def extrapolate(y: xr.DataArray, se: xr.DataArray, exponent: float | xr.DataArra
     (2.0, 0.0)
     """
     d = y["d"].values.astype(float)
-    return tuple(xr.apply_ufunc(lambda a, b, e: fit_line(a, b, d ** (-e))[i], y, se, exponent,
+    return tuple(xr.apply_ufunc(lambda a, b, e, i=i: fit_line(a, b, d ** (-e))[i], y, se, exponent,
                                 input_core_dims=[["d"], ["d"], []], vectorize=True) for i in range(3))
 
 

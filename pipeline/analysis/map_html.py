@@ -11,8 +11,9 @@ from __future__ import annotations
 import html
 import math
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: l
     if s.kind == "categorical":
         from bokeh.models import FixedTicker
         values = [v for v, _ in s.categories]
-        bounds = [values[0] - 0.5] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 0.5]
+        bounds = [values[0] - 0.5] + [(a + b) / 2 for a, b in pairwise(values)] + [values[-1] + 0.5]
         qm = qm.opts(cmap=s.colours(), color_levels=bounds, clim=(bounds[0], bounds[-1]),
                      colorbar_opts={"ticker": FixedTicker(ticks=values),
                                     "major_label_overrides": {v: n for v, n in s.categories}})

@@ -61,7 +61,7 @@ def _draw_panel(ax, fig: MapFigure, panel, cmap, norm):
             set_scale("log", base=2)
             set_ticks([], minor=True)
         if ticks := fig.axis_ticks(axis, da[axis].values):
-            pos, labels = zip(*ticks)
+            pos, labels = zip(*ticks, strict=True)
             set_ticks(pos, labels)
     ax.set_xlim(fig.edges[fig.x][[0, -1]])            # the cells, whole; curves that leave them do not stretch
     ax.set_ylim(fig.edges[fig.y][[0, -1]])
@@ -117,7 +117,7 @@ def static_pages(fig: MapFigure, max_panels: int) -> list:
         used = axes
         if fig.scale.kind == "categorical":
             handles = [Patch(facecolor=c, edgecolor="0.3", label=name)
-                       for c, (_, name) in zip(fig.scale.colours(), fig.scale.categories)]
+                       for c, (_, name) in zip(fig.scale.colours(), fig.scale.categories, strict=True)]
             figure.legend(handles=handles, title=textwrap.fill(fig.clabel, 28), loc="outside right upper", fontsize=8, title_fontsize=9)
         else:
             shrink = min(1.0, 0.5 + 0.25 * rows)
@@ -148,7 +148,7 @@ def save_static(fig: MapFigure, directory: Path, stem: str, formats: tuple[str, 
     figures = static_pages(fig, max_panels)
     paths = []
     for fmt in formats:
-        for figure, mark in zip(figures, page_suffixes(len(figures))):
+        for figure, mark in zip(figures, page_suffixes(len(figures)), strict=True):
             path = directory / f"{stem}{mark}.{fmt}"
             figure.savefig(path, format=fmt, dpi=DPI)
             paths.append(path)

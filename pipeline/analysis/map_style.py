@@ -132,7 +132,7 @@ def categories(da: xr.DataArray) -> tuple[tuple[int, str], ...]:
     if values is not None and meanings:
         names = str(meanings).split()
         if len(names) == len(np.atleast_1d(values)):
-            return tuple((int(v), n.replace("_", " ")) for v, n in zip(np.atleast_1d(values), names))
+            return tuple((int(v), n.replace("_", " ")) for v, n in zip(np.atleast_1d(values), names, strict=True))
     if da.dtype.kind == "b":
         return ((0, "False"), (1, "True"))
     return ()

@@ -94,7 +94,7 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     for n in np.unique(n_done[n_done > 0]):                         # lines with as many done replicates at once
         lines = np.flatnonzero(n_done == n)
         h = H[lines][done[lines]].reshape(lines.size, int(n), snr.size)
-        for name, values in zip(columns, bootstrap_intervals(h, snr, n_boot, level, rng)):
+        for name, values in zip(columns, bootstrap_intervals(h, snr, n_boot, level, rng), strict=True):
             columns[name][lines] = values
     index = pd.MultiIndex.from_product([hits[d].values for d in line_dims], names=line_dims)
     table = pd.DataFrame({**columns, "n_replicates": n_done}, index=index).reset_index()

@@ -223,7 +223,7 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     title = head + ("; " + ", ".join(f"{a}={_fmt(v)}" for a, v in fixed.items()) if fixed else "")
     panels = []
     for key in itertools.product(*(da[d].values for d in rest)):
-        at = dict(zip(rest, key))
+        at = dict(zip(rest, key, strict=True))
         full = {**{a: ds[a].values[0] for a in ALL_AXES if a in ds.dims}, **fixed, **at}
         panels.append(Panel(tuple(str(k) for k in key) or ("all",), ", ".join(f"{d}={_fmt(at[d])}" for d in varying),
                             drawn.sel(at).transpose(y, x), transition_curves(ds, x, y, full) if transitions else {}))

@@ -256,7 +256,7 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
     # with --max-running, each array waits for the one before it: at most M elements at once in all
     chained = max_running is not None
     if dry_run:
-        for k, ((first, count), script) in enumerate(zip(parts, scripts)):
+        for k, ((first, count), script) in enumerate(zip(parts, scripts, strict=True)):
             what = f"elements {first}-{first + count - 1} of {elements}" if len(parts) > 1 else f"{elements} elements"
             after = (f"; submitted with {' '.join(after_option(engine.cluster, f'<job id of array {k}>'))}"
                      if chained and k else "")
@@ -270,7 +270,7 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
         click.echo(f"{path}: all {total} tasks are done; nothing submitted")
         return
     jobs: list[str] = []
-    for (first, count), script in zip(parts, scripts):
+    for (first, count), script in zip(parts, scripts, strict=True):
         options = after_option(engine.cluster, jobs[-1]) if chained and jobs else ()
         try:
             name = "array" if len(parts) == 1 else f"array-{first}-{first + count - 1}"     # one script file each

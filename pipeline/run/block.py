@@ -51,7 +51,7 @@ def compute_block(task: Task) -> dict[str, np.ndarray]:
                 if not schemes:
                     continue
                 models = [every[w] for w in schemes]
-                for w, res in zip(schemes, simulate_schemes(models, snr, task.rng(point, r))):
+                for w, res in zip(schemes, simulate_schemes(models, snr, task.rng(point, r)), strict=True):
                     at = pos + (w, r)
                     for name in out:
                         out[name][at] = getattr(res, name)

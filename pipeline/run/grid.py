@@ -164,7 +164,7 @@ class Task:
     @property
     def shape(self) -> tuple[int, int, int, int, int]:
         """``(delta, gamma, T, weights, replicate)`` sizes of its chunk."""
-        n = [b - a for a, b in zip(self.start, self.stop)]
+        n = [b - a for a, b in zip(self.start, self.stop, strict=True)]
         return n[0], n[1], n[2], len(self.context.schemes), n[3]
 
     @property
@@ -174,7 +174,7 @@ class Task:
         With a ``d`` axis the first entry is the integer ``d_pos``: it selects the task's ``d`` and
         drops that axis, so the chunk has the task's :attr:`shape` either way.
         """
-        s = [slice(a, b) for a, b in zip(self.start, self.stop)]
+        s = [slice(a, b) for a, b in zip(self.start, self.stop, strict=True)]
         lead = () if self.d_pos is None else (self.d_pos,)
         return lead + (s[0], s[1], s[2], slice(None), s[3])
 
@@ -233,7 +233,7 @@ def _starts(n: int, size: int) -> list[int]:
 
 def _chunk_counts(sweep: Sweep, blocking: Blocking) -> tuple[int, ...]:
     """Tasks along ``(d, delta, gamma, T, replicate)``: the chunk grid, one ``d`` value per task."""
-    return (len(sweep.d_values), *(len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple())))
+    return (len(sweep.d_values), *(len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple(), strict=True)))
 
 
 def n_tasks(sweep: Sweep, blocking: Blocking) -> int:
@@ -286,8 +286,8 @@ def _task(sweep: Sweep, context: Context, blocking: Blocking, index: tuple[int, 
     """The task at chunk ``index`` of one ``d`` value, or None if ``done`` (its mask) says it is done."""
     g = sweep.grid
     shape = grid_shape(sweep)
-    start = tuple(i * c for i, c in zip(index, blocking.as_tuple()))
-    stop = tuple(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape))
+    start = tuple(i * c for i, c in zip(index, blocking.as_tuple(), strict=True))
+    stop = tuple(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape, strict=True))
     todo = None
     if done is not None:
         block = done[start[0]:stop[0], start[1]:stop[1], start[2]:stop[2], :, start[3]:stop[3]]

@@ -185,7 +185,7 @@ def uncentred(
     return {key: np.asarray(value) for key, value in out.items()}
 
 
-def _d_of_l(l: Float, delta: Float, gamma: Float) -> Float:
+def _d_of_l(l: Float, delta: Float, gamma: Float) -> Float:  # noqa: E741 - the paper's name
     """``D(l) = l G(l) G~(l)`` with ``G~(l) = gamma G(l) + (1 - gamma) / l``."""
     g = stieltjes(l, delta, gamma)
     return l * g * (gamma * g + (1.0 - gamma) / l)
