@@ -76,7 +76,8 @@ class Detection:
 
 
 def detection_rule(false_alarm: float | None = None, margin_factor: float | None = None) -> Detection:
-    """The rule from the user's options: the margin rule if ``margin_factor`` is given, else the level (default 0.05)."""
+    """The rule from the user's options: the margin rule if ``margin_factor`` is given, else the level (default
+    0.05)."""
     if margin_factor is not None:
         if false_alarm is not None:
             raise UserError("give --false-alarm or --margin-factor, not both")

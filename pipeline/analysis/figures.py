@@ -253,10 +253,12 @@ def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path, cell: dict | No
     t = cmp["transition_snr_empirical"].sel(**cell)
     ov = cmp["overlap_mean"].sel(**cell).where(cmp["snr"] > 0).mean("snr")
     def order(values: xr.DataArray, sign: float) -> list[str]:      # lines with no crossing (NaN) last
-        return sorted(weights, key=lambda w: (np.isnan(float(values.sel(weights=w))), sign * float(values.sel(weights=w))))
+        return sorted(weights, key=lambda w: (np.isnan(float(values.sel(weights=w))),
+                                              sign * float(values.sel(weights=w))))
     by_t, by_ov = order(t, 1.0), order(ov, -1.0)
     text = (f"ranking by transition SNR: {' < '.join(f'{w} ({float(t.sel(weights=w)):.3f})' for w in by_t)}\n"
-            f"ranking by mean alignment (snr > 0): {' > '.join(f'{w} ({float(ov.sel(weights=w)):.3f})' for w in by_ov)}")
+            "ranking by mean alignment (snr > 0): "
+            f"{' > '.join(f'{w} ({float(ov.sel(weights=w)):.3f})' for w in by_ov)}")
     return _save(fig, out / "fig-f-attention.png", tight=False), text
 
 
@@ -374,7 +376,8 @@ def figures(paths: list[str | Path], out: str | Path, select: dict | None = None
                 notes.append(f"{path}: {f.name} shows {', '.join(f'{a}={_fmt(v)}' for a, v in at.items())} "
                              f"(another cell: --select AXIS=VALUE)")
         if ds.sizes["T"] > 1 and ds.sizes["weights"] > 1:
-            var, at = ("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp else ("lambda1_rel_error", float(ds["snr"].values[-1]))
+            var, at = (("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp
+                       else ("lambda1_rel_error", float(ds["snr"].values[-1])))
             weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
             same = {"clim": (0.0, 0.04)} if var == "paper_bulk_ks" else {}     # the two laws on one scale
             fixed = {**chosen, "snr": at, **at_d}

@@ -32,7 +32,8 @@ from ..theory.null_law import tw_threshold
 from .detection import Detection
 from .transition import bootstrap_crossings, crossing
 
-__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "transition_exponent", "transition_sem"]
+__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "transition_exponent",
+           "transition_sem"]
 
 MIN_D = 3
 ASYMPTOTIC_EXPONENT = 1.0 / 3.0      # of the transition's approach to its limit, as d -> infinity

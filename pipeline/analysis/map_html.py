@@ -84,7 +84,8 @@ def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: l
     s = fig.scale
     pt = title_points(panel.title, frame[0])
     opts = dict(cmap=s.cmap, clim=(s.lo, s.hi), colorbar=True, frame_width=frame[0], frame_height=frame[1],
-                title=panel.title, clabel=_wrapped(fig.clabel, frame[1]), xlabel=fig.labels[fig.x], ylabel=fig.labels[fig.y],
+                title=panel.title, clabel=_wrapped(fig.clabel, frame[1]), xlabel=fig.labels[fig.x],
+                ylabel=fig.labels[fig.y],
                 logz=s.kind == "log", fontsize={"title": f"{pt}pt", "labels": "10pt"})
     for a, axis in (("x", fig.x), ("y", fig.y)):
         opts[f"log{a}"] = fig.scales[axis] == "log"

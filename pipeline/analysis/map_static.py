@@ -6,8 +6,8 @@ innermost facet, a page whole groups of the outer ones, and its title says which
 (or, for a categorical variable, one legend of its categories) and one legend of the transitions,
 both outside the panels. The layout is matplotlib's constrained layout, so tick labels of a
 categorical axis never run into a neighbour; titles are fitted to their panel or page (smaller, or
-on more lines: :func:`rmtsweep.analysis.map_text.fit_text`), so none is clipped or overlaps. Figures are built on an explicit Agg ``Figure`` (no
-pyplot), so a notebook's matplotlib backend is left alone.
+on more lines: :func:`rmtsweep.analysis.map_text.fit_text`), so none is clipped or overlaps. Figures are built on an
+explicit Agg ``Figure`` (no pyplot), so a notebook's matplotlib backend is left alone.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def static_pages(fig: MapFigure, max_panels: int) -> list:
         if fig.scale.kind == "categorical":
             handles = [Patch(facecolor=c, edgecolor="0.3", label=name)
                        for c, (_, name) in zip(fig.scale.colours(), fig.scale.categories, strict=True)]
-            figure.legend(handles=handles, title=textwrap.fill(fig.clabel, 28), loc="outside right upper", fontsize=8, title_fontsize=9)
+            figure.legend(handles=handles, title=textwrap.fill(fig.clabel, 28), loc="outside right upper", fontsize=8,
+                          title_fontsize=9)
         else:
             shrink = min(1.0, 0.5 + 0.25 * rows)
             label = textwrap.fill(fig.clabel, max(20, int(PANEL_INCHES[1] * rows * shrink * DPI / 7)))

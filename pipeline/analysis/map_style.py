@@ -4,7 +4,8 @@
 [0, 1] for rates and alignments (``overlap``, ``detection_rate``, ``accuracy``), symmetric about 0
 for errors and z-scores (at 2.5 times the median of ``|value|``, about the 90th percentile of a
 normal sample, so that one column of extremes, such as a z-score's snr = 0, saturates with arrows
-rather than fading every other cell; a z-score scale is at least +-3), a discrete legend for categorical variables (``theory_phase``: the store's
+rather than fading every other cell; a z-score scale is at least +-3), a discrete legend for categorical variables
+(``theory_phase``: the store's
 ``flag_values`` / ``flag_meanings`` attrs), and robust limits of the variable itself otherwise (a log
 scale when it spans more than :data:`LOG_SPAN` robustly, as absolute eigenvalues do across weight
 schemes). ``clim`` overrides the limits. :func:`statistic` says what a mapped value is (which ``k``,

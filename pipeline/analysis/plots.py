@@ -1,8 +1,8 @@
 """Heat maps of any store or comparison variable over two grid axes, with the theory's transitions.
 
 The map is drawn through hvplot (``quadmesh``) into an interactive HTML page with every resource
-inline (it renders offline, no CDN; :mod:`rmtsweep.analysis.map_html`), and through matplotlib into static PNG / SVG / PDF files (no
-browser needed; :mod:`rmtsweep.analysis.map_static`), every panel of them, on pages of at most
+inline (it renders offline, no CDN; :mod:`rmtsweep.analysis.map_html`), and through matplotlib into static PNG / SVG /
+PDF files (no browser needed; :mod:`rmtsweep.analysis.map_static`), every panel of them, on pages of at most
 ``max_panels``. Per-replicate variables are averaged over the replicates whose ``done`` flag is
 set (:func:`rmtsweep.analysis.mask.only_done`; ``notes`` is told how many are not); ``k`` defaults
 to 1 (the top eigenpair); the title says which ``k`` and statistic is shown.

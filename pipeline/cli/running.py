@@ -175,7 +175,8 @@ def _dry_run(sweep_file: SweepFile, path: Path, engine: Engine) -> None:
     click.echo(f"tasks: {the_plan.tasks} of up to {b.cells} points x {b.replicate} replicates; memory up to "
                f"{_bytes(the_plan.memory_per_task)} per task")
     on = f", about {_duration(the_plan.seconds_on(threads))} on {threads} worker threads" if threads else ""
-    click.echo(f"cost model: {_duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours){on}; "
+    click.echo(f"cost model: {_duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours)"
+               f"{on}; "
                "fitted on a 2-core machine, within ~30 %")
     if not exists:
         click.echo(f"store: {path} (new)")
@@ -283,7 +284,8 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
     arrays = (f"job array {jobs[0]} of {elements} elements" if len(jobs) == 1 else
               f"{len(jobs)} job arrays {', '.join(jobs)} of {' + '.join(str(c) for _, c in parts)} elements "
               f"(at most {limit} in one array here" + ("; each after the one before" if chained else "") + ")")
-    click.echo(f"{path}: {left} of {total} tasks to compute; submitted {arrays}; follow it with `rmtsweep status {path}`")
+    click.echo(f"{path}: {left} of {total} tasks to compute; submitted {arrays}; "
+               f"follow it with `rmtsweep status {path}`")
 
 
 @cli.command()
@@ -385,7 +387,8 @@ def list_sweeps() -> None:
 
 
 def _size_text(path: Path) -> str:
-    """The dimension d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours of a sweep file."""
+    """The dimension d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours of a sweep
+    file."""
     from ..run.plan import plan
     from ..spec import load_sweep
     try:

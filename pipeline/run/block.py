@@ -14,7 +14,8 @@ __all__ = ["compute_block", "result_names"]
 def result_names(task: Task) -> tuple[str, ...]:
     """The per-replicate variables a task of this sweep fills."""
     c = task.context
-    extra = (("spectrum",) if c.spectrum_edges is not None else ()) + (("accuracy",) if c.ridge_penalty is not None else ())
+    extra = ((("spectrum",) if c.spectrum_edges is not None else ())
+             + (("accuracy",) if c.ridge_penalty is not None else ()))
     attention = ("kappa_snr", "alpha_snr", "attention_distance") if c.data_dependent else ()
     return ("eigenvalues", "overlap", "alpha", "kappa") + extra + attention
 

@@ -19,8 +19,8 @@ import numpy as np
 
 from ..spec import Sweep, sizes
 
-__all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost", "choose_blocking", "point_cost",
-           "point_seconds", "task_target"]
+__all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost",
+           "choose_blocking", "point_cost", "point_seconds", "task_target"]
 
 TARGET_TASK_SECONDS = 1.0
 PROGRESSIVE_BLOCKS = 4
@@ -154,7 +154,8 @@ def choose_blocking(sweep: Sweep, target: float = TARGET_TASK_SECONDS) -> Blocki
     """The batching of a new store: ``replicates_per_task`` and ``cells_per_task`` if given, else the cost model.
 
     Replicates are grouped first (while one point's replicates fit the target, and into at least
-    :data:`PROGRESSIVE_BLOCKS` blocks where there are that many replicates), then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
+    :data:`PROGRESSIVE_BLOCKS` blocks where there are that many replicates), then points: along ``T``, then ``gamma``,
+    then ``delta`` (whole axes where they fit), so that a
     task of average cost takes about ``target`` seconds (:func:`task_target`).
     """
     g = sweep.grid

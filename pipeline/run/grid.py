@@ -35,8 +35,8 @@ from ..spec import Sweep, sizes
 from ..types import Centering
 from .cost import Blocking
 
-__all__ = ["Context", "Order", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks", "spawn_key", "tasks_left", "task_memory_bytes", "tasks",
-           "value_key"]
+__all__ = ["Context", "Order", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks",
+           "spawn_key", "tasks_left", "task_memory_bytes", "tasks", "value_key"]
 
 
 def value_key(x: float) -> int:
@@ -233,7 +233,8 @@ def _starts(n: int, size: int) -> list[int]:
 
 def _chunk_counts(sweep: Sweep, blocking: Blocking) -> tuple[int, ...]:
     """Tasks along ``(d, delta, gamma, T, replicate)``: the chunk grid, one ``d`` value per task."""
-    return (len(sweep.d_values), *(len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple(), strict=True)))
+    per_d = zip(grid_shape(sweep), blocking.as_tuple(), strict=True)
+    return (len(sweep.d_values), *(len(_starts(n, c)) for n, c in per_d))
 
 
 def n_tasks(sweep: Sweep, blocking: Blocking) -> int:
