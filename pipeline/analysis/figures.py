@@ -376,12 +376,12 @@ def figures(paths: list[str | Path], out: str | Path, select: dict | None = None
                 notes.append(f"{path}: {f.name} shows {', '.join(f'{a}={_fmt(v)}' for a, v in at.items())} "
                              f"(another cell: --select AXIS=VALUE)")
         if ds.sizes["T"] > 1 and ds.sizes["weights"] > 1:
-            var, at = (("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp
-                       else ("lambda1_rel_error", float(ds["snr"].values[-1])))
+            var, snr_at = (("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp
+                           else ("lambda1_rel_error", float(ds["snr"].values[-1])))
             weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
-            same = {"clim": (0.0, 0.04)} if var == "paper_bulk_ks" else {}     # the two laws on one scale
-            fixed = {**chosen, "snr": at, **at_d}
-            files += plot_map(path, "T", "weights", var, sub, select=fixed, **same)
+            same = (0.0, 0.04) if var == "paper_bulk_ks" else None     # the two laws on one scale
+            fixed = {**chosen, "snr": snr_at, **at_d}
+            files += plot_map(path, "T", "weights", var, sub, select=fixed, clim=same)
             if var == "paper_bulk_ks":                 # and against the store's finite-T law, on the same axes
                 files += plot_map(path, "T", "weights", "bulk_ks", sub, select=fixed, clim=(0.0, 0.04))
             if ds.sizes["delta"] > 1 and ds.sizes["gamma"] > 1:        # a plane of more than one cell

@@ -62,7 +62,8 @@ def transition_exponent(delta: float, gamma: float, d_values, rule: Detection | 
         if rule is not None and rule.false_alarm is not None:
             return finite_d.detection_probability(rho, delta, gamma, dd, threshold=tw_threshold(rule.false_alarm, delta,
                                                                                                gamma, dd))
-        return finite_d.detection_probability(rho, delta, gamma, dd, 1.0 if rule is None else rule.margin_factor)
+        margin = 1.0 if rule is None or rule.margin_factor is None else rule.margin_factor   # a rule has one of two
+        return finite_d.detection_probability(rho, delta, gamma, dd, margin)
 
     t = np.array([crossing(probability(int(x)), rho) for x in d])
     ok = np.isfinite(t) & (t > rc)

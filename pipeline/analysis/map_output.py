@@ -57,7 +57,7 @@ def parse_formats(formats: str | Iterable[str] | None) -> tuple[MapFormat, ...] 
         if item not in FORMATS:
             raise SelectionError(f"--format {item!r}: not a map format (valid: {', '.join(FORMATS)})")
         if item not in out:
-            out.append(item)  # type: ignore[arg-type]
+            out.append(item)
     return tuple(out) or None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from .map_text import fit_text
 
 __all__ = ["COLUMNS", "TRANSITIONS", "drawn_transitions", "page_suffixes", "static_pages", "save_static"]
 
-TRANSITIONS = (("population", "dashed"), ("sample", "solid"))
+TRANSITIONS: tuple[tuple[str, Literal["dashed", "solid"]], ...] = (("population", "dashed"), ("sample", "solid"))
 PANEL_INCHES = (3.0, 2.5)
 DPI = 100
 
@@ -123,6 +124,7 @@ def static_pages(fig: MapFigure, max_panels: int) -> list:
         else:
             shrink = min(1.0, 0.5 + 0.25 * rows)
             label = textwrap.fill(fig.clabel, max(20, int(PANEL_INCHES[1] * rows * shrink * DPI / 7)))
+            assert mesh is not None                       # a page has at least one panel
             bar = figure.colorbar(mesh, ax=used, extend=fig.scale.extend, label=label, shrink=shrink,
                                   aspect=20 * min(rows, 2))
             if fig.scale.kind == "log":                 # label 1-2-5 steps, not only the decades

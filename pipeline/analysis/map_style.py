@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import SelectionError
+from .map_axes import AxisScale
 
 __all__ = ["ColourScale", "LOG_SPAN", "MapFigure", "Panel", "categories", "colour_label", "colour_scale", "statistic"]
 
@@ -106,7 +107,7 @@ class MapFigure:
     ticks: dict[str, list[tuple[int, str]]]
     facets: tuple[str, ...]
     transitions: bool
-    scales: dict[str, str]
+    scales: dict[str, AxisScale]
     edges: dict[str, np.ndarray]
     clabel: str = ""
 
@@ -220,7 +221,7 @@ def colour_scale(da: xr.DataArray, clim: tuple[float, float] | None = None) -> C
             lo, hi = -m, m
         return ColourScale("diverging", lo, hi, "RdBu_r", _extend(values, lo, hi))
     if UNIT_INTERVAL.search(name):
-        kind = "unit" if clim is None else "linear"
+        kind: ScaleKind = "unit" if clim is None else "linear"
         lo, hi = (0.0, 1.0) if clim is None else (lo, hi)
         return ColourScale(kind, lo, hi, "viridis", _extend(values, lo, hi))
     if clim is None:

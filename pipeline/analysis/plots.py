@@ -33,7 +33,7 @@ from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from .compare import GROUP, compare, open_source
-from .map_axes import LOWER_BOUND, axis_scale, cell_edges
+from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
 from .map_html import _holomap, _save_html, title_points
 from .map_static import save_static
@@ -73,13 +73,13 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
         if not {"false_alarm", "margin_factor"} & set(cmp.attrs):   # a group written before detection stated its
             cmp = compare(ds)                                        # rule: its detection rates use another test
         if var not in cmp.data_vars:
-            choices = sorted(set(ds.data_vars) | set(cmp.data_vars))
+            choices = sorted(map(str, set(ds.data_vars) | set(cmp.data_vars)))
             raise SelectionError(f"--var {var!r}: not a variable of {path} (valid: {', '.join(choices)})")
         da = cmp[var]
     done = ds["done"]
     for dim, value in (select or {}).items():
         if dim not in da.dims:
-            raise SelectionError(f"--select {dim}: not a dimension of {var} (valid: {', '.join(da.dims)})")
+            raise SelectionError(f"--select {dim}: not a dimension of {var} (valid: {', '.join(map(str, da.dims))})")
         kind = da[dim].dtype.kind
         cast = float if kind == "f" else int if kind in "iu" else str
         try:
@@ -162,7 +162,8 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
             X, Y = np.meshgrid(gx, gy)
             D, G = (X, Y) if x == "delta" else (Y, X)
             field = snr_transition(ds, kind, D, G, at["T"], at["weights"]) - at["snr"]
-            out[kind] = list(contourpy.contour_generator(gx, gy, field).lines(0.0))
+            # contourpy types every line type at once; the default one (Separate) is a list of arrays
+            out[kind] = list(contourpy.contour_generator(gx, gy, field).lines(0.0))  # type: ignore[arg-type]
     return out
 
 
@@ -205,14 +206,14 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     """
     for axis in (x, y):
         if axis not in da.dims:
-            raise SelectionError(f"axis {axis!r}: not a dimension of {da.name} (valid: {', '.join(da.dims)})")
+            raise SelectionError(f"axis {axis!r}: not a dimension of {da.name} (valid: {', '.join(map(str, da.dims))})")
     if x == y:
         raise SelectionError(f"--x and --y are both {x!r}; choose two different axes")
     name = str(da.name)
-    rest = [d for d in da.dims if d not in (x, y)]
+    rest = [str(d) for d in da.dims if d not in (x, y)]
     ticks = {a: list(enumerate(str(v) for v in da[a].values)) for a in (x, y) if a in CATEGORICAL}
     drawn = da.assign_coords({a: np.arange(da.sizes[a]) for a in ticks}).sortby([a for a in (x, y) if a not in ticks])
-    scales = {a: "linear" if a in ticks else axis_scale(da[a].values) for a in (x, y)}
+    scales: dict[str, AxisScale] = {a: "linear" if a in ticks else axis_scale(da[a].values) for a in (x, y)}
     edges = {a: cell_edges(drawn[a].values, scales[a], None if a in ticks else LOWER_BOUND.get(a)) for a in (x, y)}
     fixed = {a: da[a].item() for a in ALL_AXES if a in da.coords and da[a].ndim == 0}
     fixed.update({d: da[d].values[0] for d in rest if da.sizes[d] == 1})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -17,7 +17,9 @@ from ._group import STORE_LOCATION, STORE_PATH, cli, storage_options
 
 if TYPE_CHECKING:
     from ..engine import Engine
+    from ..run.grid import Order
     from ..spec import SweepFile
+    from ..types import ClusterKind, Writes
 
 __all__ = ["demo", "list_sweeps", "run", "show", "submit", "work"]
 
@@ -39,7 +41,7 @@ def _load(sweep: Path, overrides: tuple[str, ...] = ()) -> SweepFile:
 
 
 def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
-         writes: str = "workers", share: tuple[int, int] | None = None, order: str = "progressive") -> Path:
+         writes: Writes = "workers", share: tuple[int, int] | None = None, order: Order = "progressive") -> Path:
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
@@ -130,8 +132,8 @@ _overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]..
 @click.option("--dry-run", is_flag=True, help="Print the points, tasks, memory per task and the cost model's "
               "core-hours, and the store a run would write; start nothing, write nothing.")
 @_progress
-def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progress: bool, force: bool, writes: str,
-        order: str, dry_run: bool, **engine) -> None:
+def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progress: bool, force: bool, writes: Writes,
+        order: Order, dry_run: bool, **engine) -> None:
     """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`).
 
     KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value; a comma list is a list),
@@ -176,8 +178,7 @@ def _dry_run(sweep_file: SweepFile, path: Path, engine: Engine) -> None:
                f"{_bytes(the_plan.memory_per_task)} per task")
     on = f", about {_duration(the_plan.seconds_on(threads))} on {threads} worker threads" if threads else ""
     click.echo(f"cost model: {_duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours)"
-               f"{on}; "
-               "fitted on a 2-core machine, within ~30 %")
+               f"{on}; fitted on a 2-core machine, within ~30 %")
     if not exists:
         click.echo(f"store: {path} (new)")
     else:
@@ -222,48 +223,48 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     """
     from ..clusters import driver_script, submit_driver, worker_job_script
     from ..engine import make_engine
-
     from ..store.location import Remote, format_storage_options, local_path
 
     sweep_file = _load(sweep, overrides)
     path = _store_path(sweep_file, store_path, create=False)       # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
     config = eng.batch_config()
+    kind = cast("ClusterKind", eng.cluster)   # --cluster: slurm or pbs
     if elements is not None:
-        _submit_array(sweep_file, local_path(path), eng, config, elements, max_running, dry_run)
+        _submit_array(sweep_file, local_path(path), kind, config, elements, max_running, dry_run)
         return
     if max_running is not None:
         raise click.UsageError("--max-running goes with --array")
     remote = isinstance(path, Remote)       # the driver runs `rmtsweep run ... --store URL`; the script stays here
-    script = driver_script(eng.cluster, config, Path(sweep_file.path), str(path) if remote else path,
+    script = driver_script(kind, config, Path(sweep_file.path), str(path) if remote else path,
                            eng.cluster_config, eng.jobs, eng.insecure, eng.dashboard_address, overrides,
-                           format_storage_options(path.storage_options) if remote else ())
+                           format_storage_options(path.storage_options) if isinstance(path, Remote) else ())
     if dry_run:
-        workers = worker_job_script(eng.cluster, config, eng.insecure)
+        workers = worker_job_script(kind, config, eng.insecure)
         click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
         return
-    job = submit_driver(eng.cluster, script, Path.cwd() if remote else path.absolute().parent)
+    job = submit_driver(kind, script, Path.cwd() if remote else path.absolute().parent)
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
 
 
-def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, elements: int, max_running: int | None,
+def _submit_array(sweep_file: SweepFile, path: Path, kind: ClusterKind, config, elements: int, max_running: int | None,
                   dry_run: bool) -> None:
     from ..arrays import after_option, array_parts, array_script, site_array_limit
     from ..clusters import submit_driver
     from ..run import ready_store
-    limit = site_array_limit(engine.cluster)
+    limit = site_array_limit(kind)
     parts = array_parts(elements, limit)
-    scripts = [array_script(engine.cluster, config, path, elements, max_running, part) for part in parts]
+    scripts = [array_script(kind, config, path, elements, max_running, part) for part in parts]
     # with --max-running, each array waits for the one before it: at most M elements at once in all
     chained = max_running is not None
     if dry_run:
         for k, ((first, count), script) in enumerate(zip(parts, scripts, strict=True)):
             what = f"elements {first}-{first + count - 1} of {elements}" if len(parts) > 1 else f"{elements} elements"
-            after = (f"; submitted with {' '.join(after_option(engine.cluster, f'<job id of array {k}>'))}"
+            after = (f"; submitted with {' '.join(after_option(kind, f'<job id of array {k}>'))}"
                      if chained and k else "")
             click.echo(f"# job array script {k + 1}/{len(parts)} ({what}{after})\n{script}")
         if len(parts) > 1:
-            click.echo(f"# {len(parts)} arrays: this {engine.cluster} site takes at most {limit} elements in one")
+            click.echo(f"# {len(parts)} arrays: this {kind} site takes at most {limit} elements in one")
         return
     path.absolute().parent.mkdir(parents=True, exist_ok=True)
     total, left = ready_store(sweep_file, path, config.cores, elements)   # tasks sized for one element's threads
@@ -272,10 +273,10 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
         return
     jobs: list[str] = []
     for (first, count), script in zip(parts, scripts, strict=True):
-        options = after_option(engine.cluster, jobs[-1]) if chained and jobs else ()
+        options = after_option(kind, jobs[-1]) if chained and jobs else ()
         try:
             name = "array" if len(parts) == 1 else f"array-{first}-{first + count - 1}"     # one script file each
-            jobs.append(submit_driver(engine.cluster, script, path.absolute().parent, name=name, options=options))
+            jobs.append(submit_driver(kind, script, path.absolute().parent, name=name, options=options))
         except ClusterError as exc:
             if not jobs:
                 raise
@@ -387,8 +388,7 @@ def list_sweeps() -> None:
 
 
 def _size_text(path: Path) -> str:
-    """The dimension d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours of a sweep
-    file."""
+    """A sweep file's d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours."""
     from ..run.plan import plan
     from ..spec import load_sweep
     try:

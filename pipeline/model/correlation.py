@@ -276,7 +276,7 @@ CorrelationSpec = Annotated[Prefix | IID | Full | Decay | Label | Markov | Pytho
                             Field(discriminator="model")]
 """What a sweep file's ``correlation`` validates against."""
 
-_ADAPTER = TypeAdapter(CorrelationSpec)
+_ADAPTER: TypeAdapter[Correlation] = TypeAdapter(CorrelationSpec)
 
 
 def make_correlation(model: str, **params: Any) -> Correlation:

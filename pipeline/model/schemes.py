@@ -24,7 +24,7 @@ WeightsSpec = Annotated[Mean | Optimal | Harmonic | HarmonicPaper | Causal | Cus
                         Field(discriminator="scheme")]
 """What one entry of a sweep file's ``grid.weights`` validates against."""
 
-_ADAPTER = TypeAdapter(WeightsSpec)
+_ADAPTER: TypeAdapter[Scheme] = TypeAdapter(WeightsSpec)
 
 
 def make_scheme(scheme: str, **params: Any) -> Scheme:

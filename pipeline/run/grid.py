@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from ..errors import ArgumentError
-from ..model import CellModel, Correlation, Scheme
+from ..model import Attention, CellModel, Correlation, Scheme
 from ..spec import Sweep, sizes
-from ..types import Centering
+from ..types import AttentionScale, Centering
 from .cost import Blocking
 
 __all__ = ["Context", "Order", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks",
@@ -91,6 +91,7 @@ class Context:
         if d is None:
             if sweep.d_axis:
                 raise ArgumentError(f"sweep {sweep.name!r} sweeps d (grid.d = {list(sweep.d_values)}); pass d")
+            assert sweep.d is not None                       # a sweep without a d axis has a top-level d
             d = sweep.d
         obs = sweep.observables
         return cls(d=int(d), d_axis=sweep.d_axis, seed=sweep.seed, correlation=sweep.correlation,
@@ -121,8 +122,8 @@ class Context:
         return any(s.data_dependent for s in self.schemes)
 
 
-def _attention(scheme: Scheme) -> tuple[float, str] | None:
-    return (float(scheme.tau), scheme.scale) if scheme.data_dependent else None
+def _attention(scheme: Scheme) -> tuple[float, AttentionScale] | None:
+    return (float(scheme.tau), scheme.scale) if isinstance(scheme, Attention) else None
 
 
 @dataclass(frozen=True)
@@ -282,20 +283,26 @@ def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None,
             yield task
 
 
+def _four(values: Iterable[int]) -> tuple[int, int, int, int]:
+    """The four ``(delta, gamma, T, replicate)`` entries of ``values`` as a tuple."""
+    a, b, c, d = values
+    return a, b, c, d
+
+
 def _task(sweep: Sweep, context: Context, blocking: Blocking, index: tuple[int, ...], done: np.ndarray | None,
           d_pos: int | None) -> Task | None:
     """The task at chunk ``index`` of one ``d`` value, or None if ``done`` (its mask) says it is done."""
     g = sweep.grid
     shape = grid_shape(sweep)
-    start = tuple(i * c for i, c in zip(index, blocking.as_tuple(), strict=True))
-    stop = tuple(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape, strict=True))
+    start = _four(i * c for i, c in zip(index, blocking.as_tuple(), strict=True))
+    stop = _four(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape, strict=True))
     todo = None
     if done is not None:
         block = done[start[0]:stop[0], start[1]:stop[1], start[2]:stop[2], :, start[3]:stop[3]]
         if block.all():
             return None
         todo = None if not block.any() else ~block
-    return Task(index=index, start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
+    return Task(index=_four(index), start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
                 gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
                 context=context, d_pos=d_pos)
 

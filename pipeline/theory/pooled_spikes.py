@@ -99,7 +99,8 @@ def gauss_quadrature(matvec, v: Float, steps: int) -> tuple[Float, Float]:
     """
     q = np.asarray(v, float) / np.linalg.norm(v)
     Q = np.empty((steps, q.size))
-    diag, off = [], []
+    diag: list[float] = []
+    off: list[float] = []
     for j in range(steps):
         Q[j] = q
         z = matvec(q)
