@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale import throughput, trivial_sweep  # noqa: E402
+from scale import throughput, trivial_sweep
 
 
 def into_bucket(sweep: dict, url: str, endpoint: str, workers: int) -> dict:

@@ -37,8 +37,8 @@ from importlib import metadata as _metadata
 from importlib import util as _util
 from typing import TYPE_CHECKING, Any
 
-from .errors import (BatchSystemError, ClusterError, RmtsweepError, RunError, SelectionError, StoreError, StoreWriteError,
-                     SweepDefinitionError, TaskFailedError, UserError)
+from .errors import (BatchSystemError, ClusterError, RmtsweepError, RunError, SelectionError, StoreError,
+                     StoreWriteError, SweepDefinitionError, TaskFailedError, UserError)
 from .lazy import lazy_names
 
 try:

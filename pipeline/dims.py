@@ -12,7 +12,7 @@ the two a sweep or store has is decided here, by :func:`store_dims`, and nowhere
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["ALL_AXES", "AXES", "CELL_DIMS", "D", "NULL_DIMS", "REPLICATE_DIMS", "SNR_DIMS", "StoreDims", "TASK_DIMS",
            "TIDY_ORDER", "has_d_axis", "store_dims"]

@@ -105,10 +105,11 @@ def watched_job_class(kind: Kind) -> type:
 class _Watched:
     kind: Kind
     failure: str | None = None
+    submit_command: str                                  # set by the dask-jobqueue Job it is mixed into
 
     async def start(self) -> None:
         try:
-            await super().start()
+            await super().start()  # type: ignore[misc]  # a mixin: the Job class beside it has start()
         except (OSError, RuntimeError, ValueError) as exc:
             self.failure = _submission_failure(self.kind, self.submit_command.split()[0], exc)
             self.status = Status.running          # what awaiting a job asserts; it has no job id to cancel
@@ -138,10 +139,11 @@ async def _command(*args: str) -> tuple[int, str, str] | None:
         return None
     try:
         out, err = await asyncio.wait_for(proc.communicate(), _STATUS_TIMEOUT)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
         return None
+    assert proc.returncode is not None                    # communicate() waited for the exit
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
@@ -258,7 +260,7 @@ class JobWatch:
         raise KeyboardInterrupt                                # turned into the one line by :meth:`watching`
 
     async def _plugin(self) -> None:
-        self.cluster.scheduler.add_plugin(self._joined, name="rmtsweep-joined")
+        self._scheduler.add_plugin(self._joined, name="rmtsweep-joined")
 
     async def _first_submission(self, timeout: float) -> str | None:
         deadline = time.monotonic() + timeout
@@ -269,6 +271,12 @@ class JobWatch:
                         f"is the {self.kind} controller up?")
             await asyncio.sleep(0.1)
         return await self.check()
+
+    @property
+    def _scheduler(self) -> Any:
+        """The cluster's scheduler, which is up while the cluster is watched."""
+        assert self.cluster.scheduler is not None
+        return self.cluster.scheduler
 
     def _jobs(self) -> list:
         spec = self.cluster.worker_spec                   # what adaptive scaling still wants
@@ -281,11 +289,11 @@ class JobWatch:
         waiting = [job for job in jobs if job.job_id and not self._joined.had_worker(job.name)]
         asked = {job.job_id: job for job in waiting}
         lost = None
-        if jobs and not self.cluster.scheduler.workers and len(refused) + len(waiting) == len(jobs):
+        if jobs and not self._scheduler.workers and len(refused) + len(waiting) == len(jobs):
             states = await type(jobs[0]).job_states(list(asked)) if asked else {}
             ended = [i for i in asked if i in states and _ended(self.kind, states[i])]
             wanted = {job.job_id for job in self._jobs() if job.job_id}
-            if len(ended) == len(asked) and not self.cluster.scheduler.workers and set(asked) <= wanted:
+            if len(ended) == len(asked) and not self._scheduler.workers and set(asked) <= wanted:
                 lost = refused[0] if refused else (
                     f"{self.kind} job {ended[0]} ended ({states[ended[0]]}) before any worker joined the "
                     f"scheduler; its output: {self._log(ended[0])}")
@@ -311,7 +319,9 @@ def _interrupt_main() -> None:
     runs the handler (seen: a run waiting for its first task hung there for ever after its job left the queue).
     """
     if hasattr(signal, "pthread_kill"):
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        ident = threading.main_thread().ident
+        assert ident is not None                             # the main thread has started
+        signal.pthread_kill(ident, signal.SIGINT)
     else:
         _thread.interrupt_main()
 
@@ -326,5 +336,5 @@ class _Joined(SchedulerPlugin):
         self.names.add(str(scheduler.workers[worker].name))
 
     def had_worker(self, job: str) -> bool:
-        """Has a worker of the job named ``job`` joined? (Its workers are ``job``, or ``job-0``, ``job-1``, ...)"""
+        """Whether a worker of the job named ``job`` has joined (its workers: ``job``, or ``job-0``, ``job-1``, ...)."""
         return any(name == job or name.startswith(f"{job}-") for name in self.names)

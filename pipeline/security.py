@@ -29,7 +29,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import yaml

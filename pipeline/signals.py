@@ -25,7 +25,8 @@ class Held:
     """
 
     def __init__(self, block: bool = False) -> None:
-        self.block, self.held = block, []
+        self.block = block
+        self.held: list[int] = []
 
     def __enter__(self) -> Held:
         self.main = threading.current_thread() is threading.main_thread()

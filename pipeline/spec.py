@@ -320,7 +320,8 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
     try:
         sweep = Sweep.model_validate(data)
     except ValidationError as exc:
-        raise SweepDefinitionError(f"{source}: " + "; ".join(messages(exc.errors(), data, Sweep))) from None
+        errors = [dict(e) for e in exc.errors()]
+        raise SweepDefinitionError(f"{source}: " + "; ".join(messages(errors, data, Sweep))) from None
     problems = _check_consistency(sweep)
     if problems:
         raise SweepDefinitionError(f"{source}: " + "; ".join(problems))

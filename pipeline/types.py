@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["AttentionScale", "Centering", "ClusterKind", "CorrelationName", "ExportFormat", "Method", "SchemeName", "Writes"]
+__all__ = ["AttentionScale", "Centering", "ClusterKind", "CorrelationName", "ExportFormat", "Method", "SchemeName",
+           "Writes"]
 
 CorrelationName = Literal["prefix", "iid", "full", "decay", "label", "markov"]
 """The correlation models of the sign sequences."""

@@ -10,5 +10,5 @@ from .export import read_tidy
 from .phase import phase_diagram
 from .stats import mean_sem
 
-__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "mean_sem", "open_source", "phase_diagram", "read_tidy", "summary", "transition_snr",
-           "write_comparison"]
+__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "mean_sem", "open_source", "phase_diagram", "read_tidy", "summary",
+           "transition_snr", "write_comparison"]

@@ -18,10 +18,17 @@ Every result shows a per-replicate value only where its ``done`` flag is set
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import xarray as xr
 
 from .compare import compare
 from .mask import NotDone, mask_not_done, not_done
+
+if TYPE_CHECKING:
+    import pandas
+
+    from .plots import StoreMap
 
 __all__ = ["RmtAccessor"]
 
@@ -53,7 +60,7 @@ class RmtAccessor:
 
     def phase_diagram(self, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
                       false_alarm: float | None = None, margin_factor: float | None = None, reference: str = "best"
-                      ) -> "pandas.DataFrame":  # noqa: F821
+                      ) -> pandas.DataFrame:
         """The transition curves with bootstrap intervals (:func:`rmtsweep.analysis.phase.phase_diagram`).
 
         Reads the eigenvalues (the bootstrap needs every replicate), so it computes.
@@ -63,7 +70,7 @@ class RmtAccessor:
                              reference=reference)
 
     def plot(self, x: str, y: str, var: str, select: dict | None = None,
-             clim: tuple[float, float] | None = None) -> "StoreMap":  # noqa: F821
+             clim: tuple[float, float] | None = None) -> StoreMap:
         """A map of ``var`` over ``x`` and ``y`` (:class:`rmtsweep.analysis.plots.StoreMap`): a notebook shows
         it; ``.save("maps/")`` writes its HTML and PNG files (as ``rmtsweep plot`` does); ``.hv`` is the
         ``holoviews.HoloMap``."""

@@ -76,7 +76,8 @@ class Detection:
 
 
 def detection_rule(false_alarm: float | None = None, margin_factor: float | None = None) -> Detection:
-    """The rule from the user's options: the margin rule if ``margin_factor`` is given, else the level (default 0.05)."""
+    """The rule from the user's options: the margin rule if ``margin_factor`` is given, else the level (default
+    0.05)."""
     if margin_factor is not None:
         if false_alarm is not None:
             raise UserError("give --false-alarm or --margin-factor, not both")
@@ -117,25 +118,27 @@ def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection, lazy: bool
         out = edge + detection_margin(edge, d, rule.margin_factor)
         return out.assign_attrs(long_name="detection threshold kappa lambda_+ (1 + f d^(-2/3))",
                                 units="same units as the eigenvalues of S")
+    false_alarm = rule.false_alarm
+    assert false_alarm is not None                          # a rule without a margin has a level
     # the cubic's kappa (lambda_+ + sigma_d q) as the store's own edge kappa lambda_+ times (1 + sigma_d q / lambda_+)
     delta, gamma = ds["delta"], ds["gamma"]
     lam = xr.apply_ufunc(bulk_edge, delta, gamma)
-    cubic = edge * xr.apply_ufunc(tw_threshold, rule.false_alarm, delta, gamma, d) / lam
+    cubic = edge * xr.apply_ufunc(tw_threshold, false_alarm, delta, gamma, d) / lam
     out, uncalibrated = cubic, 0
     kappa = ds["theory_kappa"] if "theory_kappa" in ds else edge / lam     # the nulls are in units of kappa
     if "pooled_null_location" in ds:
-        out = (kappa * _null_quantiles(ds, rule.false_alarm, "pooled_null", "pool_draw")).fillna(cubic)
+        out = (kappa * _null_quantiles(ds, false_alarm, "pooled_null", "pool_draw")).fillna(cubic)
     if "theory_law" in ds:
         exact = ds["theory_law"] == EXACT
         if "finite_size_null_location" in ds:
-            quantile = _null_quantiles(ds, rule.false_alarm)
+            quantile = _null_quantiles(ds, false_alarm)
             out = xr.where(exact, kappa * quantile, out).fillna(out)
             missing = exact & xr.where(exact, quantile, 0.0).isnull()
         else:
             missing = exact
         if not lazy:
             uncalibrated = int(missing.broadcast_like(cubic).sum())
-    return out.assign_attrs(long_name=f"detection threshold: the {1 - rule.false_alarm:g} quantile of the "
+    return out.assign_attrs(long_name=f"detection threshold: the {1 - false_alarm:g} quantile of the "
                                       "predicted null lambda_1", units="same units as the eigenvalues of S",
                             **({} if lazy else {"uncalibrated_cells": uncalibrated}))
 

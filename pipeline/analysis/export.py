@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Callable, get_args
+from typing import TYPE_CHECKING, cast, get_args
 
 import numpy as np
 import xarray as xr
@@ -29,6 +30,9 @@ from ..errors import SelectionError
 from ..types import ExportFormat
 from .compare import open_source
 from .mask import mask_not_done, not_done, not_done_note, per_replicate
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["FORMATS", "export", "export_phase_diagram", "output_file", "read_tidy", "select", "to_tidy"]
 
@@ -55,9 +59,9 @@ def select(ds: xr.Dataset, variables: list[str] | None, fmt: ExportFormat) -> xr
     return ds
 
 
-def to_tidy(ds: xr.Dataset) -> "pandas.DataFrame":  # noqa: F821
+def to_tidy(ds: xr.Dataset) -> pandas.DataFrame:
     """A tidy table: dimension columns first, then one column per variable."""
-    dims = [d for d in TIDY_ORDER if d in ds.dims]
+    dims: list[Hashable] = [d for d in TIDY_ORDER if d in ds.dims]
     dims += [d for d in ds.dims if d not in dims]
     return ds.to_dataframe(dim_order=dims).reset_index()
 
@@ -88,7 +92,7 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
     """
     if fmt not in FORMATS:
         raise SelectionError(f"--format {fmt!r}: unknown format (valid: {', '.join(FORMATS)})")
-    ds = select(open_source(path, group), variables, fmt)  # validates path and group first
+    ds = select(open_source(path, group), variables, cast("ExportFormat", fmt))  # validates path and group first
     ds = mask_not_done(ds).load()                           # one read: the mask and `done` agree
     nd = not_done(ds) if per_replicate(ds) else None
     out = output_file(out)

@@ -91,7 +91,7 @@ def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None, cell: d
     width = float(ds["bin"].attrs.get("bin_width", np.diff(ds["bin"].values[:2])[0]))
     cell = cell or figure_cell(ds)
     sel = {"T": cell["T"], "weights": cell["weights"], "snr": snr}
-    for ax, (dl, g) in zip(axes[0], cells):
+    for ax, (dl, g) in zip(axes[0], cells, strict=True):
         c = ds.sel(delta=dl, gamma=g, **sel)
         hist = only_done(c["spectrum"], c["done"]).mean("replicate").values
         x = ds["bin"].values
@@ -161,7 +161,7 @@ def phase_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path, at: dict | None = N
     at = at or {"T": ds["T"].values[-1], "weights": ds["weights"].values[0]}
     styles = {"population": "--", "sample": "-"}
     drawn = set()
-    for ax, dl in zip(axes[0], deltas):
+    for ax, dl in zip(axes[0], deltas, strict=True):
         rate = cmp["detection_rate"].sel(delta=dl, **at).sortby(["snr", "gamma"])
         gamma_scale = axis_scale(rate["gamma"].values)
         mesh = ax.pcolormesh(cell_edges(rate["snr"].values, "linear", 0.0),
@@ -253,10 +253,12 @@ def attention_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path, cell: dict | No
     t = cmp["transition_snr_empirical"].sel(**cell)
     ov = cmp["overlap_mean"].sel(**cell).where(cmp["snr"] > 0).mean("snr")
     def order(values: xr.DataArray, sign: float) -> list[str]:      # lines with no crossing (NaN) last
-        return sorted(weights, key=lambda w: (np.isnan(float(values.sel(weights=w))), sign * float(values.sel(weights=w))))
+        return sorted(weights, key=lambda w: (np.isnan(float(values.sel(weights=w))),
+                                              sign * float(values.sel(weights=w))))
     by_t, by_ov = order(t, 1.0), order(ov, -1.0)
     text = (f"ranking by transition SNR: {' < '.join(f'{w} ({float(t.sel(weights=w)):.3f})' for w in by_t)}\n"
-            f"ranking by mean alignment (snr > 0): {' > '.join(f'{w} ({float(ov.sel(weights=w)):.3f})' for w in by_ov)}")
+            "ranking by mean alignment (snr > 0): "
+            f"{' > '.join(f'{w} ({float(ov.sel(weights=w)):.3f})' for w in by_ov)}")
     return _save(fig, out / "fig-f-attention.png", tight=False), text
 
 
@@ -277,7 +279,7 @@ def finite_d_figure(cmp: xr.Dataset, out: Path, cell: dict | None = None) -> tup
     fig, axes = _subplots(1, len(weights) + 1, figsize=(4.3 * (len(weights) + 1), 3.8), squeeze=False)
     snr = c["snr"].values
     lines = []
-    for ax, w in zip(axes[0], weights):
+    for ax, w in zip(axes[0], weights, strict=False):
         for j, d in enumerate(ds_):
             at = c.sel(weights=w, d=d)
             p, n = at["detection_rate"].values, at["n_done"].values
@@ -374,11 +376,12 @@ def figures(paths: list[str | Path], out: str | Path, select: dict | None = None
                 notes.append(f"{path}: {f.name} shows {', '.join(f'{a}={_fmt(v)}' for a, v in at.items())} "
                              f"(another cell: --select AXIS=VALUE)")
         if ds.sizes["T"] > 1 and ds.sizes["weights"] > 1:
-            var, at = ("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp else ("lambda1_rel_error", float(ds["snr"].values[-1]))
+            var, snr_at = (("paper_bulk_ks", 0.0) if "paper_bulk_ks" in cmp
+                           else ("lambda1_rel_error", float(ds["snr"].values[-1])))
             weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
-            same = {"clim": (0.0, 0.04)} if var == "paper_bulk_ks" else {}     # the two laws on one scale
-            fixed = {**chosen, "snr": at, **at_d}
-            files += plot_map(path, "T", "weights", var, sub, select=fixed, **same)
+            same = (0.0, 0.04) if var == "paper_bulk_ks" else None     # the two laws on one scale
+            fixed = {**chosen, "snr": snr_at, **at_d}
+            files += plot_map(path, "T", "weights", var, sub, select=fixed, clim=same)
             if var == "paper_bulk_ks":                 # and against the store's finite-T law, on the same axes
                 files += plot_map(path, "T", "weights", "bulk_ks", sub, select=fixed, clim=(0.0, 0.04))
             if ds.sizes["delta"] > 1 and ds.sizes["gamma"] > 1:        # a plane of more than one cell

@@ -32,7 +32,8 @@ from ..theory.null_law import tw_threshold
 from .detection import Detection
 from .transition import bootstrap_crossings, crossing
 
-__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "transition_exponent", "transition_sem"]
+__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "transition_exponent",
+           "transition_sem"]
 
 MIN_D = 3
 ASYMPTOTIC_EXPONENT = 1.0 / 3.0      # of the transition's approach to its limit, as d -> infinity
@@ -61,7 +62,8 @@ def transition_exponent(delta: float, gamma: float, d_values, rule: Detection | 
         if rule is not None and rule.false_alarm is not None:
             return finite_d.detection_probability(rho, delta, gamma, dd, threshold=tw_threshold(rule.false_alarm, delta,
                                                                                                gamma, dd))
-        return finite_d.detection_probability(rho, delta, gamma, dd, 1.0 if rule is None else rule.margin_factor)
+        margin = 1.0 if rule is None or rule.margin_factor is None else rule.margin_factor   # a rule has one of two
+        return finite_d.detection_probability(rho, delta, gamma, dd, margin)
 
     t = np.array([crossing(probability(int(x)), rho) for x in d])
     ok = np.isfinite(t) & (t > rc)
@@ -100,7 +102,7 @@ def extrapolate(y: xr.DataArray, se: xr.DataArray, exponent: float | xr.DataArra
     (2.0, 0.0)
     """
     d = y["d"].values.astype(float)
-    return tuple(xr.apply_ufunc(lambda a, b, e: fit_line(a, b, d ** (-e))[i], y, se, exponent,
+    return tuple(xr.apply_ufunc(lambda a, b, e, i=i: fit_line(a, b, d ** (-e))[i], y, se, exponent,
                                 input_core_dims=[["d"], ["d"], []], vectorize=True) for i in range(3))
 
 

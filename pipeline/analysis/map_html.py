@@ -11,8 +11,9 @@ from __future__ import annotations
 import html
 import math
 import sys
+from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -83,7 +84,8 @@ def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: l
     s = fig.scale
     pt = title_points(panel.title, frame[0])
     opts = dict(cmap=s.cmap, clim=(s.lo, s.hi), colorbar=True, frame_width=frame[0], frame_height=frame[1],
-                title=panel.title, clabel=_wrapped(fig.clabel, frame[1]), xlabel=fig.labels[fig.x], ylabel=fig.labels[fig.y],
+                title=panel.title, clabel=_wrapped(fig.clabel, frame[1]), xlabel=fig.labels[fig.x],
+                ylabel=fig.labels[fig.y],
                 logz=s.kind == "log", fontsize={"title": f"{pt}pt", "labels": "10pt"})
     for a, axis in (("x", fig.x), ("y", fig.y)):
         opts[f"log{a}"] = fig.scales[axis] == "log"
@@ -100,7 +102,7 @@ def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: l
     if s.kind == "categorical":
         from bokeh.models import FixedTicker
         values = [v for v, _ in s.categories]
-        bounds = [values[0] - 0.5] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 0.5]
+        bounds = [values[0] - 0.5] + [(a + b) / 2 for a, b in pairwise(values)] + [values[-1] + 0.5]
         qm = qm.opts(cmap=s.colours(), color_levels=bounds, clim=(bounds[0], bounds[-1]),
                      colorbar_opts={"ticker": FixedTicker(ticks=values),
                                     "major_label_overrides": {v: n for v, n in s.categories}})

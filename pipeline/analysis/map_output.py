@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Literal
 
 from ..errors import SelectionError
 
@@ -56,7 +57,7 @@ def parse_formats(formats: str | Iterable[str] | None) -> tuple[MapFormat, ...] 
         if item not in FORMATS:
             raise SelectionError(f"--format {item!r}: not a map format (valid: {', '.join(FORMATS)})")
         if item not in out:
-            out.append(item)  # type: ignore[arg-type]
+            out.append(item)
     return tuple(out) or None
 
 

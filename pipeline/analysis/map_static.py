@@ -6,14 +6,15 @@ innermost facet, a page whole groups of the outer ones, and its title says which
 (or, for a categorical variable, one legend of its categories) and one legend of the transitions,
 both outside the panels. The layout is matplotlib's constrained layout, so tick labels of a
 categorical axis never run into a neighbour; titles are fitted to their panel or page (smaller, or
-on more lines: :func:`rmtsweep.analysis.map_text.fit_text`), so none is clipped or overlaps. Figures are built on an explicit Agg ``Figure`` (no
-pyplot), so a notebook's matplotlib backend is left alone.
+on more lines: :func:`rmtsweep.analysis.map_text.fit_text`), so none is clipped or overlaps. Figures are built on an
+explicit Agg ``Figure`` (no pyplot), so a notebook's matplotlib backend is left alone.
 """
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from .map_text import fit_text
 
 __all__ = ["COLUMNS", "TRANSITIONS", "drawn_transitions", "page_suffixes", "static_pages", "save_static"]
 
-TRANSITIONS = (("population", "dashed"), ("sample", "solid"))
+TRANSITIONS: tuple[tuple[str, Literal["dashed", "solid"]], ...] = (("population", "dashed"), ("sample", "solid"))
 PANEL_INCHES = (3.0, 2.5)
 DPI = 100
 
@@ -61,7 +62,7 @@ def _draw_panel(ax, fig: MapFigure, panel, cmap, norm):
             set_scale("log", base=2)
             set_ticks([], minor=True)
         if ticks := fig.axis_ticks(axis, da[axis].values):
-            pos, labels = zip(*ticks)
+            pos, labels = zip(*ticks, strict=True)
             set_ticks(pos, labels)
     ax.set_xlim(fig.edges[fig.x][[0, -1]])            # the cells, whole; curves that leave them do not stretch
     ax.set_ylim(fig.edges[fig.y][[0, -1]])
@@ -117,11 +118,13 @@ def static_pages(fig: MapFigure, max_panels: int) -> list:
         used = axes
         if fig.scale.kind == "categorical":
             handles = [Patch(facecolor=c, edgecolor="0.3", label=name)
-                       for c, (_, name) in zip(fig.scale.colours(), fig.scale.categories)]
-            figure.legend(handles=handles, title=textwrap.fill(fig.clabel, 28), loc="outside right upper", fontsize=8, title_fontsize=9)
+                       for c, (_, name) in zip(fig.scale.colours(), fig.scale.categories, strict=True)]
+            figure.legend(handles=handles, title=textwrap.fill(fig.clabel, 28), loc="outside right upper", fontsize=8,
+                          title_fontsize=9)
         else:
             shrink = min(1.0, 0.5 + 0.25 * rows)
             label = textwrap.fill(fig.clabel, max(20, int(PANEL_INCHES[1] * rows * shrink * DPI / 7)))
+            assert mesh is not None                       # a page has at least one panel
             bar = figure.colorbar(mesh, ax=used, extend=fig.scale.extend, label=label, shrink=shrink,
                                   aspect=20 * min(rows, 2))
             if fig.scale.kind == "log":                 # label 1-2-5 steps, not only the decades
@@ -151,7 +154,7 @@ def save_static(fig: MapFigure, directory: Path, stem: str, formats: tuple[str, 
     figures = static_pages(fig, max_panels)
     paths = []
     for fmt in formats:
-        for figure, mark in zip(figures, page_suffixes(len(figures))):
+        for figure, mark in zip(figures, page_suffixes(len(figures)), strict=True):
             path = directory / f"{stem}{mark}.{fmt}"
             figure.savefig(path, format=fmt, dpi=DPI)
             paths.append(path)

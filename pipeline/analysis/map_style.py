@@ -4,7 +4,8 @@
 [0, 1] for rates and alignments (``overlap``, ``detection_rate``, ``accuracy``), symmetric about 0
 for errors and z-scores (at 2.5 times the median of ``|value|``, about the 90th percentile of a
 normal sample, so that one column of extremes, such as a z-score's snr = 0, saturates with arrows
-rather than fading every other cell; a z-score scale is at least +-3), a discrete legend for categorical variables (``theory_phase``: the store's
+rather than fading every other cell; a z-score scale is at least +-3), a discrete legend for categorical variables
+(``theory_phase``: the store's
 ``flag_values`` / ``flag_meanings`` attrs), and robust limits of the variable itself otherwise (a log
 scale when it spans more than :data:`LOG_SPAN` robustly, as absolute eigenvalues do across weight
 schemes). ``clim`` overrides the limits. :func:`statistic` says what a mapped value is (which ``k``,
@@ -21,6 +22,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import SelectionError
+from .map_axes import AxisScale
 
 __all__ = ["ColourScale", "LOG_SPAN", "MapFigure", "Panel", "categories", "colour_label", "colour_scale", "statistic"]
 
@@ -106,7 +108,7 @@ class MapFigure:
     ticks: dict[str, list[tuple[int, str]]]
     facets: tuple[str, ...]
     transitions: bool
-    scales: dict[str, str]
+    scales: dict[str, AxisScale]
     edges: dict[str, np.ndarray]
     clabel: str = ""
     caption: str = ""
@@ -134,7 +136,7 @@ def categories(da: xr.DataArray) -> tuple[tuple[int, str], ...]:
     if values is not None and meanings:
         names = str(meanings).split()
         if len(names) == len(np.atleast_1d(values)):
-            return tuple((int(v), n.replace("_", " ")) for v, n in zip(np.atleast_1d(values), names))
+            return tuple((int(v), n.replace("_", " ")) for v, n in zip(np.atleast_1d(values), names, strict=True))
     if da.dtype.kind == "b":
         return ((0, "False"), (1, "True"))
     return ()
@@ -221,7 +223,7 @@ def colour_scale(da: xr.DataArray, clim: tuple[float, float] | None = None) -> C
             lo, hi = -m, m
         return ColourScale("diverging", lo, hi, "RdBu_r", _extend(values, lo, hi))
     if UNIT_INTERVAL.search(name):
-        kind = "unit" if clim is None else "linear"
+        kind: ScaleKind = "unit" if clim is None else "linear"
         lo, hi = (0.0, 1.0) if clim is None else (lo, hi)
         return ColourScale(kind, lo, hi, "viridis", _extend(values, lo, hi))
     if clim is None:

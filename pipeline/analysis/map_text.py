@@ -31,7 +31,7 @@ def _parts(text: str) -> list[str]:
 
 def fit_text(text: str, width: float, sizes: tuple[float, ...] = (9, 8, 7), dpi: float = 100,
              bold: bool = False) -> tuple[str, float]:
-    """``text`` and a font size at which it fits ``width`` px: the largest size that fits on one line,
+    r"""``text`` and a font size at which it fits ``width`` px: the largest size that fits on one line,
     else the smallest size with the text broken after ``;`` or ``,`` outside parentheses (a part too
     long on its own stays whole).
 
@@ -39,7 +39,7 @@ def fit_text(text: str, width: float, sizes: tuple[float, ...] = (9, 8, 7), dpi:
     --------
     >>> fit_text("delta=0.25, T=2, weights=mean", 400)
     ('delta=0.25, T=2, weights=mean', 9)
-    >>> fit_text("delta=0.25, T=2, weights=attention(tau=2, scale=sqrt_d)", 200)[0].count("\\n") >= 1
+    >>> fit_text("delta=0.25, T=2, weights=attention(tau=2, scale=sqrt_d)", 200)[0].count("\n") >= 1
     True
     """
     for size in sizes:

@@ -21,6 +21,7 @@ detection rate under the same rule crosses 1/2 (``theory_snr_finite_d``), else t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -32,6 +33,9 @@ from ..theory.null_law import tw_threshold
 from .compare import REFERENCES, d_of, detected, detection_rule, open_source
 from .detection import Detection
 from .transition import bootstrap_intervals, crossing
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["COLUMNS", "finite_d_transition", "phase_diagram"]
 
@@ -98,7 +102,7 @@ def _best_transition(ds: xr.Dataset, table: "pandas.DataFrame", rule: Detection,
 
 def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
                   false_alarm: float | None = None, margin_factor: float | None = None, reference: str = "best"
-                  ) -> "pandas.DataFrame":  # noqa: F821
+                  ) -> pandas.DataFrame:
     """The transition curves of a store as a tidy table, one row per SNR line.
 
     Parameters
@@ -148,7 +152,7 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     for n in np.unique(n_done[n_done > 0]):                         # lines with as many done replicates at once
         lines = np.flatnonzero(n_done == n)
         h = H[lines][done[lines]].reshape(lines.size, int(n), snr.size)
-        for name, values in zip(columns, bootstrap_intervals(h, snr, n_boot, level, rng)):
+        for name, values in zip(columns, bootstrap_intervals(h, snr, n_boot, level, rng), strict=True):
             columns[name][lines] = values
     index = pd.MultiIndex.from_product([hits[d].values for d in line_dims], names=line_dims)
     table = pd.DataFrame({**columns, "n_replicates": n_done}, index=index).reset_index()

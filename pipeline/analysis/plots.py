@@ -1,8 +1,8 @@
 """Heat maps of any store or comparison variable over two grid axes, with the theory's transitions.
 
 The map is drawn through hvplot (``quadmesh``) into an interactive HTML page with every resource
-inline (it renders offline, no CDN; :mod:`rmtsweep.analysis.map_html`), and through matplotlib into static PNG / SVG / PDF files (no
-browser needed; :mod:`rmtsweep.analysis.map_static`), every panel of them, on pages of at most
+inline (it renders offline, no CDN; :mod:`rmtsweep.analysis.map_html`), and through matplotlib into static PNG / SVG /
+PDF files (no browser needed; :mod:`rmtsweep.analysis.map_static`), every panel of them, on pages of at most
 ``max_panels``. Per-replicate variables are averaged over the replicates whose ``done`` flag is
 set (:func:`rmtsweep.analysis.mask.only_done`; ``notes`` is told how many are not); ``k`` defaults
 to 1 (the top eigenpair); the title says which ``k`` and statistic is shown.
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import xarray as xr
@@ -33,7 +33,7 @@ from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from .compare import GROUP, SHORT, compare, open_source
-from .map_axes import LOWER_BOUND, axis_scale, cell_edges
+from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
 from .map_html import _holomap, _save_html, title_points
 from .map_static import save_static
@@ -75,13 +75,13 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
         elif "reference" not in cmp.attrs and var.split("_")[0] in ("lambda1", "overlap", "limit"):
             cmp = compare(ds)                  # written before the best prediction was the default reference
         if var not in cmp.data_vars:
-            choices = sorted(set(ds.data_vars) | set(cmp.data_vars))
+            choices = sorted(map(str, set(ds.data_vars) | set(cmp.data_vars)))
             raise SelectionError(f"--var {var!r}: not a variable of {path} (valid: {', '.join(choices)})")
         da = cmp[var]
     done = ds["done"]
     for dim, value in (select or {}).items():
         if dim not in da.dims:
-            raise SelectionError(f"--select {dim}: not a dimension of {var} (valid: {', '.join(da.dims)})")
+            raise SelectionError(f"--select {dim}: not a dimension of {var} (valid: {', '.join(map(str, da.dims))})")
         kind = da[dim].dtype.kind
         cast = float if kind == "f" else int if kind in "iu" else str
         try:
@@ -166,7 +166,8 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
             X, Y = np.meshgrid(gx, gy)
             D, G = (X, Y) if x == "delta" else (Y, X)
             field = snr_transition(ds, kind, D, G, at["T"], at["weights"]) - at["snr"]
-            out[kind] = list(contourpy.contour_generator(gx, gy, field).lines(0.0))
+            # contourpy types every line type at once; the default one (Separate) is a list of arrays
+            out[kind] = list(contourpy.contour_generator(gx, gy, field).lines(0.0))  # type: ignore[arg-type]
     return out
 
 
@@ -180,7 +181,7 @@ def _backends():
     import holoviews as hv
 
     before = hv.Store.current_backend              # read first: importing a backend may make it current
-    import holoviews.plotting.bokeh  # noqa: F401
+    import holoviews.plotting.bokeh  # registers the bokeh backend
 
     hv.Store.set_current_backend("bokeh")
     try:
@@ -209,14 +210,14 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     """
     for axis in (x, y):
         if axis not in da.dims:
-            raise SelectionError(f"axis {axis!r}: not a dimension of {da.name} (valid: {', '.join(da.dims)})")
+            raise SelectionError(f"axis {axis!r}: not a dimension of {da.name} (valid: {', '.join(map(str, da.dims))})")
     if x == y:
         raise SelectionError(f"--x and --y are both {x!r}; choose two different axes")
     name = str(da.name)
-    rest = [d for d in da.dims if d not in (x, y)]
+    rest = [str(d) for d in da.dims if d not in (x, y)]
     ticks = {a: list(enumerate(str(v) for v in da[a].values)) for a in (x, y) if a in CATEGORICAL}
     drawn = da.assign_coords({a: np.arange(da.sizes[a]) for a in ticks}).sortby([a for a in (x, y) if a not in ticks])
-    scales = {a: "linear" if a in ticks else axis_scale(da[a].values) for a in (x, y)}
+    scales: dict[str, AxisScale] = {a: "linear" if a in ticks else axis_scale(da[a].values) for a in (x, y)}
     edges = {a: cell_edges(drawn[a].values, scales[a], None if a in ticks else LOWER_BOUND.get(a)) for a in (x, y)}
     fixed = {a: da[a].item() for a in ALL_AXES if a in da.coords and da[a].ndim == 0}
     fixed.update({d: da[d].values[0] for d in rest if da.sizes[d] == 1})
@@ -227,7 +228,7 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     title = head + ("; " + ", ".join(f"{a}={_fmt(v)}" for a, v in fixed.items()) if fixed else "")
     panels = []
     for key in itertools.product(*(da[d].values for d in rest)):
-        at = dict(zip(rest, key))
+        at = dict(zip(rest, key, strict=True))
         full = {**{a: ds[a].values[0] for a in ALL_AXES if a in ds.dims}, **fixed, **at}
         panels.append(Panel(tuple(str(k) for k in key) or ("all",), ", ".join(f"{d}={_fmt(at[d])}" for d in varying),
                             drawn.sel(at).transpose(y, x), transition_curves(ds, x, y, full) if transitions else {}))

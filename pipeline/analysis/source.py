@@ -26,20 +26,20 @@ def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr
     """A store (``group=None``) or one of its groups (e.g. ``"comparison"``), opened lazily."""
     if isinstance(source, xr.Dataset):
         return source
-    source = locate(source)
-    ds = open_dataset(source)
+    location = locate(source)
+    ds = open_dataset(location)
     if group is None:
         return ds
     try:
-        sub = open_zarr(source, group=group)
+        sub = open_zarr(location, group=group)
     except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
-        raise SelectionError(f"{source}: no group {group!r} (valid: none, or 'comparison' after "
-                             f"`rmtsweep compare {source}`)") from None
+        raise SelectionError(f"{location}: no group {group!r} (valid: none, or 'comparison' after "
+                             f"`rmtsweep compare {location}`)") from None
     if group == GROUP and "done_digest" in sub.attrs and sub.attrs["done_digest"] != done_digest(ds["done"].values):
         now = int(ds["done"].sum())
-        raise SelectionError(f"{source}: the comparison group was computed from {sub.attrs['done_replicates']} of "
+        raise SelectionError(f"{location}: the comparison group was computed from {sub.attrs['done_replicates']} of "
                              f"{sub.attrs['done_total']} replicates done and the store now has {now}: rerun "
-                             f"`rmtsweep compare {source}`")
+                             f"`rmtsweep compare {location}`")
     return sub
 
 

@@ -37,7 +37,7 @@ def crossing(rate: np.ndarray, snr: np.ndarray) -> np.ndarray:
         vals = np.full(r.shape[0], np.nan)
         vals[rows] = snr[i - 1] + (0.5 - r0) * (snr[i] - snr[i - 1]) / (r1 - r0)
         out[full] = vals
-    for idx in zip(*np.nonzero(gappy)):
+    for idx in zip(*np.nonzero(gappy), strict=True):
         keep = np.isfinite(rate[idx])
         out[idx] = crossing(rate[idx][keep], np.asarray(snr)[keep])
     return out

@@ -60,8 +60,8 @@ def status(store_path: Path, as_json: bool) -> None:
         left = "" if w["share"] is None else f", {w['tasks_left']} of its {w['tasks']} tasks left"
         state = {True: "", False: " (its process is gone: a stale lock)", None: ""}[w["alive"]]
         click.echo(f"writing: {who}, pid {w['pid']} on {w['host']} since {w['started']}{left}{state}")
-    keys = ("sweep_hash", "rmtsweep_version", "git_revision")
-    if len({tuple(r.get(k) for k in keys) for r in runs}) > 1:
+    same = ("sweep_hash", "rmtsweep_version", "git_revision")
+    if len({tuple(r.get(k) for k in same) for r in runs}) > 1:
         click.echo("the store was written by runs that differ in sweep, version or revision:")
         for r in runs:
             n = st["replicates_by_run"].get(r["run"], 0)

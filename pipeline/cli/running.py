@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -17,7 +17,9 @@ from ._group import STORE_LOCATION, STORE_PATH, cli, storage_options
 
 if TYPE_CHECKING:
     from ..engine import Engine
+    from ..run.grid import Order
     from ..spec import SweepFile
+    from ..types import ClusterKind, Writes
 
 __all__ = ["demo", "list_sweeps", "run", "show", "submit", "work"]
 
@@ -39,7 +41,7 @@ def _load(sweep: Path, overrides: tuple[str, ...] = ()) -> SweepFile:
 
 
 def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
-         writes: str = "workers", share: tuple[int, int] | None = None, order: str = "progressive") -> Path:
+         writes: Writes = "workers", share: tuple[int, int] | None = None, order: Order = "progressive") -> Path:
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
@@ -131,8 +133,8 @@ _overrides = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE | ~KEY]..
               "core-hours, the estimated wall time and the store a run would write; start nothing, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: print the same as JSON.")
 @_progress
-def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progress: bool, force: bool, writes: str,
-        order: str, dry_run: bool, as_json: bool, **engine) -> None:
+def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progress: bool, force: bool, writes: Writes,
+        order: Order, dry_run: bool, as_json: bool, **engine) -> None:
     """Run, resume or extend the sweep defined in SWEEP (a file, or a shipped sweep's name: `rmtsweep sweeps`).
 
     KEY=VALUE overrides a field of the sweep file (a dotted path, a YAML value; a comma list is a list),
@@ -176,48 +178,48 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     """
     from ..clusters import driver_script, submit_driver, worker_job_script
     from ..engine import make_engine
-
     from ..store.location import format_storage_options, local_path, locate
 
     sweep_file = _load(sweep, overrides)
     path = locate(_store_path(sweep_file, store_path, create=False))    # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
     config = eng.batch_config()
+    kind = cast("ClusterKind", eng.cluster)   # --cluster: slurm or pbs
     if elements is not None:
-        _submit_array(sweep_file, local_path(path), eng, config, elements, max_running, dry_run)
+        _submit_array(sweep_file, local_path(path), kind, config, elements, max_running, dry_run)
         return
     if max_running is not None:
         raise click.UsageError("--max-running goes with --array")
     url = not path.renames          # the driver runs `rmtsweep run ... --store URL`; the script stays here
-    script = driver_script(eng.cluster, config, Path(sweep_file.path), str(path) if url else path,
+    script = driver_script(kind, config, Path(sweep_file.path), str(path) if url else path,
                            eng.cluster_config, eng.jobs, eng.insecure, eng.dashboard_address, overrides,
                            format_storage_options(path.storage_options))
     if dry_run:
-        workers = worker_job_script(eng.cluster, config, eng.insecure)
+        workers = worker_job_script(kind, config, eng.insecure)
         click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
         return
-    job = submit_driver(eng.cluster, script, Path.cwd() if url else path.absolute().parent)
+    job = submit_driver(kind, script, Path.cwd() if url else path.absolute().parent)
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
 
 
-def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, elements: int, max_running: int | None,
+def _submit_array(sweep_file: SweepFile, path: Path, kind: ClusterKind, config, elements: int, max_running: int | None,
                   dry_run: bool) -> None:
     from ..arrays import after_option, array_parts, array_script, site_array_limit
     from ..clusters import submit_driver
     from ..run import ready_store
-    limit = site_array_limit(engine.cluster)
+    limit = site_array_limit(kind)
     parts = array_parts(elements, limit)
-    scripts = [array_script(engine.cluster, config, path, elements, max_running, part) for part in parts]
+    scripts = [array_script(kind, config, path, elements, max_running, part) for part in parts]
     # with --max-running, each array waits for the one before it: at most M elements at once in all
     chained = max_running is not None
     if dry_run:
-        for k, ((first, count), script) in enumerate(zip(parts, scripts)):
+        for k, ((first, count), script) in enumerate(zip(parts, scripts, strict=True)):
             what = f"elements {first}-{first + count - 1} of {elements}" if len(parts) > 1 else f"{elements} elements"
-            after = (f"; submitted with {' '.join(after_option(engine.cluster, f'<job id of array {k}>'))}"
+            after = (f"; submitted with {' '.join(after_option(kind, f'<job id of array {k}>'))}"
                      if chained and k else "")
             click.echo(f"# job array script {k + 1}/{len(parts)} ({what}{after})\n{script}")
         if len(parts) > 1:
-            click.echo(f"# {len(parts)} arrays: this {engine.cluster} site takes at most {limit} elements in one")
+            click.echo(f"# {len(parts)} arrays: this {kind} site takes at most {limit} elements in one")
         return
     path.absolute().parent.mkdir(parents=True, exist_ok=True)
     total, left = ready_store(sweep_file, path, config.cores, elements)   # tasks sized for one element's threads
@@ -225,11 +227,11 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
         click.echo(f"{path}: all {total} tasks are done; nothing submitted")
         return
     jobs: list[str] = []
-    for (first, count), script in zip(parts, scripts):
-        options = after_option(engine.cluster, jobs[-1]) if chained and jobs else ()
+    for (first, count), script in zip(parts, scripts, strict=True):
+        options = after_option(kind, jobs[-1]) if chained and jobs else ()
         try:
             name = "array" if len(parts) == 1 else f"array-{first}-{first + count - 1}"     # one script file each
-            jobs.append(submit_driver(engine.cluster, script, path.absolute().parent, name=name, options=options))
+            jobs.append(submit_driver(kind, script, path.absolute().parent, name=name, options=options))
         except ClusterError as exc:
             if not jobs:
                 raise
@@ -238,7 +240,8 @@ def _submit_array(sweep_file: SweepFile, path: Path, engine: Engine, config, ele
     arrays = (f"job array {jobs[0]} of {elements} elements" if len(jobs) == 1 else
               f"{len(jobs)} job arrays {', '.join(jobs)} of {' + '.join(str(c) for _, c in parts)} elements "
               f"(at most {limit} in one array here" + ("; each after the one before" if chained else "") + ")")
-    click.echo(f"{path}: {left} of {total} tasks to compute; submitted {arrays}; follow it with `rmtsweep status {path}`")
+    click.echo(f"{path}: {left} of {total} tasks to compute; submitted {arrays}; "
+               f"follow it with `rmtsweep status {path}`")
 
 
 @cli.command()
@@ -340,7 +343,7 @@ def list_sweeps() -> None:
 
 
 def _size_text(path: Path) -> str:
-    """d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours of a sweep file."""
+    """A sweep file's d (``400``, or the axis ``100,200,400``), points and the cost model's core-hours."""
     from ..run.plan import plan
     from ..spec import load_sweep
     try:

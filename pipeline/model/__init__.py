@@ -11,7 +11,8 @@ from .weights import (Causal, Custom, Harmonic, HarmonicPaper, Mean, Optimal, Sc
                       pooling_weights)
 
 __all__ = [
-    "CORRELATIONS", "IID", "SCHEMES", "Attention", "Causal", "CellModel", "Correlation", "CorrelationSpec", "Custom", "Decay",
+    "CORRELATIONS", "IID", "SCHEMES", "Attention", "Causal", "CellModel", "Correlation", "CorrelationSpec", "Custom",
+    "Decay",
     "Draws", "Full", "Harmonic", "HarmonicPaper", "Label", "Markov", "Mean", "Optimal", "Prefix", "PythonScheme",
     "PythonCorrelation", "ReplicateResult",
     "Scheme", "WeightsSpec", "alpha", "correlation_matrix", "draw_replicate", "draw_signs", "effective_length",

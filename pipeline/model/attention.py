@@ -244,7 +244,7 @@ def measure_attention(draws: Draws, n_pos: int, snr: np.ndarray, k: int, tau: fl
     W = attention_weights(draws.Z, draws.u, tokens, n_pos, snr, tau, scale)
     causal, limit = causal_weights(T, tau), limit_weights(T, tau, scale)
     vals, ov = np.empty((snr.size, k)), np.empty((snr.size, k))
-    for i, s in enumerate(snr):
+    for i in range(snr.size):
         C0T, a = pool_attention(draws.Z, tokens, xi, W[i])
         # the weights change with the SNR: no rank-2 reuse across values, one direct solve each
         e, o = spectrum_top_k(C0T, a, draws.u, snr[i:i + 1], k, method="direct")

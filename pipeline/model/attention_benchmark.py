@@ -46,6 +46,7 @@ def benchmark_attention(d: int = 500, n_snr: int = 16, T: int = 16, delta: float
             t0 = time.perf_counter()
             out = fn()
             times.append(time.perf_counter() - t0)
+        assert out is not None, "repeat must be >= 1"
         return min(times), out
 
     fast_s, fast = best(lambda: attention_weights(draws.Z, draws.u, tokens, model.n_pos, snr, tau, scale))

@@ -23,7 +23,7 @@ Each model is one small frozen class; the sweep file validates against :data:`Co
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
@@ -272,11 +272,11 @@ def _shape(a: np.ndarray) -> str:
 CORRELATIONS: tuple[type[Correlation], ...] = (Prefix, IID, Full, Decay, Label, Markov, PythonCorrelation)
 """The registry: every correlation model, one class each."""
 
-CorrelationSpec = Annotated[Union[Prefix, IID, Full, Decay, Label, Markov, PythonCorrelation],
+CorrelationSpec = Annotated[Prefix | IID | Full | Decay | Label | Markov | PythonCorrelation,
                             Field(discriminator="model")]
 """What a sweep file's ``correlation`` validates against."""
 
-_ADAPTER = TypeAdapter(CorrelationSpec)
+_ADAPTER: TypeAdapter[Correlation] = TypeAdapter(CorrelationSpec)
 
 
 def make_correlation(model: str, **params: Any) -> Correlation:

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse
 
 from ..types import Centering
+from ..types import AttentionScale
 from .correlation import Correlation, draw_signs
 from .draws import Draws
 from .observables import ridge_accuracy, spectrum_density
@@ -66,7 +67,7 @@ class CellModel:
     spectrum_edges: np.ndarray | None = None
     ridge_penalty: float | None = None
     test_samples: int = 0
-    attention: tuple[float, str] | None = None
+    attention: tuple[float, AttentionScale] | None = None
 
     @property
     def n_pos(self) -> int:
@@ -192,7 +193,7 @@ def measure(model: CellModel, draws: Draws, snr: np.ndarray) -> ReplicateResult:
     spectrum = accuracy = None
     if model.spectrum_edges is not None:
         spectrum = spectrum_density(C0T, a, draws.u, snr, kappa, model.spectrum_edges)
-    if draws.test is not None:
+    if draws.test is not None and model.ridge_penalty is not None:      # drawn iff a ridge penalty is set
         test = pool(model, draws.Z, draws.test)
         accuracy = ridge_accuracy((C0T, a, y), test, draws.u, snr, model.ridge_penalty)
     alpha = float(a @ a) / model.N

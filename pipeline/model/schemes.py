@@ -7,7 +7,7 @@ tag) and its line here; a user adds one without editing rmtsweep through ``schem
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
@@ -20,11 +20,11 @@ __all__ = ["SCHEMES", "WeightsSpec", "make_scheme"]
 SCHEMES: tuple[type[Scheme], ...] = (Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, PythonScheme, Attention)
 """Every weights scheme, one class each."""
 
-WeightsSpec = Annotated[Union[Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, PythonScheme, Attention],
+WeightsSpec = Annotated[Mean | Optimal | Harmonic | HarmonicPaper | Causal | Custom | PythonScheme | Attention,
                         Field(discriminator="scheme")]
 """What one entry of a sweep file's ``grid.weights`` validates against."""
 
-_ADAPTER = TypeAdapter(WeightsSpec)
+_ADAPTER: TypeAdapter[Scheme] = TypeAdapter(WeightsSpec)
 
 
 def make_scheme(scheme: str, **params: Any) -> Scheme:

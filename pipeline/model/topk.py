@@ -54,6 +54,7 @@ def top_eigh(M: np.ndarray, k: int, e: np.ndarray | None = None, g: np.ndarray |
             order = np.argsort(vals)[::-1]
             return vals[order], vecs[:, order]
     if e is not None:
+        assert g is not None, "e and g come together"
         M += np.outer(e, g)
         M += np.outer(g, e)
     vals, vecs = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr",

@@ -2,7 +2,8 @@
 
 One small frozen class per scheme; the registry :data:`rmtsweep.model.schemes.SCHEMES` is what a
 sweep file's ``grid.weights`` validates against, so adding a scheme is one class plus its entry
-there and its tests (finite-d ``attention`` lives in :mod:`rmtsweep.model.attention`). Normalisation: the theory is scale-invariant in ``w``;
+there and its tests (finite-d ``attention`` lives in :mod:`rmtsweep.model.attention`). Normalisation: the theory is
+scale-invariant in ``w``;
 eigenvalues are stored in absolute units, so the normalisation shows up only through ``kappa``.
 
 - ``mean``: ``w_t = 1/T`` (sums to 1).

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
     from .runner import git_revision, make_template, package_version, prepare_store, ready_store, run_sweep
 
 __all__ = [
-    "DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "Context", "Plan", "Progress", "RunReport", "Task", "Window", "check_memory",
+    "DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "Context", "Plan", "Progress", "RunReport", "Task",
+    "Window", "check_memory",
     "choose_blocking", "compute_block", "compute_task", "git_revision", "grid_shape", "make_template", "n_tasks",
     "package_version", "point_seconds", "prepare_store", "ready_store", "replicate_rng", "run_sweep", "run_tasks",
     "task_memory_bytes", "task_target", "tasks", "write_task",

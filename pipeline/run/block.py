@@ -14,7 +14,8 @@ __all__ = ["compute_block", "result_names"]
 def result_names(task: Task) -> tuple[str, ...]:
     """The per-replicate variables a task of this sweep fills."""
     c = task.context
-    extra = (("spectrum",) if c.spectrum_edges is not None else ()) + (("accuracy",) if c.ridge_penalty is not None else ())
+    extra = ((("spectrum",) if c.spectrum_edges is not None else ())
+             + (("accuracy",) if c.ridge_penalty is not None else ()))
     attention = ("kappa_snr", "alpha_snr", "attention_distance") if c.data_dependent else ()
     return ("eigenvalues", "overlap", "alpha", "kappa") + extra + attention
 
@@ -51,7 +52,7 @@ def compute_block(task: Task) -> dict[str, np.ndarray]:
                 if not schemes:
                     continue
                 models = [every[w] for w in schemes]
-                for w, res in zip(schemes, simulate_schemes(models, snr, task.rng(point, r))):
+                for w, res in zip(schemes, simulate_schemes(models, snr, task.rng(point, r)), strict=True):
                     at = pos + (w, r)
                     for name in out:
                         out[name][at] = getattr(res, name)

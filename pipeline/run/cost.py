@@ -20,8 +20,8 @@ import numpy as np
 from .. import config
 from ..spec import Sweep, sizes
 
-__all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost", "choose_blocking", "point_cost",
-           "point_seconds", "task_target"]
+__all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost",
+           "choose_blocking", "point_cost", "point_seconds", "task_target"]
 
 # TARGET_TASK_SECONDS, PROGRESSIVE_BLOCKS and DRIVER_TASKS_PER_SECOND are the shipped defaults of the settings
 # rmtsweep.batching.* (rmtsweep.yaml), which the functions below read when they are called.
@@ -159,9 +159,10 @@ def choose_blocking(sweep: Sweep, target: float | None = None) -> Blocking:
     """The batching of a new store: ``replicates_per_task`` and ``cells_per_task`` if given, else the cost model.
 
     Replicates are grouped first (while one point's replicates fit the target, and into at least
-    :data:`PROGRESSIVE_BLOCKS` blocks where there are that many replicates), then points: along ``T``, then ``gamma``, then ``delta`` (whole axes where they fit), so that a
-    task of average cost takes about ``target`` seconds (:func:`task_target`; default: that of no threads).
-    The block count and the target are the settings ``rmtsweep.batching.*`` now.
+    :data:`PROGRESSIVE_BLOCKS` blocks where there are that many replicates), then points: along ``T``, then ``gamma``,
+    then ``delta`` (whole axes where they fit), so that a task of average cost takes about ``target`` seconds
+    (:func:`task_target`; default: that of no threads). The block count and the target are the settings
+    ``rmtsweep.batching.*``.
     """
     target = task_target() if target is None else target
     blocks = int(config.get("batching.progressive-blocks"))

@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Literal
+from typing import Literal
 
 import numpy as np
 
 from ..errors import ArgumentError
-from ..model import CellModel, Correlation, Scheme
+from ..model import Attention, CellModel, Correlation, Scheme
 from ..spec import Sweep, sizes
-from ..types import Centering
+from ..types import AttentionScale, Centering
 from .cost import Blocking
 
-__all__ = ["Context", "Order", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks", "spawn_key", "tasks_left", "task_memory_bytes", "tasks",
-           "value_key"]
+__all__ = ["Context", "Order", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks",
+           "spawn_key", "tasks_left", "task_memory_bytes", "tasks", "value_key"]
 
 
 def value_key(x: float) -> int:
@@ -85,11 +86,12 @@ class Context:
     d_axis: bool = False
 
     @classmethod
-    def from_sweep(cls, sweep: Sweep, d: int | None = None) -> "Context":
+    def from_sweep(cls, sweep: Sweep, d: int | None = None) -> Context:
         """The sweep's shared part, for the tasks of dimension ``d`` (default: the top-level ``d``)."""
         if d is None:
             if sweep.d_axis:
                 raise ArgumentError(f"sweep {sweep.name!r} sweeps d (grid.d = {list(sweep.d_values)}); pass d")
+            assert sweep.d is not None                       # a sweep without a d axis has a top-level d
             d = sweep.d
         obs = sweep.observables
         return cls(d=int(d), d_axis=sweep.d_axis, seed=sweep.seed, correlation=sweep.correlation,
@@ -120,8 +122,8 @@ class Context:
         return any(s.data_dependent for s in self.schemes)
 
 
-def _attention(scheme: Scheme) -> tuple[float, str] | None:
-    return (float(scheme.tau), scheme.scale) if scheme.data_dependent else None
+def _attention(scheme: Scheme) -> tuple[float, AttentionScale] | None:
+    return (float(scheme.tau), scheme.scale) if isinstance(scheme, Attention) else None
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ class Task:
     @property
     def shape(self) -> tuple[int, int, int, int, int]:
         """``(delta, gamma, T, weights, replicate)`` sizes of its chunk."""
-        n = [b - a for a, b in zip(self.start, self.stop)]
+        n = [b - a for a, b in zip(self.start, self.stop, strict=True)]
         return n[0], n[1], n[2], len(self.context.schemes), n[3]
 
     @property
@@ -173,7 +175,7 @@ class Task:
         With a ``d`` axis the first entry is the integer ``d_pos``: it selects the task's ``d`` and
         drops that axis, so the chunk has the task's :attr:`shape` either way.
         """
-        s = [slice(a, b) for a, b in zip(self.start, self.stop)]
+        s = [slice(a, b) for a, b in zip(self.start, self.stop, strict=True)]
         lead = () if self.d_pos is None else (self.d_pos,)
         return lead + (s[0], s[1], s[2], slice(None), s[3])
 
@@ -232,7 +234,8 @@ def _starts(n: int, size: int) -> list[int]:
 
 def _chunk_counts(sweep: Sweep, blocking: Blocking) -> tuple[int, ...]:
     """Tasks along ``(d, delta, gamma, T, replicate)``: the chunk grid, one ``d`` value per task."""
-    return (len(sweep.d_values), *(len(_starts(n, c)) for n, c in zip(grid_shape(sweep), blocking.as_tuple())))
+    per_d = zip(grid_shape(sweep), blocking.as_tuple(), strict=True)
+    return (len(sweep.d_values), *(len(_starts(n, c)) for n, c in per_d))
 
 
 def n_tasks(sweep: Sweep, blocking: Blocking) -> int:
@@ -280,20 +283,26 @@ def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None,
             yield task
 
 
+def _four(values: Iterable[int]) -> tuple[int, int, int, int]:
+    """The four ``(delta, gamma, T, replicate)`` entries of ``values`` as a tuple."""
+    a, b, c, d = values
+    return a, b, c, d
+
+
 def _task(sweep: Sweep, context: Context, blocking: Blocking, index: tuple[int, ...], done: np.ndarray | None,
           d_pos: int | None) -> Task | None:
     """The task at chunk ``index`` of one ``d`` value, or None if ``done`` (its mask) says it is done."""
     g = sweep.grid
     shape = grid_shape(sweep)
-    start = tuple(i * c for i, c in zip(index, blocking.as_tuple()))
-    stop = tuple(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape))
+    start = _four(i * c for i, c in zip(index, blocking.as_tuple(), strict=True))
+    stop = _four(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape, strict=True))
     todo = None
     if done is not None:
         block = done[start[0]:stop[0], start[1]:stop[1], start[2]:stop[2], :, start[3]:stop[3]]
         if block.all():
             return None
         todo = None if not block.any() else ~block
-    return Task(index=index, start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
+    return Task(index=_four(index), start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
                 gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
                 context=context, d_pos=d_pos)
 

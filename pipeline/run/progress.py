@@ -24,7 +24,8 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """Counts tasks and replicates (docs/glossary.md); shows them as a tqdm bar (TTY) or as periodic plain lines (no TTY).
+    """Counts tasks and replicates (docs/glossary.md); shows them as a tqdm bar (TTY) or as periodic plain lines (no
+    TTY).
 
     Parameters
     ----------

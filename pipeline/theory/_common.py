@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-from typing import Callable
+from collections.abc import Callable
 
+import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["MAX_NEWTON", "bin_average", "bisect", "broadcast", "critical_a"]
@@ -41,7 +41,7 @@ def critical_a(delta: Float, gamma: Float) -> Float:
     return a
 
 
-def bisect(below: Callable[[Float], Float], lo: Float, hi: Float, steps: int) -> tuple[Float, Float]:
+def bisect(below: Callable[[Float], NDArray[np.bool_]], lo: Float, hi: Float, steps: int) -> tuple[Float, Float]:
     """Elementwise bisection: up to ``steps`` halvings of ``[lo, hi]``, ``mid`` kept as ``lo`` where ``below(mid)``.
 
     Stops at the first halving that changes no bracket: every bracket is then down to adjacent floats (or
@@ -77,11 +77,13 @@ def bin_average(edges: ArrayLike, density: Callable[[Float], Float], atom: float
     s, ws = np.polynomial.legendre.leggauss(nodes)
     s, ws = (s + 1) / 2, ws / 2
     first = (edges[:-1] <= 0) & (hi > 0)
-    a_sub, b_sub, owner = [lo[~first]], [hi[~first]], [np.flatnonzero(~first)]
+    a_parts, b_parts, owner_parts = [lo[~first]], [hi[~first]], [np.flatnonzero(~first)]
     for i in np.flatnonzero(first):
         top = hi[i] * 0.5 ** np.arange(40)
-        a_sub.append(np.append(top[1:], 0.0)), b_sub.append(top), owner.append(np.full(40, i))
-    a_sub, b_sub, owner = np.concatenate(a_sub), np.concatenate(b_sub), np.concatenate(owner)
+        a_parts.append(np.append(top[1:], 0.0))
+        b_parts.append(top)
+        owner_parts.append(np.full(40, i))
+    a_sub, b_sub, owner = np.concatenate(a_parts), np.concatenate(b_parts), np.concatenate(owner_parts)
     width = np.where(b_sub > a_sub, b_sub - a_sub, 0.0)
     x = a_sub[:, None] + width[:, None] * s
     f = np.asarray(density(x.ravel())).reshape(x.shape)

@@ -68,7 +68,8 @@ def exact_law(delta: float, gamma: float) -> tuple[DiscreteLaw, float, float]:
 
 def _per_point(fn, delta: ArrayLike, gamma: ArrayLike) -> Float:
     delta, gamma = np.broadcast_arrays(np.asarray(delta, float), np.asarray(gamma, float))
-    return np.array([fn(float(dl), float(g)) for dl, g in zip(delta.ravel(), gamma.ravel())]).reshape(delta.shape)
+    values = [fn(float(dl), float(g)) for dl, g in zip(delta.ravel(), gamma.ravel(), strict=True)]
+    return np.array(values).reshape(delta.shape)
 
 
 def transition_snr(kind: str, alpha: ArrayLike, kappa: ArrayLike, delta: ArrayLike, gamma: ArrayLike,

@@ -214,7 +214,8 @@ def pooled_sign_excess_kurtosis(w: ArrayLike, q: ArrayLike) -> float:
 
 
 def _dpsi(rho: Float, delta: Float, gamma: Float) -> Float:
-    """``psi'(ell(rho))`` of docs/theory.md §3.3 in closed form, ``(a^3 - p a - q) / (a (a^2 - delta))``, ``a = rho - delta``."""
+    """``psi'(ell(rho))`` of docs/theory.md §3.3 in closed form, ``(a^3 - p a - q) / (a (a^2 - delta))``,
+    ``a = rho - delta``."""
     a = rho - delta
     with np.errstate(divide="ignore", invalid="ignore"):
         return (a**3 - (delta + gamma + delta * gamma) * a - 2 * delta * gamma) / (a * (a**2 - delta))

@@ -295,7 +295,7 @@ def outlier(rho: ArrayLike, nu: DiscreteLaw, delta: float, *, tail: float = 0.5,
         target = np.where(r > delta, r / (r - delta), np.inf)
     loc, ov = np.full(r.size, main[3]), np.zeros(r.size)
     found = np.zeros(r.size, bool)
-    for g_lo, g_hi, g_edge, l_edge, _ in sorted(gaps, key=lambda g: -g[3]):
+    for g_lo, _g_hi, g_edge, _l_edge, _ in sorted(gaps, key=lambda g: -g[3]):
         lo, hi = bisect(lambda mid: _eb(mid, sig, delta) < target,          # E beta increases in G on the interval
                         np.full(r.size, g_lo), np.full(r.size, g_edge), 200)
         G = 0.5 * (lo + hi)

@@ -243,7 +243,8 @@ def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
 
 
 def pooled_seed(w: Float, delta: float, gamma: float, d: int, seed: int = 0) -> np.random.Generator:
-    """The generator of :func:`pooled_null`'s draws (by ``seed`` and the values of ``w``, ``delta``, ``gamma``, ``d``)."""
+    """The generator of :func:`pooled_null`'s draws (by ``seed`` and the values of ``w``, ``delta``, ``gamma``,
+    ``d``)."""
     return np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma, *w), int(d), 2]))
 
 
@@ -290,7 +291,8 @@ def mixture_cdf(x: ArrayLike, location: ArrayLike, scale: ArrayLike) -> Float:
 
 
 def mixture_quantile(p: float, location: ArrayLike, scale: ArrayLike) -> float:
-    """The ``p`` quantile of :func:`mixture_cdf` (one law: ``location`` is ``(draws, candidates)``); NaN if undefined."""
+    """The ``p`` quantile of :func:`mixture_cdf` (one law: ``location`` is ``(draws, candidates)``); NaN if
+    undefined."""
     loc, scale = np.asarray(location, float), np.asarray(scale, float)
     if not np.isfinite(loc[:, 0]).all() or not np.isfinite(scale[:, 0]).all():
         return float("nan")

@@ -103,7 +103,8 @@ def gauss_quadrature(matvec, v: Float, steps: int) -> tuple[Float, Float]:
     """
     q = np.asarray(v, float) / np.linalg.norm(v)
     Q = np.empty((steps, q.size))
-    diag, off = [], []
+    diag: list[float] = []
+    off: list[float] = []
     for j in range(steps):
         Q[j] = q
         z = matvec(q)
@@ -135,7 +136,7 @@ def _null_mean_above(loc: Float, scale: Float) -> tuple[Float, Float, Float]:
     width = np.where(np.isnan(loc), 0.0, scale)
     x = np.linspace(loc[0] - 10.0 * scale[0], np.nanmax(loc + 8.0 * width), 801)
     s, tw = _tw_table()
-    spikes = [ndtr((x - m) / sd) for m, sd in zip(loc[1:], scale[1:]) if np.isfinite(m)]
+    spikes = [ndtr((x - m) / sd) for m, sd in zip(loc[1:], scale[1:], strict=True) if np.isfinite(m)]
     F = np.interp((x - loc[0]) / scale[0], s, tw, left=0.0, right=1.0) * np.prod(spikes, axis=0)
     rest = 1.0 - F
     steps = 0.5 * (rest[1:] + rest[:-1]) * np.diff(x)
@@ -203,7 +204,8 @@ def pooled_spikes(snr: ArrayLike, w: ArrayLike, correlation: Correlation, delta:
             A, a = pooling_matrix(model, rng)
             K = gram(A)
             p = gram_eigenvalues(K, model)
-            matvec = (lambda v: scale_d * (K @ v)) if K.shape[0] == model.N else (lambda v: scale_d * (A @ (A.T @ v)))
+            # used in this iteration only, so binding K and A late is right
+            matvec = (lambda v: scale_d * (K @ v)) if K.shape[0] == model.N else (lambda v: scale_d * (A @ (A.T @ v)))  # noqa: B023
             nodes, weights = gauss_quadrature(matvec, a, LANCZOS_STEPS)
             out.append(_draw_prediction(snr, p, nodes, weights, alpha, float(np.var(a**2)) / model.N, kappa,
                                         delta, int(d), tail))

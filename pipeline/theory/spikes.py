@@ -160,7 +160,8 @@ def uncentred(
         ``rho_signal = (alpha/kappa)(snr + delta)``; ``signal_outlier`` (kappa units);
         ``signal_overlap = overlap(rho_signal) snr / (snr + delta)`` (alignment with ``u``, 0 where
         ``snr + delta == 0``); ``rho_mean = w1^2 delta / kappa``; ``mean_outlier`` (kappa units; its
-        eigenvector lies along ``b``, orthogonal to ``u``) and ``mean_overlap`` (its alignment with ``b``); ``signal_phase`` and ``mean_phase``
+        eigenvector lies along ``b``, orthogonal to ``u``) and ``mean_overlap`` (its alignment with ``b``);
+        ``signal_phase`` and ``mean_phase``
         (:func:`phase`); ``top`` the larger of the two outliers (the edge when neither exists).
     """
     snr, alpha, kappa, w1, delta, gamma = broadcast(snr, alpha, kappa, w1, delta, gamma)
@@ -185,7 +186,7 @@ def uncentred(
     return {key: np.asarray(value) for key, value in out.items()}
 
 
-def _d_of_l(l: Float, delta: Float, gamma: Float) -> Float:
+def _d_of_l(l: Float, delta: Float, gamma: Float) -> Float:  # noqa: E741 - the paper's name
     """``D(l) = l G(l) G~(l)`` with ``G~(l) = gamma G(l) + (1 - gamma) / l``."""
     g = stieltjes(l, delta, gamma)
     return l * g * (gamma * g + (1.0 - gamma) / l)

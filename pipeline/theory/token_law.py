@@ -1,4 +1,5 @@
-"""The spectral law ``nu`` of ``D = V A A^T / (N kappa)``, and of the signal direction w.r.t. ``D`` (docs/theory.md §6.1).
+"""The spectral law ``nu`` of ``D = V A A^T / (N kappa)``, and of the signal direction w.r.t. ``D`` (docs/theory.md
+§6.1).
 
 ``T = 1`` (or one-hot ``w``): ``D = (V/N) diag(counts)``, counts ``~ Poisson(delta/gamma)``, so
 ``nu = (gamma/delta) Poisson(delta/gamma)`` exactly (:func:`poisson_law`). For ``T >= 2`` the

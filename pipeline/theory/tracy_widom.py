@@ -64,7 +64,7 @@ def _airy(z: Float, derivative: bool) -> tuple[Float, Float | None]:
     :func:`scipy.special.airy` there, which also computes the growing ``Bi``; the two agree to 1e-13.
     """
     ai = np.zeros_like(z)
-    aip = np.zeros_like(z) if derivative else None
+    aip: Float | None = None
     near, far = z <= 2.0, (z > 2.0) & (z <= _AI_NEGLIGIBLE)
     a, ap, _, _ = airy(z[near])
     ai[near] = a
@@ -72,6 +72,7 @@ def _airy(z: Float, derivative: bool) -> tuple[Float, Float | None]:
     zeta = (2.0 / 3.0) * zf**1.5
     ai[far] = np.sqrt(zf / 3.0) / np.pi * kv(1.0 / 3.0, zeta)
     if derivative:
+        aip = np.zeros_like(z)
         aip[near] = ap
         aip[far] = -zf / (np.pi * np.sqrt(3.0)) * kv(2.0 / 3.0, zeta)
     return ai, aip
@@ -87,13 +88,14 @@ def _kernel(s: Float, beta: Beta, m: int, density: bool) -> tuple[Float, Float |
         i, j = np.triu_indices(m)                   # the kernel is symmetric: evaluate each pair once
         ai, aip = _airy(s[:, None] + (x[i] + x[j])[None, :] / 2.0, density)
         out = []
-        for val in (ai, aip) if density else (ai,):
+        for val in [ai] if aip is None else [ai, aip]:          # aip is there iff density
             mat = np.empty((s.size, m, m))
             mat[:, i, j] = mat[:, j, i] = val / 2.0
             out.append(mat * scale)
         return out[0], (out[1] if density else None)
     X = s[:, None] + x[None, :]
     ai, aip = _airy(X, True)
+    assert aip is not None
     diff = X[:, :, None] - X[:, None, :]
     np.einsum("nii->ni", diff)[...] = 1.0           # the diagonal is replaced below
     k = (ai[:, :, None] * aip[:, None, :] - aip[:, :, None] * ai[:, None, :]) / diff
@@ -117,7 +119,7 @@ def _evaluate(s: ArrayLike, beta: Beta, m: int, density: bool) -> Float:
         k, dk = _kernel(values[lo:lo + _BATCH], beta, m, density)
         a = np.eye(m) - k
         det = np.linalg.det(a)
-        if density:
+        if dk is not None:                          # density
             trace = np.einsum("nii->n", np.linalg.solve(a, dk))
             result[lo:lo + _BATCH] = np.maximum(-det * trace, 0.0)
         else:

@@ -25,7 +25,7 @@ def test_compare_and_transition_stay_lazy(reference):
         cmp = ds.rmt.compare()
         t = ds.rmt.transition()
         with pytest.raises(RuntimeError, match="computed before"):
-            cmp["lambda1_mean"].values                         # the guard works: asking computes
+            cmp["lambda1_mean"].values  # noqa: B018 - the guard works: asking computes
     eager = compare(store)
     assert np.allclose(cmp["lambda1_mean"].compute(), eager["lambda1_mean"], equal_nan=True)
     assert np.allclose(t.compute(), eager["transition_snr_empirical"], equal_nan=True)

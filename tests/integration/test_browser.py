@@ -33,7 +33,7 @@ def _no_network_prefix() -> list[str]:
     return []
 
 
-def test_html_map_renders_offline(tiny_store, tmp_path):  # noqa: F811
+def test_html_map_renders_offline(tiny_store, tmp_path):
     import matplotlib.image as mpimg
 
     from rmtsweep.analysis.plots import plot_map

@@ -19,7 +19,7 @@ def _same(a: xr.DataArray, b: xr.DataArray) -> bool:
 
 
 @pytest.mark.parametrize("group", [None, "comparison"])
-def test_csv_round_trip(tiny_store, tmp_path, group):  # noqa: F811
+def test_csv_round_trip(tiny_store, tmp_path, group):
     src = open_source(tiny_store, group).load()
     out = export(tiny_store, tmp_path / "t.csv", "csv", group)
     back = read_tidy(out)
@@ -34,7 +34,7 @@ def test_csv_round_trip(tiny_store, tmp_path, group):  # noqa: F811
     assert first[:4] == ["delta", "gamma", "T", "weights"]           # dimensions first: tidy
 
 
-def test_csv_of_chosen_variables_with_bins(tiny_store, tmp_path):  # noqa: F811
+def test_csv_of_chosen_variables_with_bins(tiny_store, tmp_path):
     back = read_tidy(export(tiny_store, tmp_path / "s.csv", "csv", variables=["spectrum"]))
     assert list(back.data_vars) == ["spectrum", "done", "run"] and "bin" in back.dims   # a per-replicate variable
     assert _same(open_source(tiny_store)["spectrum"].load(), back["spectrum"])            # says what was computed
@@ -45,7 +45,7 @@ def test_csv_of_chosen_variables_with_bins(tiny_store, tmp_path):  # noqa: F811
 
 
 @pytest.mark.parametrize("group", [None, "comparison"])
-def test_netcdf_round_trip(tiny_store, tmp_path, group):  # noqa: F811
+def test_netcdf_round_trip(tiny_store, tmp_path, group):
     src = open_source(tiny_store, group).load()
     back = xr.open_dataset(export(tiny_store, tmp_path / "t.nc", "netcdf", group)).load()
     assert set(back.data_vars) == set(src.data_vars)
@@ -62,7 +62,7 @@ def test_netcdf_round_trip(tiny_store, tmp_path, group):  # noqa: F811
     assert back.attrs.get("sweep_name", back.attrs.get("title"))
 
 
-def test_export_errors(tiny_store, tmp_path):  # noqa: F811
+def test_export_errors(tiny_store, tmp_path):
     with pytest.raises(SelectionError, match=r"--format 'xlsx': unknown format \(valid: csv, netcdf\)"):
         export(tiny_store, tmp_path / "x", "xlsx")
     with pytest.raises(SelectionError, match=r"--var 'nope': not a variable .*valid: .*eigenvalues"):
@@ -73,7 +73,7 @@ def test_export_errors(tiny_store, tmp_path):  # noqa: F811
         export(tmp_path / "missing.zarr", tmp_path / "x.csv")
 
 
-def test_cli_export(tiny_store, tmp_path):  # noqa: F811
+def test_cli_export(tiny_store, tmp_path):
     from rmtsweep.cli import main
     out = tmp_path / "c.nc"
     main(["export", str(tiny_store), "--format", "netcdf", "--group", "comparison", "--out", str(out)])

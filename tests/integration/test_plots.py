@@ -432,7 +432,7 @@ def test_maps_and_figures_leave_global_plotting_state_alone(tiny_store, tmp_path
 
     from rmtsweep.analysis.figures import figures
     from rmtsweep.analysis.plots import plot_map
-    import holoviews.plotting.mpl  # noqa: F401  (a notebook that already uses holoviews' matplotlib backend)
+    import holoviews.plotting.mpl
     hv.Store.set_current_backend("matplotlib")
     backend = matplotlib.get_backend()
     plot_map(tiny_store, "snr", "delta", "overlap", tmp_path)

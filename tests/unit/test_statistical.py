@@ -260,7 +260,7 @@ def bulk_law_cdf(delta: float, gamma: float) -> Callable[[np.ndarray], np.ndarra
 def marchenko_pastur_cdf(c: float) -> Callable[[np.ndarray], np.ndarray]:
     """``MP_c``: the same mean (1) and second moment (``1 + c``) as the bulk law when ``c = delta + gamma``."""
     lo, hi = (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
-    density = lambda x: np.sqrt(np.maximum((hi - x) * (x - lo), 0.0)) / (2 * np.pi * c * np.maximum(x, 1e-300))
+    density = lambda x: np.sqrt(np.maximum((hi - x) * (x - lo), 0.0)) / (2 * np.pi * c * np.maximum(x, 1e-300))  # noqa: E731
     return cdf_from_density(density, lo, hi, max(0.0, 1 - 1 / c))
 
 
