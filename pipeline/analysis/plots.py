@@ -45,7 +45,7 @@ __all__ = ["StoreMap", "heat_map", "make_map", "map_data", "map_figure", "plot_m
 
 MAX_PANELS = 24
 POINTS = (200, 120)        # points across an axis of a transition line, and of a (delta, gamma) contour grid
-EXACT_POINTS = (24, 12)    # the same where theory_law = 1 (the exact law's threshold: ~30 ms a point, cached)
+EXACT_POINTS = (24, 12)    # the same where theory_law = 1 (the exact law's threshold is costly; cached)
 CATEGORICAL = ("T", "weights")  # drawn at equally spaced positions, labelled with their values
 
 

@@ -106,15 +106,12 @@ def _stopping(process_ends: bool) -> bool:
     return True
 
 
-# What a command needs before it can do anything: imported with SIGINT and SIGTERM held (a KeyboardInterrupt
-# inside a compiled module's import can be lost, or leave it half-built), so a Ctrl-C meanwhile is raised once
-# they are in, and becomes the one line. Held, not only blocked: a thread that does not block the signal (one
-# a library started) can receive it, and Python then raises in the main thread wherever it is, blocked or not.
-# --help and --version need none of them.
-# Those that start work take the whole run side, the modules behind the rooms' lazy names included (with the
-# rooms alone, 662 modules, 53 compiled, were still imported during a run, unheld: CI twice saw a run signalled
-# 0.5 s in go on to exit 0); those that read a store, and a dry run, what they start with (the analysis
-# imports the rest as it needs it; a dry run answers in 0.5 s, not 1.3).
+# What a command needs before it can do anything, imported with SIGINT and SIGTERM held: a KeyboardInterrupt
+# inside a compiled module's import can be lost, or leave the module half-built. A Ctrl-C meanwhile is raised
+# once they are in, and becomes the one line. Held, not only blocked: a thread a library started can receive
+# the signal, and Python then raises in the main thread wherever it is. Commands that start work import the
+# whole run side, so that no compiled module is imported later, unheld; those that read a store, and a dry
+# run, import what they start with, so that they answer at once. --help and --version need none of them.
 _STARTS_WORK = {"run", "demo", "submit", "work"}
 _HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine", "rmtsweep.run.runner",
                  "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr", "scipy.optimize",

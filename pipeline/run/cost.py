@@ -1,11 +1,10 @@
-"""How long a task takes, and how many cells and replicates it should hold (the batching).
+"""How long a task takes, and how many points and replicates it should hold (the batching).
 
 A task should run about ``rmtsweep.batching.target-task-seconds`` (:mod:`rmtsweep.config`) whatever ``d`` is:
 long enough that dask's per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
 noise, short enough that the work spreads over many workers and a kill loses little. The model
 below predicts one replicate of one ``(delta, gamma, T)`` point with every weights scheme; its
-constants were fitted on a 2-core development machine (single BLAS thread per task; see
-``benchmarks/README.md``, "Cost model"), within about 30 % of measured times from d = 8 to 300.
+constants were fitted on a 2-core development machine with one BLAS thread per task, from d = 8 to 300.
 A faster or slower machine shifts every task by the same factor, which keeps tasks within the
 0.5-2 s band on any ordinary CPU.
 """
@@ -34,7 +33,7 @@ DRIVER_TASKS_PER_SECOND = 100.0
 (``benchmarks/scale.py``): a large cluster gets longer tasks, not a saturated driver; the target is
 ``max(target-task-seconds, threads / driver-tasks-per-second)``."""
 
-# seconds per unit, fitted by non-negative least squares on measured replicates (cost.py docstring)
+# seconds per unit, fitted by non-negative least squares on replicates timed one by one
 _PER_SCHEME_RANK2 = 1.1e-3     # Python overhead of the rank-2 path (bisection set-up), per scheme
 _PER_SCHEME_SNR = 9.7e-5       # one direct top-k solve of a small matrix, per scheme and SNR value
 _TABLE = 2.24e-8               # Gaussian table draw, per d * V

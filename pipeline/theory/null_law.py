@@ -298,5 +298,5 @@ def mixture_quantile(p: float, location: ArrayLike, scale: ArrayLike) -> float:
         return float("nan")
     spread = np.nanmax(np.where(np.isnan(loc), 0, scale)) * 20 + 1e-12
     lo, hi = float(np.nanmin(loc)) - spread, float(np.nanmax(loc)) + spread
-    from scipy.optimize import brentq      # here, not above: scipy.optimize costs every importer of the theory 0.1 s
+    from scipy.optimize import brentq      # here, not above: scipy.optimize is slow to import
     return float(brentq(lambda x: float(mixture_cdf(x, loc, scale)) - p, lo, hi, xtol=1e-10))

@@ -206,7 +206,7 @@ def tw_quantile(p: ArrayLike, beta: Beta = 1, xtol: float = 1e-13) -> Float:
     if (p[inner] <= floor).any():
         raise ArgumentError(f"p = {p[inner][p[inner] <= floor].min()!r} is below F_{beta}(S_MIN = {S_MIN}) = "
                             f"{floor:.3g}; its quantile lies where the quadrature is not used")
-    from scipy.optimize import brentq      # here, not above: scipy.optimize costs every importer of the theory 0.1 s
+    from scipy.optimize import brentq      # here, not above: scipy.optimize is slow to import
 
     values, where = np.unique(p[inner], return_inverse=True)
     roots = [brentq(lambda s, q=q: float(tw_cdf(s, beta)) - q, S_MIN, S_MAX, xtol=xtol) for q in values]
