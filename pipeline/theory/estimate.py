@@ -14,10 +14,11 @@ from ..spec import Sweep
 from .cell_law import one_position
 from .finite_size import POOLED_CELL, POOLED_SECONDS
 from .null_law import POOLED_DRAWS
-from .on_grid import TheoryBudgets, spectrum_seconds
+from .on_grid import TheoryBudgets, _finite_t_cells, _spectrum_cost, weight_scalars
 from .pooled_spikes import LANCZOS_STEPS
 
-__all__ = ["FINITE_SIZE_POINT_SECONDS", "LIMIT_SECONDS", "ONE_TOKEN_POINT_SECONDS", "theory_seconds"]
+__all__ = ["FINITE_SIZE_POINT_SECONDS", "LIMIT_SECONDS", "ONE_TOKEN_POINT_SECONDS", "spectrum_seconds",
+           "theory_seconds"]
 
 LIMIT_SECONDS = 0.3                # the limit formulas on any grid: closed forms and small root finds
 ONE_TOKEN_POINT_SECONDS = 0.03     # the exact one-token law's edge and threshold, per (delta, gamma)
@@ -46,3 +47,16 @@ def theory_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
     if cells and work <= budgets.pooled_budget:
         seconds += work * POOLED_SECONDS
     return float(seconds)
+
+
+def spectrum_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
+    """Estimated seconds of the finite-T spectrum law a new store of ``sweep`` computes (0 beyond its budget)."""
+    budgets = budgets or TheoryBudgets()
+    spec = sweep.observables.spectrum
+    if spec is None:
+        return 0.0
+    wanted, profile, pairs = _finite_t_cells(sweep, weight_scalars(sweep), budgets.finite_t_below)
+    if not wanted:
+        return 0.0
+    seconds = _spectrum_cost(set(profile.values()), pairs, spec.edges())[2]
+    return 0.0 if seconds > budgets.finite_t_budget else seconds

@@ -37,7 +37,7 @@ from .finite_d import pooled_sign_excess_kurtosis
 from .finite_size import BUDGET, POOLED_BUDGET, finite_size_arrays, finite_size_law, pooled_arrays
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
-           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "spectrum_seconds", "SIZED", "sized_theory",
+           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "SIZED", "sized_theory",
            "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
@@ -102,11 +102,8 @@ LAWS = ("cubic MP_delta ⊠ MP_gamma", "finite-T law, exact (one token per seque
 FINITE_T_BELOW = 8.0     # T_eff under which the finite-T law is computed; above it the cubic is within 0.003
 FINITE_T_BUDGET = 25.0   # estimated seconds of the finite-T spectrum law a template may take; beyond, the cubic
 SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.4 CPU-s per law, ~1e-3 in KS
-# Wall seconds on the 2-core development machine, for the budget and the announcement (an estimate from the grid
-# alone, so the budget decides alike on every machine): one sampled law (a weight profile at one delta/gamma; at
-# SAMPLE's size and replicates, its cost growing as replicates x size^3, a dense eigendecomposition) and one
-# histogram (fixed, and per bin). paper-finite-t: 27 laws and 40 histograms (4 of the exact law) of 100 bins, 19 s
-# estimated, 16-17 s measured (33 CPU-s).
+# Seconds of one sampled law (growing as replicates x size^3) and of one histogram (fixed, and per bin), fitted on
+# a 2-core machine: an estimate from the grid alone, so that the budget decides alike on every machine.
 SAMPLE_SECONDS = 0.25
 HISTOGRAM_SECONDS = (0.08, 2.2e-3)
 SPECTRUM_SAY = 3.0        # estimated seconds past which the finite-T spectrum law's computation is announced
@@ -127,8 +124,7 @@ class TheoryBudgets:
     pooled_budget: float = POOLED_BUDGET       # work units of the finite-size laws over T >= 2 positions
 
 
-# The finite-T spectrum histograms (and sampled laws) computed in this process, by what determines them: a store
-# made twice, or extended, or a sweep's batching changed, does not recompute them (seconds each). Bounded (FIFO).
+# The finite-T histograms and sampled laws computed in this process, by what determines them (bounded, FIFO).
 _MEMO: dict[tuple, object] = {}
 MEMO_ENTRIES = 4096
 
@@ -166,20 +162,14 @@ def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None,
                     budgets: TheoryBudgets | None = None, finite_t: bool = True) -> dict[str, xr.DataArray]:
     """The predicted ``spectrum`` observable: the bulk density of ``S/kappa`` on its bins.
 
-    ``paper_spectrum`` (delta, gamma, bin) is the paper's cubic law. ``theory_spectrum`` (delta,
-    gamma, T, weights, bin) is the finite-T law of docs/theory.md §6.1 wherever ``T_eff`` is below
-    :data:`FINITE_T_BELOW`: exact where the weights sit on one position (every scheme at ``T = 1``;
-    token counts Poisson), else over the token-count spectrum ``nu`` sampled with :data:`SAMPLE`
-    (a seeded large-V Monte Carlo: about 1e-3 in Kolmogorov distance from a 12x larger sample).
-    Elsewhere, and for attention at ``T > 1`` (whose weights differ per sequence), it is the cubic;
-    ``theory_spectrum_law`` says which per (T, weights). A grid whose sampled laws and histograms are
-    estimated (:data:`SAMPLE_SECONDS`, :data:`HISTOGRAM_SECONDS`: from the grid alone, so the same on every
-    machine) to take more than :data:`FINITE_T_BUDGET` seconds keeps the cubic everywhere, and the flag's
-    description says so (store creation must stay fast). Empty without a spectrum observable. ``notes``
-    gets one line first when the laws not yet computed in this process are expected to take more than
-    :data:`SPECTRUM_SAY` seconds. ``budgets`` replaces :data:`FINITE_T_BELOW` and :data:`FINITE_T_BUDGET`.
-    Without ``finite_t`` it is the cubic everywhere, as a new store's template has it until its theory at the
-    store's size is written (:data:`SIZED`).
+    ``paper_spectrum`` (delta, gamma, bin) is the paper's cubic law. ``theory_spectrum`` (delta, gamma, T,
+    weights, bin) is the finite-T law of docs/theory.md §6.1 wherever ``T_eff`` is below ``finite_t_below``:
+    exact where the weights sit on one position (token counts Poisson), else over the token-count spectrum
+    sampled with :data:`SAMPLE`. Elsewhere, and for attention at ``T > 1``, it is the cubic;
+    ``theory_spectrum_law`` says which. A grid whose finite-T law is estimated from the grid alone to take
+    more than ``finite_t_budget`` seconds keeps the cubic, and the flag's description says so. Empty without
+    a spectrum observable. ``notes`` gets one line first when the laws are expected to take more than
+    :data:`SPECTRUM_SAY` seconds. Without ``finite_t`` it is the cubic everywhere (:data:`SIZED`).
     """
     below, budget = (FINITE_T_BELOW, FINITE_T_BUDGET) if budgets is None else \
         (budgets.finite_t_below, budgets.finite_t_budget)
@@ -236,19 +226,6 @@ def _finite_t_cells(sweep: Sweep, ws: xr.Dataset, below: float) -> tuple[list, d
                for a, b, exact, w in wanted}
     c = grid_coords(sweep)
     return wanted, profile, [(float(dl), float(g)) for dl in c["delta"] for g in c["gamma"]]
-
-
-def spectrum_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
-    """Estimated seconds of the finite-T spectrum law a new store of ``sweep`` computes (0 beyond its budget)."""
-    budgets = budgets or TheoryBudgets()
-    spec = sweep.observables.spectrum
-    if spec is None:
-        return 0.0
-    wanted, profile, pairs = _finite_t_cells(sweep, weight_scalars(sweep), budgets.finite_t_below)
-    if not wanted:
-        return 0.0
-    seconds = _spectrum_cost(set(profile.values()), pairs, spec.edges())[2]
-    return 0.0 if seconds > budgets.finite_t_budget else seconds
 
 
 def _spectrum_cost(profiles: set[tuple], pairs: list[tuple[float, float]], edges: np.ndarray,
