@@ -14,7 +14,7 @@ from ..spec import Sweep
 from .cell_law import one_position
 from .finite_size import POOLED_CELL, POOLED_SECONDS
 from .null_law import POOLED_DRAWS
-from .on_grid import TheoryBudgets, _finite_t_cells, _spectrum_cost, weight_scalars
+from .on_grid import HISTOGRAM_SECONDS, TheoryBudgets, _finite_t_cells, _spectrum_cost, weight_scalars
 from .pooled_spikes import LANCZOS_STEPS
 
 __all__ = ["FINITE_SIZE_POINT_SECONDS", "LIMIT_SECONDS", "ONE_TOKEN_POINT_SECONDS", "spectrum_seconds",
@@ -41,11 +41,13 @@ def theory_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
         seconds += FINITE_SIZE_POINT_SECONDS * d_values.size * pairs
     cells = sum(1 for a, T in enumerate(g.T) for b, scheme in enumerate(g.weights)
                 if int(T) >= 2 and not scheme.data_dependent and (a, b) not in single)
-    work = cells * sum(POOLED_DRAWS * (min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N) + POOLED_CELL
-                       for d in d_values for dl in g.delta for gm in g.gamma
-                       for V, N in [(round(d / dl), round(d / gm))])
-    if cells and work <= budgets.pooled_budget:
-        seconds += work * POOLED_SECONDS
+    # each point costs at least POOLED_CELL: a grid beyond the budget is known so without visiting its points
+    if cells and cells * d_values.size * pairs * POOLED_CELL <= budgets.pooled_budget:
+        work = cells * sum(POOLED_DRAWS * (min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N) + POOLED_CELL
+                           for d in d_values for dl in g.delta for gm in g.gamma
+                           for V, N in [(round(d / dl), round(d / gm))])
+        if work <= budgets.pooled_budget:
+            seconds += work * POOLED_SECONDS
     return float(seconds)
 
 
@@ -55,8 +57,12 @@ def spectrum_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> floa
     spec = sweep.observables.spectrum
     if spec is None:
         return 0.0
+    edges = spec.edges()
+    per_histogram = HISTOGRAM_SECONDS[0] + HISTOGRAM_SECONDS[1] * (edges.size - 1)
+    if len(sweep.grid.delta) * len(sweep.grid.gamma) * per_histogram > budgets.finite_t_budget:
+        return 0.0                          # beyond the budget with a single weight profile: no need to list them
     wanted, profile, pairs = _finite_t_cells(sweep, weight_scalars(sweep), budgets.finite_t_below)
     if not wanted:
         return 0.0
-    seconds = _spectrum_cost(set(profile.values()), pairs, spec.edges())[2]
+    seconds = _spectrum_cost(set(profile.values()), pairs, edges)[2]
     return 0.0 if seconds > budgets.finite_t_budget else seconds
