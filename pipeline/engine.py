@@ -13,12 +13,13 @@ import socket
 import ssl
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import click
 
@@ -263,7 +264,7 @@ def _check_address(address: str, security: Any = None) -> None:
     try:
         left = max(1.0, deadline - time.monotonic())
         kind = asyncio.run(asyncio.wait_for(_identity(address, security, left), left))
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         raise ClusterError(f"{where}: no dask scheduler answered within {timeout:g} s (a scheduler listens "
                            "on 8786 unless told otherwise; 8787 is its dashboard)") from None
     except OSError as exc:
@@ -293,7 +294,7 @@ def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str)
     if tls:
         try:
             sock = context.wrap_socket(sock, server_hostname=host if context.check_hostname else None)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise ClusterError(f"{where}: no answer to a TLS handshake within {_PROBE_TIMEOUT} s: is it a "
                                "tcp:// scheduler?") from None
         except ssl.SSLError as exc:
@@ -301,7 +302,7 @@ def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str)
                                "or one with other certificates?") from None
     try:
         first = sock.recv(1)
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         hint = "" if tls else ", or one that wants tls://"
         raise ClusterError(f"{where}: no dask handshake within {_PROBE_TIMEOUT} s: is it a scheduler's port (8786 "
                            f"unless told otherwise; 8787 is its dashboard){hint}?") from None

@@ -17,8 +17,9 @@ import signal
 import socket
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import RmtsweepError, UserError
 from .live import DETECTION, LiveMap, Progress, Watch, axes, default_axes, live_map, map_variables, plane

@@ -80,7 +80,7 @@ def finite_d_transition(rho_per_snr: float, delta: float, gamma: float, d: int, 
     return float(crossing(p, rho)) / rho_per_snr
 
 
-def _best_transition(ds: xr.Dataset, table: "pandas.DataFrame", rule: Detection,  # noqa: F821
+def _best_transition(ds: xr.Dataset, table: pandas.DataFrame, rule: Detection,
                      reference: str) -> None:
     """The columns ``theory_snr_finite_d``, ``theory_snr_best`` and ``theory_snr_best_source`` of ``table``."""
     covered = ds.attrs.get("table_centering", "class") == "class" and "theory_alpha" in ds

@@ -27,11 +27,11 @@ import os
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from distributed import Client
 from threadpoolctl import threadpool_limits

@@ -7,8 +7,8 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numcodecs
 import numpy as np

@@ -198,4 +198,4 @@ def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) ->
 
 def now() -> str:
     """UTC time stamp for provenance."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")

@@ -52,8 +52,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .. import config
 from ..errors import RmtsweepError, RunError, StoreError
@@ -355,7 +355,7 @@ class StoreLock:
         if holds(self.store, self.token, self.share):
             self.path.remove()
 
-    def __enter__(self) -> "StoreLock":
+    def __enter__(self) -> StoreLock:
         try:
             self.acquire()
         except BaseException:

@@ -11,8 +11,8 @@ import contextlib
 import random
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .backend import Location
 from .location import locate

@@ -17,7 +17,7 @@ the ``T = 1`` cells'; ``finite_size_law`` says which construction each cell got.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import xarray as xr

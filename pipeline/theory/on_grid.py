@@ -19,9 +19,9 @@ they are off on an uncentred table (for ``class`` they equal ``theory_*``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 import xarray as xr
