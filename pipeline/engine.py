@@ -72,8 +72,9 @@ def connect(engine: Engine) -> Iterator:
 
     Every scheduler started here serves only clients and workers that hold this run's TLS credentials:
     a batch-system cluster's (:mod:`rmtsweep.security`, unless ``insecure``) and the LocalCluster's
-    (:func:`_local_options`), since every user of a shared node reaches loopback. Every dashboard binds to loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which
-    spares the driver importing bokeh and serving it: about half a CPU-second a run).
+    (:func:`_local_options`), since every user of a shared node reaches loopback. Every dashboard binds to
+    loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which spares the driver
+    importing bokeh and serving it: about half a CPU-second a run).
 
     A cluster started here is started and shut down with SIGINT and SIGTERM held: one that arrives meanwhile
     takes effect as soon as the cluster is up, or once it has shut down, so neither is left half-built. Its
@@ -185,7 +186,7 @@ def _local_dashboard(cluster: Any, engine: Engine) -> str:
 
 @contextmanager
 def _credentials(engine: Engine, config: Any) -> Iterator:
-    """This run's TLS ``Security`` (removed afterwards), or None with a warning for ``--insecure``."""
+    """The run's own TLS ``Security`` (removed afterwards), or None with a warning for ``--insecure``."""
     from .security import credentials_parent, temporary_credentials
     if engine.insecure:
         click.echo(f"warning: --insecure: the {engine.cluster} run's scheduler listens unencrypted on the cluster's "
@@ -369,8 +370,8 @@ def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_c
     if cluster == "local" and (jobs or cluster_config or insecure or any(v is not None for v in overrides.values())):
         raise ClusterError("--jobs, --cluster-config, --insecure and the batch options need --cluster slurm or pbs")
     if dashboard_address and dashboard_address != NO_DASHBOARD and scheduler:
-        raise ClusterError(f"--dashboard-address {dashboard_address} (or RMTSWEEP_DASHBOARD_ADDRESS) is for a scheduler "
-                           "that rmtsweep starts, not for --scheduler")
+        raise ClusterError(f"--dashboard-address {dashboard_address} (or RMTSWEEP_DASHBOARD_ADDRESS) is for a "
+                           "scheduler that rmtsweep starts, not for --scheduler")
     if in_process and (scheduler or cluster != "local"):
         raise ClusterError("--in-process (or RMTSWEEP_IN_PROCESS) is for the embedded LocalCluster, not for "
                            f"{'--scheduler' if scheduler else '--cluster ' + cluster}")

@@ -40,6 +40,7 @@ def startup_seconds(engine: Engine, threads: int) -> float | None:
 
 
 def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = False) -> None:
+    """Print what a run of ``sweep_file`` into ``path`` on ``engine`` would do and cost (``as_json``: as JSON)."""
     from .. import store
     from ..run import Blocking
     from ..run.plan import plan
@@ -94,5 +95,6 @@ def _bytes(n: int) -> str:
 
 
 def duration(seconds: float) -> str:
+    """``seconds`` in seconds, minutes or hours, whichever reads best."""
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
         f"{seconds / 3600:.1f} h"

@@ -95,8 +95,8 @@ VERIFY_LINES = 20
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
 @storage_options
-@click.option("--repair", is_flag=True, help="Rebuild damaged metadata from its other copy, and clear the done flags of "
-              "corrupt tasks, so the next run recomputes them.")
+@click.option("--repair", is_flag=True, help="Rebuild damaged metadata from its other copy, and clear the done flags "
+              "of corrupt tasks, so the next run recomputes them.")
 def verify(store_path: Path, repair: bool) -> None:
     """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
     tasks, one line each (exit 1 if any): done without data, or corrupt."""

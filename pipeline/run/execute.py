@@ -190,7 +190,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
             futs = (client.map(write_task, batch, key=keys, retries=retries, path=where, run=run, token=token,
                                fence=fence, share=share) if writer is None
                     else client.map(compute_block, batch, key=keys, retries=retries))
-            for task, fut in zip(batch, futs):
+            for task, fut in zip(batch, futs, strict=True):
                 by_key[fut.key] = task
                 futures[fut.key] = fut
             queue.update(futs)
@@ -228,7 +228,7 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
             try:
                 # a result lost with its worker (status "lost") is recomputed by dask: result() waits for it
                 result = fut.result()
-            except (Exception, asyncio.CancelledError) as exc:
+            except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - any task's failure ends the run, named
                 if finished:
                     on_done(finished)                          # what finished before the failure stays done
                 if isinstance(exc, StorageUnavailableError):

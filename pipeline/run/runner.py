@@ -109,8 +109,9 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     Parameters
     ----------
     sweep_file
-        A sweep file's path or a shipped sweep's name (``"demo"``), a :class:`~rmtsweep.spec.SweepFile` (:func:`rmtsweep.load_sweep`, which also
-        takes overrides) or a :class:`~rmtsweep.spec.Sweep` (recorded in the store as its canonical form).
+        A sweep file's path or a shipped sweep's name (``"demo"``), a :class:`~rmtsweep.spec.SweepFile`
+        (:func:`rmtsweep.load_sweep`, which also takes overrides) or a :class:`~rmtsweep.spec.Sweep` (recorded in
+        the store as its canonical form).
     path
         The zarr store (created if missing, with the batching of :func:`rmtsweep.run.cost.choose_blocking`).
     client
@@ -223,7 +224,7 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
         done = run.writer.done_mask() if share is None else \
             share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done.__getitem__)
         total = n_tasks(sweep, blocking)
-        left = tasks_left(sweep, blocking, done, share)          # the tasks themselves are made as the window takes them
+        left = tasks_left(sweep, blocking, done, share)  # the tasks themselves are made as the window takes them
         todo = tasks(sweep, blocking, done, order) if share is None else \
             share_tasks(sweep, blocking, done, share, order)
         per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
@@ -337,4 +338,5 @@ def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, th
 
 def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:
     """Create the store's template if there is none (tests and benchmarks that fill stores by hand)."""
-    Store(local_path(path)).create_if_missing(lambda b: make_template(sweep_file, b), choose_blocking(sweep_file.sweep).as_tuple())
+    Store(local_path(path)).create_if_missing(lambda b: make_template(sweep_file, b),
+                                              choose_blocking(sweep_file.sweep).as_tuple())

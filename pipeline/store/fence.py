@@ -40,7 +40,7 @@ _METADATA = (".zarray", ".zattrs", ".zgroup", ".zmetadata", "zarr.json")
 
 
 class Fenced(RunError):
-    """This writer no longer holds the store's lock: another run took the store over."""
+    """The writer no longer holds the store's lock: another run took the store over."""
 
 
 def staging_dir(lock: Location, token: str) -> Location:

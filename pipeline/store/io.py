@@ -24,9 +24,9 @@ from .location import locate
 from .metadata import consolidated_problem
 from .metalock import metadata_lock
 
-__all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
-           "array_run", "edit_consolidated", "half_created", "read_object", "record_run", "status", "stored_sweep", "tasks_done",
-           "upload", "write_template"]
+__all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem",
+           "open_dataset", "open_group", "open_zarr", "array_run", "edit_consolidated", "half_created", "read_object",
+           "record_run", "status", "stored_sweep", "tasks_done", "upload", "write_template"]
 
 
 CUT_SHORT = "its creation or extension was cut before the end"
@@ -274,7 +274,7 @@ def array_run(runs: list[dict], share: tuple[int, int]) -> int | None:
 def blocking_of(path: str | Path | Location) -> tuple[int, int, int, int]:
     """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``)."""
     done = open_group(locate(path))["done"]
-    chunks = dict(zip(done.attrs["_ARRAY_DIMENSIONS"], done.chunks))
+    chunks = dict(zip(done.attrs["_ARRAY_DIMENSIONS"], done.chunks, strict=True))
     return chunks["delta"], chunks["gamma"], chunks["T"], chunks["replicate"]
 
 
@@ -314,5 +314,5 @@ def status(path: str | Path | Location, storage_options: dict | None = None) -> 
     runs, counts = np.unique(group["run"][...][done] if "run" in group else [], return_counts=True)
     return {"tasks_done": tasks, "tasks_total": total,
             "replicates_done": int(done.sum()), "replicates_total": int(done.size),
-            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist())), "attrs": attrs,
+            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist(), strict=True)), "attrs": attrs,
             "d_axis": group["d"][...].tolist() if has_d_axis(group["done"].attrs["_ARRAY_DIMENSIONS"]) else None}

@@ -73,7 +73,8 @@ LEASE = 60.0
 
 
 Share = tuple[int, int]
-"""``(i, n)``: element ``i`` (from 0) of an array of ``n``, which computes the tasks whose ordinal is ``i`` mod ``n``."""
+"""``(i, n)``: element ``i`` (from 0) of an array of ``n``, which computes the tasks whose ordinal is
+``i`` mod ``n``."""
 
 _SHARE = re.compile(r"\.share-(\d+)-of-(\d+)\.lock$")
 
@@ -206,7 +207,8 @@ def _remove_stale(path: Location, judged: dict | None) -> None:
 
 
 def judge(path: Location, lease: float | None = None, poll: float | None = None,
-          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> tuple[str, dict | None]:
+          clock: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep) -> tuple[str, dict | None]:
     """Whether the lock file at ``path`` is ``"free"``, ``"live"`` or ``"stale"``, and what it held.
 
     A lock on this host is judged by its pid at once. Any other is watched on this process's monotonic

@@ -6,8 +6,8 @@ beside it, every finished replicate is copied over by coordinate *value*, chunk 
 directories are swapped; only the new work is then computed. Object storage has no rename: there the
 extended store is written under the prefix beside it, a marker object commits to it, and its objects are
 copied over the store's (consolidated metadata last, as at creation); :func:`recover` finishes a copy that
-was cut, or drops an extension that never reached its marker. A change of ``cells_per_task`` or ``replicates_per_task`` alone changes
-nothing: the store keeps the batching it was made with. Because each
+was cut, or drops an extension that never reached its marker. A change of ``cells_per_task`` or
+``replicates_per_task`` alone changes nothing: the store keeps the batching it was made with. Because each
 replicate's random stream is keyed by its coordinate values, the copied results are exactly what a
 fresh run of the larger sweep would compute.
 
@@ -15,8 +15,9 @@ Changing the SNR values also extends, but every cell is recomputed (and the run 
 computes all SNR values of a cell from the same draws. A sweep that adds the first data-dependent
 weights (attention) adds the variables ``kappa_snr``, ``alpha_snr`` and ``attention_distance``; for the
 carried replicates of fixed weights they are filled exactly as a fresh run computes them (``kappa`` and
-``alpha`` at every SNR, NaN), so an extended store equals a fresh run of the larger sweep. Changing a field that fixes what the stored numbers mean (``d``,
-``seed``, the correlation model, the table centering, ``top_k``, the optional observables) or
+``alpha`` at every SNR, NaN), so an extended store equals a fresh run of the larger sweep. Changing a field that
+fixes what the stored numbers mean (``d``, ``seed``, the correlation model, the table centering, ``top_k``, the
+optional observables) or
 dropping axis values is refused with the field, both values and the way out. So is turning a
 top-level ``d`` into the axis ``grid.d`` or back: the streams of a top-level ``d`` are not keyed by
 ``d`` (:mod:`rmtsweep.run.grid`), so its results are not those of any ``d`` axis.
@@ -117,7 +118,8 @@ def recompute_reason(stored: Sweep, new: Sweep, path: Location, tpl) -> str | No
     old = set(per_replicate_arrays(zarr.open_group(path.zarr_store(), mode="r")))
     lacking = sorted(v.name for v in tpl.variables if v.name not in old and v.name not in DERIVED and v.name != "run")
     if lacking:
-        return f"the sweep adds the variables {lacking}, which the stored replicates lack: every replicate is recomputed"
+        return (f"the sweep adds the variables {lacking}, which the stored replicates lack: every replicate is "
+                "recomputed")
     return None
 
 
@@ -161,18 +163,18 @@ def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -
     axes = store_dims(has_d_axis(new["done"].attrs["_ARRAY_DIMENSIONS"])).replicate
     where = [_positions(old[a][...], new[a][...]) for a in axes]
     chunks = new["done"].chunks
-    starts = [range(0, len(w), c) for w, c in zip(where, chunks)]
+    starts = [range(0, len(w), c) for w, c in zip(where, chunks, strict=True)]
     names = [n for n in per_replicate_arrays(old) if n in new]
     derived = {n: src for n, src in DERIVED.items() if n in new and n not in old}
     carried = 0
     for start in itertools.product(*starts):
-        region = tuple(slice(s, min(s + c, len(w))) for s, c, w in zip(start, chunks, where))
-        pos = [w[r] for w, r in zip(where, region)]
+        region = tuple(slice(s, min(s + c, len(w))) for s, c, w in zip(start, chunks, where, strict=True))
+        pos = [w[r] for w, r in zip(where, region, strict=True)]
         if any((p < 0).all() for p in pos):
             continue                                         # nothing of the old store in this chunk
         present = [np.flatnonzero(p >= 0) for p in pos]
         for name in names:
-            src = old[name].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present)))
+            src = old[name].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present, strict=True)))
             block = new[name][region]
             block[np.ix_(*present)] = src
             new[name][region] = block
@@ -182,7 +184,7 @@ def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -
             block = new[name][region]
             sel = np.ix_(*present)
             if source is not None:
-                value = old[source].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present)))
+                value = old[source].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present, strict=True)))
                 block[sel] = value[..., None]
             new[name][region] = block
     return carried

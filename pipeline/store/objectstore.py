@@ -346,7 +346,7 @@ def _store_class() -> type:
         async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:
                 return await getattr(FsspecStore, name)(self, *args, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - fail() raises it again, or its one line
                 fail(exc, self)
         method.__name__ = name
         return method
@@ -356,7 +356,7 @@ def _store_class() -> type:
             try:
                 async for key in getattr(FsspecStore, name)(self, *args, **kwargs):
                     yield key
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - fail() raises it again, or its one line
                 fail(exc, self)
         method.__name__ = name
         return method

@@ -70,12 +70,12 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
     named = store_dims(has_d_axis(dims)).task                       # ([d,] delta, gamma, T): in the task's name
     axes = {a: group[a][...] for a in named}
     chunks = done.chunks
-    starts = [range(0, n, c) for n, c in zip(done.shape, chunks)]
+    starts = [range(0, n, c) for n, c in zip(done.shape, chunks, strict=True)]
     stored = {name: chunk_keys(array) for name, array in arrays.items()}
     found: list[Corrupt] = []
     for start in itertools.product(*starts):
-        region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape))
-        at = dict(zip(dims, region))
+        region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape, strict=True))
+        at = dict(zip(dims, region, strict=True))
         r = at["replicate"]
         cell = " ".join(f"{a}={_span(axes[a][at[a]])}" for a in named) + f" replicates {r.start}-{r.stop - 1}"
         try:
@@ -88,7 +88,7 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
         for name, array in arrays.items():
             if name == "done":
                 continue
-            coords = tuple(s // c for s, c in zip(start, chunks)) + (0,) * (array.ndim - len(chunks))
+            coords = tuple(s // c for s, c in zip(start, chunks, strict=True)) + (0,) * (array.ndim - len(chunks))
             if array.metadata.encode_chunk_key(coords) not in stored[name]:
                 found.append(Corrupt(region, name, ABSENT, cell))
                 break

@@ -57,7 +57,9 @@ def selection_shape(region: tuple[slice | int, ...], shape: tuple[int, ...]) -> 
     >>> selection_shape((0, slice(2, 4), slice(6, 9)), (2, 5, 7))
     (2, 1)
     """
-    return tuple(len(range(*r.indices(n))) for r, n in zip(region, shape) if isinstance(r, slice)) + shape[len(region):]
+    # region may index fewer axes than shape has: the rest are whole
+    return (tuple(len(range(*r.indices(n))) for r, n in zip(region, shape, strict=False) if isinstance(r, slice))
+            + shape[len(region):])
 
 
 class Writer:
@@ -80,7 +82,7 @@ class Writer:
         for name in self.arrays if names is None else names:
             array = self.arrays[name]
             coords = tuple((r.start or 0) // c if isinstance(r, slice) else r // c
-                           for r, c in zip(region, array.chunks))
+                           for r, c in zip(region, array.chunks, strict=False))
             coords += (0,) * (array.ndim - len(coords))
             keys.append(f"{array.path}/{array.metadata.encode_chunk_key(coords)}")
         return keys
@@ -101,7 +103,8 @@ class Writer:
         for name, array in self.arrays.items():
             if name == "done":
                 continue
-            new = np.full(selection_shape(region, self.done.shape), run, np.int16) if name == "run" else values.get(name)
+            new = (np.full(selection_shape(region, self.done.shape), run, np.int16) if name == "run"
+                   else values.get(name))
             if new is None:
                 continue
             if todo is not None:

@@ -37,8 +37,8 @@ from .finite_d import pooled_sign_excess_kurtosis
 from .finite_size import BUDGET, POOLED_BUDGET, finite_size_arrays, finite_size_law, pooled_arrays
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
-           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "SIZED", "sized_theory",
-           "theory_dataset", "weight_scalars"]
+           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays",
+           "SIZED", "sized_theory", "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
 
