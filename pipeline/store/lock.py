@@ -159,16 +159,17 @@ def conflicts(store: str | Path | Location, share: Share | None, lease: float | 
     a lock of this host (judged by its pid) can then be live; the default is the setting ``rmtsweep.lock.lease``.
     """
     store = locate(store)
-    excluded = [((s, path), "share") for s, path in share_locks(store) if share is None or s[1] != share[1]]
+    excluded: list[tuple[Share | None, Location]] = [
+        (s, path) for s, path in share_locks(store) if share is None or s[1] != share[1]]
     if share is not None or not tidy:
-        excluded.insert(0, ((None, lock_file(store)), "store"))
-    for (other, path), kind in excluded:
+        excluded.insert(0, (None, lock_file(store)))        # the store's own lock
+    for other, path in excluded:
         state, info = judge(path, lease)
         if state == "stale":
             if tidy:
                 _remove_stale(path, info)
         elif state == "live":
-            if kind == "store":
+            if other is None:
                 raise _run_refusal(store, info)
             if share is None:
                 raise StoreError(f"{store}: an array job is computing this store (element {other[0]} of {other[1]}, "
@@ -307,7 +308,7 @@ class StoreLock:
         held = _read(self.path)
         if held is None and self.path.exists():
             raise OSError("cannot read the lock file")
-        if (held or {}).get("token") != self.token:
+        if held is None or held.get("token") != self.token:
             raise LookupError("taken over")
         self.beat += 1
         self.path.write(json.dumps({**held, "beat": self.beat}).encode())

@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import shutil
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import zarr
@@ -35,8 +36,8 @@ import zarr
 from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
-from .backend import Location
-from .writer import open_for_writing, per_replicate_arrays
+from .backend import Location, posix
+from .writer import array_of, dims_of, open_for_writing, per_replicate_arrays, read_array
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
 OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
@@ -134,7 +135,8 @@ def recover(path: Location) -> None:
     if not path.renames:
         _recover_in_place(path)
         return
-    old, new = beside(path, OLD_SUFFIX), beside(path, NEW_SUFFIX)
+    path = posix(path)
+    old, new = posix(beside(path, OLD_SUFFIX)), posix(beside(path, NEW_SUFFIX))
     if old.exists():
         if path.exists():
             shutil.rmtree(old)          # the swap completed; only the clean-up was lost
@@ -160,8 +162,8 @@ def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -
     if recompute_all:
         return 0
     old, new = zarr.open_group(old_path.zarr_store(), mode="r"), open_for_writing(new_path)
-    axes = store_dims(has_d_axis(new["done"].attrs["_ARRAY_DIMENSIONS"])).replicate
-    where = [_positions(old[a][...], new[a][...]) for a in axes]
+    axes = store_dims(has_d_axis(dims_of(new["done"]))).replicate
+    where = [_positions(read_array(array_of(old, a)), read_array(new[a])) for a in axes]
     chunks = new["done"].chunks
     starts = [range(0, len(w), c) for w, c in zip(where, chunks, strict=True)]
     names = [n for n in per_replicate_arrays(old) if n in new]
@@ -174,20 +176,25 @@ def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -
             continue                                         # nothing of the old store in this chunk
         present = [np.flatnonzero(p >= 0) for p in pos]
         for name in names:
-            src = old[name].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present, strict=True)))
-            block = new[name][region]
+            src = _select(array_of(old, name), pos, present)
+            block = read_array(new[name], region)
             block[np.ix_(*present)] = src
             new[name][region] = block
             if name == "done":
                 carried += int(src.sum())
         for name, source in derived.items():                 # as a fresh run computes them for fixed weights
-            block = new[name][region]
+            block = read_array(new[name], region)
             sel = np.ix_(*present)
             if source is not None:
-                value = old[source].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present, strict=True)))
+                value = _select(array_of(old, source), pos, present)
                 block[sel] = value[..., None]
             new[name][region] = block
     return carried
+
+
+def _select(array: zarr.Array, pos: list[np.ndarray], present: list[np.ndarray]) -> np.ndarray:
+    """The values of ``array`` at the positions ``p[i]`` along each axis (one orthogonal selection)."""
+    return cast(np.ndarray, array.get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present, strict=True))))
 
 
 def swap(path: Location, new_path: Location) -> None:
@@ -204,9 +211,9 @@ def swap(path: Location, new_path: Location) -> None:
         marker.remove()
         new_path.remove(recursive=True)
         return
-    old = beside(path, OLD_SUFFIX)
+    path, old = posix(path), posix(beside(path, OLD_SUFFIX))
     path.rename(old)
-    new_path.rename(path)
+    posix(new_path).rename(path)
     shutil.rmtree(old)
 
 

@@ -323,7 +323,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 @functools.cache
-def _store_class() -> type:
+def _store_class() -> type[Any]:
     """Zarr's ``FsspecStore`` with every call's storage failures raised as :func:`storage_error`'s (made on first
     use, so that importing this module does not import zarr)."""
     from zarr.storage import FsspecStore

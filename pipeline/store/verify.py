@@ -20,7 +20,7 @@ from zarr.core.sync import sync
 from ..dims import has_d_axis, store_dims
 from .io import open_group
 from .location import StorePath, locate
-from .writer import per_replicate_arrays
+from .writer import array_of, dims_of, per_replicate_arrays, read_array
 
 __all__ = ["ABSENT", "Corrupt", "chunk_keys", "corrupt_tasks", "repair"]
 
@@ -66,9 +66,9 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
     group = open_group(locate(path))
     arrays = per_replicate_arrays(group)
     done = arrays["done"]
-    dims = tuple(done.attrs["_ARRAY_DIMENSIONS"])
+    dims = dims_of(done)
     named = store_dims(has_d_axis(dims)).task                       # ([d,] delta, gamma, T): in the task's name
-    axes = {a: group[a][...] for a in named}
+    axes = {a: read_array(array_of(group, a)) for a in named}
     chunks = done.chunks
     starts = [range(0, n, c) for n, c in zip(done.shape, chunks, strict=True)]
     stored = {name: chunk_keys(array) for name, array in arrays.items()}
@@ -79,7 +79,7 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
         r = at["replicate"]
         cell = " ".join(f"{a}={_span(axes[a][at[a]])}" for a in named) + f" replicates {r.start}-{r.stop - 1}"
         try:
-            flags = done[region]
+            flags = read_array(done, region)
         except Exception as exc:  # noqa: BLE001 - any failure to decode is corruption
             found.append(Corrupt(region, "done", type(exc).__name__, cell))
             flags = None
@@ -104,7 +104,7 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
 
 def repair(path: str | StorePath, corrupt: list[Corrupt]) -> int:
     """Clear ``done`` over every corrupt task (rewriting a corrupt ``done`` chunk whole); returns how many."""
-    done = open_group(locate(path), mode="r+")["done"]
+    done = array_of(open_group(locate(path), mode="r+"), "done")
     regions = {tuple((s.start, s.stop) for s in c.region): c.region for c in corrupt}    # one per task
     for region in regions.values():
         done[region] = False
