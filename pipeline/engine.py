@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from functools import partial
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
 from .errors import ClusterError
 from .signals import Held
+from .types import ClusterKind
 
 __all__ = ["NO_DASHBOARD", "Capacity", "Engine", "connect", "make_engine"]
 
@@ -50,7 +51,7 @@ class Engine:
     def batch_config(self):
         """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
         from .clusters import load_cluster_config
-        return load_cluster_config(self.cluster, self.cluster_config, dict(self.overrides))
+        return load_cluster_config(cast(ClusterKind, self.cluster), self.cluster_config, dict(self.overrides))
 
 
 def _dashboard(client: Any, engine: Engine) -> str:
@@ -102,14 +103,15 @@ def connect(engine: Engine) -> Iterator:
     elif engine.cluster in ("slurm", "pbs"):
         from .clusters import make_cluster, scale_cluster
         from .jobwatch import JobWatch
+        system = cast(ClusterKind, engine.cluster)        # slurm or pbs, as the branch says
         config = engine.batch_config()
         with _credentials(engine, config) as security, \
-                _owned(lambda: make_cluster(engine.cluster, config, security, engine.dashboard_address),
+                _owned(lambda: make_cluster(system, config, security, engine.dashboard_address),
                        block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             scale_cluster(cluster, config, engine.jobs)
             notes = partial(click.echo, err=True)
-            watch = JobWatch(cluster, engine.cluster, config.log_directory, notes)
+            watch = JobWatch(cluster, system, config.log_directory, notes)
             with watch.watching(interval=config.queue_poll):   # the first submission, then on
                 jobs = engine.jobs or config.max_jobs
                 click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), {_dashboard(client, engine)}",
@@ -320,8 +322,8 @@ def _reason(exc: BaseException) -> str:
     """An exception and its innermost cause, in one line."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     inner = exc
-    while inner.__cause__ is not None or inner.__context__ is not None:
-        inner = inner.__cause__ or inner.__context__
+    while (deeper := inner.__cause__ or inner.__context__) is not None:
+        inner = deeper
     if inner is not exc:
         cause = " ".join(str(inner).split()) or type(inner).__name__
         if cause not in text:

@@ -41,7 +41,7 @@ from ..errors import RunError, StorageUnavailableError, StoreWriteError
 from ..shipped import resolve_sweep
 from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
-from ..store import Store, Template, local_path, locate, now, provenance, template
+from ..store import Location, Store, Template, local_path, locate, now, provenance, template
 from ..store.io import open_group
 from ..store.lock import Share
 from ..store.pending import PENDING, theory_pending, write_theory
@@ -99,7 +99,7 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     return template(sweep, theory, attrs, blocking)
 
 
-def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
+def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path | Location, client: Client | None = None,
               progress: bool = True, force: bool = False, writes: Writes = "workers", expected_threads: int = 0,
               memory_per_thread: float | None = None, notes: Callable[[str], None] | None = None,
               share: Share | None = None, storage_options: dict | None = None,
@@ -203,7 +203,7 @@ def _client_or_default(client: Client | None) -> Iterator[Client]:
         yield made
 
 
-def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, force: bool, writes: Writes,
+def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, force: bool, writes: Writes,
          expected_threads: int, memory_per_thread: float | None, notes: Callable[[str], None] | None,
          share: Share | None = None, order: Order = "progressive") -> RunReport:
     sweep = sweep_file.sweep
@@ -211,10 +211,9 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
     threads = max(expected_threads, sum(client.nthreads().values()))
     new = choose_blocking(sweep, task_target(threads))       # used only if the store is new
     note(check_memory(client, task_memory_bytes(sweep, new), force, memory_per_thread))
-    new = new.as_tuple()
     store = Store(path)
     info = run_info(sweep_file)
-    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new) \
+    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new.as_tuple()) \
         if share is None else store.join(sweep_file, share, info)
     with opened as run:
         # the theory at the store's size: a task beside the first ones, written as soon as it is back
@@ -222,7 +221,7 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
             dict(open_group(path).attrs)) else None
         blocking = Blocking(*run.blocking)
         done = run.writer.done_mask() if share is None else \
-            share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done.__getitem__)
+            share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done_in)
         total = n_tasks(sweep, blocking)
         left = tasks_left(sweep, blocking, done, share)  # the tasks themselves are made as the window takes them
         todo = tasks(sweep, blocking, done, order) if share is None else \
