@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import zarr
@@ -57,7 +58,7 @@ def _span(values: np.ndarray) -> str:
     return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
 
 
-def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corrupt]:
+def corrupt_tasks(path: str | Path | StorePath, limit: int | None = None) -> list[Corrupt]:
     """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode.
 
     One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once, and
@@ -102,7 +103,7 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
     return found
 
 
-def repair(path: str | StorePath, corrupt: list[Corrupt]) -> int:
+def repair(path: str | Path | StorePath, corrupt: list[Corrupt]) -> int:
     """Clear ``done`` over every corrupt task (rewriting a corrupt ``done`` chunk whole); returns how many."""
     done = array_of(open_group(locate(path), mode="r+"), "done")
     regions = {tuple((s.start, s.stop) for s in c.region): c.region for c in corrupt}    # one per task
