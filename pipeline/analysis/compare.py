@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import xarray as xr
@@ -229,7 +230,7 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
     return cmp
 
 
-def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
+def write_comparison(path: str | Path | Location, cmp: xr.Dataset) -> None:
     """Write ``cmp`` as the group ``comparison`` of the store (zarr format 2, consolidated).
 
     The root group's arrays, ``.zattrs`` and ``.zgroup`` are never rewritten (a sweep may keep
@@ -250,7 +251,7 @@ def _write_group(path: Location, cmp: xr.Dataset) -> None:
     cmp.to_zarr(zarr_target(path, read_only=False), group=GROUP, mode="w", zarr_format=ZARR_FORMAT,
                 consolidated=False)
     zarr.consolidate_metadata(zarr_target(path, read_only=False), path=GROUP, zarr_format=ZARR_FORMAT)
-    sub = json.loads(read_object(path, f"{GROUP}/.zmetadata"))["metadata"]
+    sub = json.loads(cast(bytes, read_object(path, f"{GROUP}/.zmetadata")))["metadata"]     # consolidated just now
 
     def merge(meta: dict) -> None:            # the group's entries replace its old ones in the root's copy
         for key in [k for k in meta if k.startswith(GROUP + "/")]:
