@@ -12,7 +12,7 @@ the two a sweep or store has is decided here, by :func:`store_dims`, and nowhere
 from __future__ import annotations
 
 from dataclasses import dataclass
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 
 __all__ = ["ALL_AXES", "AXES", "CELL_DIMS", "D", "NULL_DIMS", "REPLICATE_DIMS", "SNR_DIMS", "StoreDims", "TASK_DIMS",
            "TIDY_ORDER", "has_d_axis", "store_dims"]
@@ -95,6 +95,6 @@ def store_dims(d_axis: bool) -> StoreDims:
     return StoreDims(bool(d_axis))
 
 
-def has_d_axis(dims: Iterable[str]) -> bool:
+def has_d_axis(dims: Iterable[Hashable]) -> bool:
     """Whether dimension names (of a dataset, or an array's ``_ARRAY_DIMENSIONS``) include the ``d`` axis."""
     return D in tuple(dims)

@@ -13,17 +13,19 @@ import socket
 import ssl
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, cast
 
 import click
 
 from .errors import ClusterError
 from .signals import Held
+from .types import ClusterKind
 
 __all__ = ["NO_DASHBOARD", "Capacity", "Engine", "connect", "make_engine"]
 
@@ -49,7 +51,7 @@ class Engine:
     def batch_config(self):
         """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
         from .clusters import load_cluster_config
-        return load_cluster_config(self.cluster, self.cluster_config, dict(self.overrides))
+        return load_cluster_config(cast(ClusterKind, self.cluster), self.cluster_config, dict(self.overrides))
 
 
 def _dashboard(client: Any, engine: Engine) -> str:
@@ -71,8 +73,9 @@ def connect(engine: Engine) -> Iterator:
 
     Every scheduler started here serves only clients and workers that hold this run's TLS credentials:
     a batch-system cluster's (:mod:`rmtsweep.security`, unless ``insecure``) and the LocalCluster's
-    (:func:`_local_options`), since every user of a shared node reaches loopback. Every dashboard binds to loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which
-    spares the driver importing bokeh and serving it: about half a CPU-second a run).
+    (:func:`_local_options`), since every user of a shared node reaches loopback. Every dashboard binds to
+    loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which spares the driver
+    importing bokeh and serving it: about half a CPU-second a run).
 
     A cluster started here is started and shut down with SIGINT and SIGTERM held: one that arrives meanwhile
     takes effect as soon as the cluster is up, or once it has shut down, so neither is left half-built. Its
@@ -100,14 +103,15 @@ def connect(engine: Engine) -> Iterator:
     elif engine.cluster in ("slurm", "pbs"):
         from .clusters import make_cluster, scale_cluster
         from .jobwatch import JobWatch
+        system = cast(ClusterKind, engine.cluster)        # slurm or pbs, as the branch says
         config = engine.batch_config()
         with _credentials(engine, config) as security, \
-                _owned(lambda: make_cluster(engine.cluster, config, security, engine.dashboard_address),
+                _owned(lambda: make_cluster(system, config, security, engine.dashboard_address),
                        block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             scale_cluster(cluster, config, engine.jobs)
             notes = partial(click.echo, err=True)
-            watch = JobWatch(cluster, engine.cluster, config.log_directory, notes)
+            watch = JobWatch(cluster, system, config.log_directory, notes)
             with watch.watching(interval=config.queue_poll):   # the first submission, then on
                 jobs = engine.jobs or config.max_jobs
                 click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), {_dashboard(client, engine)}",
@@ -184,7 +188,7 @@ def _local_dashboard(cluster: Any, engine: Engine) -> str:
 
 @contextmanager
 def _credentials(engine: Engine, config: Any) -> Iterator:
-    """This run's TLS ``Security`` (removed afterwards), or None with a warning for ``--insecure``."""
+    """The run's own TLS ``Security`` (removed afterwards), or None with a warning for ``--insecure``."""
     from .security import credentials_parent, temporary_credentials
     if engine.insecure:
         click.echo(f"warning: --insecure: the {engine.cluster} run's scheduler listens unencrypted on the cluster's "
@@ -263,7 +267,7 @@ def _check_address(address: str, security: Any = None) -> None:
     try:
         left = max(1.0, deadline - time.monotonic())
         kind = asyncio.run(asyncio.wait_for(_identity(address, security, left), left))
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         raise ClusterError(f"{where}: no dask scheduler answered within {timeout:g} s (a scheduler listens "
                            "on 8786 unless told otherwise; 8787 is its dashboard)") from None
     except OSError as exc:
@@ -293,7 +297,7 @@ def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str)
     if tls:
         try:
             sock = context.wrap_socket(sock, server_hostname=host if context.check_hostname else None)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise ClusterError(f"{where}: no answer to a TLS handshake within {_PROBE_TIMEOUT} s: is it a "
                                "tcp:// scheduler?") from None
         except ssl.SSLError as exc:
@@ -301,7 +305,7 @@ def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str)
                                "or one with other certificates?") from None
     try:
         first = sock.recv(1)
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         hint = "" if tls else ", or one that wants tls://"
         raise ClusterError(f"{where}: no dask handshake within {_PROBE_TIMEOUT} s: is it a scheduler's port (8786 "
                            f"unless told otherwise; 8787 is its dashboard){hint}?") from None
@@ -318,8 +322,8 @@ def _reason(exc: BaseException) -> str:
     """An exception and its innermost cause, in one line."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     inner = exc
-    while inner.__cause__ is not None or inner.__context__ is not None:
-        inner = inner.__cause__ or inner.__context__
+    while (deeper := inner.__cause__ or inner.__context__) is not None:
+        inner = deeper
     if inner is not exc:
         cause = " ".join(str(inner).split()) or type(inner).__name__
         if cause not in text:
@@ -368,8 +372,8 @@ def make_engine(cluster: str, workers=None, scheduler=None, jobs=None, cluster_c
     if cluster == "local" and (jobs or cluster_config or insecure or any(v is not None for v in overrides.values())):
         raise ClusterError("--jobs, --cluster-config, --insecure and the batch options need --cluster slurm or pbs")
     if dashboard_address and dashboard_address != NO_DASHBOARD and scheduler:
-        raise ClusterError(f"--dashboard-address {dashboard_address} (or RMTSWEEP_DASHBOARD_ADDRESS) is for a scheduler "
-                           "that rmtsweep starts, not for --scheduler")
+        raise ClusterError(f"--dashboard-address {dashboard_address} (or RMTSWEEP_DASHBOARD_ADDRESS) is for a "
+                           "scheduler that rmtsweep starts, not for --scheduler")
     if in_process and (scheduler or cluster != "local"):
         raise ClusterError("--in-process (or RMTSWEEP_IN_PROCESS) is for the embedded LocalCluster, not for "
                            f"{'--scheduler' if scheduler else '--cluster ' + cluster}")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import xarray as xr
@@ -46,9 +47,9 @@ from .source import GROUP, done_digest, open_source
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
-__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "NO_LAW", "REFERENCES", "SHORT", "Detection", "bulk_distance", "compare", "crossing",
-           "d_of", "detected", "detection_margin", "detection_rule", "done_digest", "false_alarm_lines", "no_law_cells",
-           "open_source",
+__all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "NO_LAW", "REFERENCES", "SHORT", "Detection", "bulk_distance",
+           "compare", "crossing", "d_of", "detected", "detection_margin", "detection_rule", "done_digest",
+           "false_alarm_lines", "no_law_cells", "open_source",
            "reference_text", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
 
 LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
@@ -175,8 +176,8 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
         out.update(_held("overlap", *mean_sem(ov.sel(k=1, drop=True), done), arr("theory_overlap"),
                          "top alignment |u_hat_1^T u|^2", "1"))
         tested = lam1
-    limit = threshold(ds if lazy else ds.assign({k: arr(k) for k in ("theory_edge", "theory_kappa") if k in ds}), d, rule,
-                      lazy)
+    limit = threshold(ds if lazy else ds.assign({k: arr(k) for k in ("theory_edge", "theory_kappa") if k in ds}),
+                      d, rule, lazy)
     uncalibrated = limit.attrs.pop("uncalibrated_cells", 0)
     rate = hits(tested, limit, done).mean("replicate")
     out["n_done"] = done.sum("replicate").assign_attrs(long_name="replicates done", units="1")
@@ -224,11 +225,12 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
         if dims.d_axis and ds.sizes[D] >= MIN_D and tested.size <= LIMIT_BUDGET:   # the d -> infinity limits
             cmp = cmp.assign(limit_variables(cmp, hits(tested, limit, done).load(), rule))
             cmp.attrs["limits"] = (f"per line over d (>= {MIN_D} values): transition_snr ~ limit + a d^-b (b: the "
-                                   "finite-d theory's exponent), lambda1 and overlap ~ limit + c/d (rmtsweep.analysis.limits)")
+                                   "finite-d theory's exponent), lambda1 and overlap ~ limit + c/d "
+                                   "(rmtsweep.analysis.limits)")
     return cmp
 
 
-def write_comparison(path: str | Path, cmp: xr.Dataset) -> None:
+def write_comparison(path: str | Path | Location, cmp: xr.Dataset) -> None:
     """Write ``cmp`` as the group ``comparison`` of the store (zarr format 2, consolidated).
 
     The root group's arrays, ``.zattrs`` and ``.zgroup`` are never rewritten (a sweep may keep
@@ -249,7 +251,7 @@ def _write_group(path: Location, cmp: xr.Dataset) -> None:
     cmp.to_zarr(zarr_target(path, read_only=False), group=GROUP, mode="w", zarr_format=ZARR_FORMAT,
                 consolidated=False)
     zarr.consolidate_metadata(zarr_target(path, read_only=False), path=GROUP, zarr_format=ZARR_FORMAT)
-    sub = json.loads(read_object(path, f"{GROUP}/.zmetadata"))["metadata"]
+    sub = json.loads(cast(bytes, read_object(path, f"{GROUP}/.zmetadata")))["metadata"]     # consolidated just now
 
     def merge(meta: dict) -> None:            # the group's entries replace its old ones in the root's copy
         for key in [k for k in meta if k.startswith(GROUP + "/")]:
@@ -308,7 +310,7 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
                      f"{int((agree & clear).sum())}/{int((ok & clear).sum())}")
         flat = abs(z).where(ok).stack(cell=cmp[f"{name}_z"].dims).dropna("cell")
         for cell in flat.sortby(flat, ascending=False)[:worst]["cell"].values:
-            c = dict(zip(z.dims, cell))
+            c = dict(zip(z.dims, cell, strict=True))
             row = cmp.sel(c)
             lines.append("   worst: " + " ".join(f"{k}={v}" for k, v in c.items()) +
                          f"  MC {float(row[f'{name}_mean']):.4g} ± {float(row[f'{name}_sem']):.2g}"
@@ -337,18 +339,20 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
         lim = cmp[["transition_snr_limit", "transition_snr_limit_sem", "transition_snr_limit_z"]].to_dataframe()
         lines.append(f"d -> infinity ({cmp.sizes[D]} d values; {cmp.attrs.get('limits', '')}):")
         for idx, row in lim.dropna().iterrows():
-            lines.append("   " + " ".join(f"{k}={v}" for k, v in zip(lim.index.names, np.atleast_1d(idx))) +
+            at = zip(lim.index.names, np.atleast_1d(idx), strict=True)
+            lines.append("   " + " ".join(f"{k}={v}" for k, v in at) +
                          f"  transition_snr_limit {row.transition_snr_limit:.3f} ± {row.transition_snr_limit_sem:.3f}"
                          f"  z {row.transition_snr_limit_z:+.1f}")
     lines.append("transition SNR (detection rate crosses 1/2) vs theory_snr_sample:")
     t = cmp[["transition_snr_empirical", "transition_snr_theory", "transition_snr_error"]].to_dataframe()
     if len(t) > LIST_ALL:
         shown = max(worst, 1)
-        lines[-1] = (f"transition SNR vs theory_snr_sample on {len(t)} lines ({int(t.transition_snr_error.notna().sum())} "
-                     f"with a crossing); the {shown} largest |error| (all in transition_snr_*):")
+        lines[-1] = (f"transition SNR vs theory_snr_sample on {len(t)} lines "
+                     f"({int(t.transition_snr_error.notna().sum())} with a crossing); the {shown} largest |error| "
+                     f"(all in transition_snr_*):")
         t = t.reindex(t.transition_snr_error.abs().sort_values(ascending=False, na_position="last").index[:shown])
     for idx, row in t.iterrows():
-        lines.append("   " + " ".join(f"{k}={v}" for k, v in zip(t.index.names, idx)) +
+        lines.append("   " + " ".join(f"{k}={v}" for k, v in zip(t.index.names, idx, strict=True)) +
                      f"  empirical {row.transition_snr_empirical:.3g}  theory {row.transition_snr_theory:.3g}"
                      f"  error {row.transition_snr_error:+.3g}")
     return "\n".join(lines)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import xarray as xr
@@ -23,6 +23,7 @@ from ..dims import ALL_AXES
 from ..errors import RmtsweepError
 from ..store import open_group, status
 from ..store.pending import theory_pending
+from ..store.writer import array_of, read_array
 from .compare import compare, done_digest
 from .map_style import MapFigure
 from .plots import map_data, map_figure
@@ -134,9 +135,10 @@ class Watch:
         busy = (done - n0) / (self._changed - t0) if self._changed > t0 and done > n0 else None
         stalled = quiet > (max(STALL, 3 / busy) if busy else STALL)
         eta = (st["tasks_total"] - done) / rate if rate and not stalled else None
-        digest = done_digest(open_group(self.path)["done"][...])    # a task can land between the two reads:
+        # a task can land between the two reads: the next poll sees it
+        digest = done_digest(read_array(array_of(open_group(self.path), "done")))
         return Progress(done, st["tasks_total"], st["replicates_done"], st["replicates_total"], rate, eta, quiet,
-                        digest, str(st["attrs"].get("sweep_name", "")))  # the next poll sees it
+                        digest, str(st["attrs"].get("sweep_name", "")))
 
 
 def axes(ds: xr.Dataset) -> list[str]:

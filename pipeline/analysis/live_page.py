@@ -17,11 +17,15 @@ import signal
 import socket
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RmtsweepError, UserError
 from .live import DETECTION, LiveMap, Progress, Watch, axes, default_axes, live_map, map_variables, plane
+
+if TYPE_CHECKING:
+    from .map_style import MapFigure
 
 __all__ = ["INTERVAL", "build_page", "origins", "serve", "url_host"]
 
@@ -55,7 +59,7 @@ def origins(host: str, port: int) -> list[str]:
     if host in WILDCARD_HOSTS:
         names = {"127.0.0.1", "localhost", socket.gethostname(), socket.getfqdn()}
         try:
-            names |= {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
+            names |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}   # its address, text
         except OSError:                                     # a host without a resolvable name: its names suffice
             pass
     return sorted(f"[{n}]:{port}" if ":" in n else f"{n}:{port}" for n in names if n)
@@ -75,12 +79,12 @@ def _gone_session(record: logging.LogRecord) -> bool:
     from tornado.iostream import StreamClosedError
     from tornado.websocket import WebSocketClosedError
 
-    exc = record.exc_info[1] if record.exc_info else None
+    _, exc, tb = record.exc_info or (None, None, None)
     if isinstance(exc, (WebSocketClosedError, StreamClosedError)):
         return False
-    if not isinstance(exc, AssertionError) or record.exc_info[2] is None:
+    if not isinstance(exc, AssertionError) or tb is None:
         return True
-    last = traceback.extract_tb(record.exc_info[2])[-1]
+    last = traceback.extract_tb(tb)[-1]
     return not (last.name == "session" and last.filename.replace("\\", "/").endswith("bokeh/server/connection.py"))
 
 
@@ -101,15 +105,14 @@ def _header(store: str, p: Progress | None, interval: float, problem: str = "") 
             f" the page is read only</span></div>{note}</div>")
 
 
-def _figure(m: LiveMap, width: int, height: int) -> Any:
-    """The bokeh figure of a map (as ``rmtsweep plot`` draws a panel, under the map's whole title)."""
+def _figure(fig: MapFigure, width: int, height: int) -> Any:
+    """The bokeh figure of a map's ``fig`` (as ``rmtsweep plot`` draws a panel, under the map's whole title)."""
     import holoviews as hv
 
     from .map_html import _hv_panel
     from .map_static import drawn_transitions
     from .plots import _backends
 
-    fig = m.figure
     panel = dataclasses.replace(fig.panels[0], title=fig.title)
     with _backends():
         import hvplot.xarray  # noqa: F401  (registers .hvplot)
@@ -170,7 +173,7 @@ def build_page(watch: Watch, interval: float = INTERVAL, label: str = "") -> Any
         for i, name in enumerate((DETECTION, var.value)):
             try:
                 m = live_map(shown, name, x.value, y.value, at)
-                drawn = _figure(m, 420, 300) if m.figure is not None else None
+                drawn = _figure(m.figure, 420, 300) if m.figure is not None else None
             except Exception as exc:  # noqa: BLE001 - one map that cannot be drawn must not stop the page
                 m, drawn = LiveMap(name, None, f"{name}: cannot be drawn ({type(exc).__name__}: {exc})"), None
             plots[i].object, plots[i].visible = drawn, drawn is not None

@@ -152,7 +152,7 @@ def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
         if i % cols != cols - 1:                       # right: in the last column, which the first row fills
             frames[i] = frame.opts(hv.opts.QuadMesh(colorbar=False), clone=True)
     layout = hv.Layout(frames).cols(cols).opts(title=fig.title, fontsize={"title": "12pt"})
-    page = file_html(hv.render(layout, backend="bokeh"), INLINE, path.stem)
+    document = file_html(hv.render(layout, backend="bokeh"), INLINE, path.stem)
     if fig.caption:                                    # one line under the maps: what a dark cell means
-        page = page.replace("</body>", f"<p><i>{html.escape(fig.caption)}</i></p>\n</body>", 1)
-    path.write_text(page)
+        document = document.replace("</body>", f"<p><i>{html.escape(fig.caption)}</i></p>\n</body>", 1)
+    path.write_text(document)

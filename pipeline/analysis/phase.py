@@ -21,7 +21,7 @@ detection rate under the same rule crosses 1/2 (``theory_snr_finite_d``), else t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import xarray as xr
@@ -75,12 +75,12 @@ def finite_d_transition(rho_per_snr: float, delta: float, gamma: float, d: int, 
     if rule.false_alarm is not None:
         p = finite_d.detection_probability(rho, delta, gamma, d, excess_kurtosis=excess_kurtosis,
                                            threshold=tw_threshold(rule.false_alarm, delta, gamma, d))
-    else:
-        p = finite_d.detection_probability(rho, delta, gamma, d, rule.margin_factor, excess_kurtosis)
+    else:                                       # a margin rule: Detection sets exactly one of the two
+        p = finite_d.detection_probability(rho, delta, gamma, d, cast(float, rule.margin_factor), excess_kurtosis)
     return float(crossing(p, rho)) / rho_per_snr
 
 
-def _best_transition(ds: xr.Dataset, table: "pandas.DataFrame", rule: Detection,  # noqa: F821
+def _best_transition(ds: xr.Dataset, table: pandas.DataFrame, rule: Detection,
                      reference: str) -> None:
     """The columns ``theory_snr_finite_d``, ``theory_snr_best`` and ``theory_snr_best_source`` of ``table``."""
     covered = ds.attrs.get("table_centering", "class") == "class" and "theory_alpha" in ds

@@ -103,7 +103,8 @@ def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None
     da = da.load()
     da.attrs["map_statistic"] = statistic(var, done, per_replicate, k)
     if da.attrs.get("reference_kind") in SHORT and var.endswith(("_z", "_error")):   # against what
-        da.attrs["map_statistic"] = da.attrs["map_statistic"].replace(" theory", " " + SHORT[da.attrs["reference_kind"]])
+        da.attrs["map_statistic"] = da.attrs["map_statistic"].replace(" theory",
+                                                                      " " + SHORT[da.attrs["reference_kind"]])
     if per_replicate or var not in ds.data_vars:                  # a store variable's mean, or the comparison's
         nd = not_done(done)
         da.attrs.update(replicates_not_done=nd.count, replicates_total=nd.total)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import signal
 import sys
 import threading

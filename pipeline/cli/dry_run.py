@@ -40,6 +40,7 @@ def startup_seconds(engine: Engine, threads: int) -> float | None:
 
 
 def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = False) -> None:
+    """Print what a run of ``sweep_file`` into ``path`` on ``engine`` would do and cost (``as_json``: as JSON)."""
     from .. import store
     from ..run import Blocking
     from ..run.plan import plan
@@ -48,7 +49,7 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     the_plan = plan(sweep, Blocking(*store.blocking_of(path)) if exists else None, threads)
     st = store.status(path) if exists else None
     same = st is not None and st["attrs"].get("sweep_hash") == sweep.digest()
-    left = 1 - st["tasks_done"] / max(st["tasks_total"], 1) if same else 1.0
+    left = 1 - st["tasks_done"] / max(st["tasks_total"], 1) if st is not None and same else 1.0
     startup = startup_seconds(engine, threads)
     wall = None if startup is None or not threads else the_plan.wall_seconds(threads, startup, not same, left)
     g, b = sweep.grid, the_plan.blocking
@@ -74,14 +75,14 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
                f"{_bytes(the_plan.memory_per_task)} per task")
     click.echo(f"cost model: {duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours); "
                "fitted on a 2-core machine")
-    if wall is not None:
+    if wall is not None and startup is not None:          # a wall time needs the start-up
         theory = "" if same else f", the store's theory {duration(the_plan.theory_seconds)}"
         click.echo(f"estimate: about {duration(wall)} end to end on {threads} worker threads (start-up "
                    f"{duration(startup)}{theory}, tasks {duration(the_plan.compute_seconds(threads, left))})")
     elif threads:
         click.echo(f"estimate: about {duration(the_plan.compute_seconds(threads, left))} of tasks on {threads} worker "
                    "threads, once the batch system has started the workers")
-    if not exists:
+    if st is None:                                        # no store yet
         click.echo(f"store: {path} (new)")
     else:
         click.echo(f"store: {path} exists, {st['tasks_done']}/{st['tasks_total']} tasks done; a run "
@@ -94,5 +95,6 @@ def _bytes(n: int) -> str:
 
 
 def duration(seconds: float) -> str:
+    """``seconds`` in seconds, minutes or hours, whichever reads best."""
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
         f"{seconds / 3600:.1f} h"

@@ -10,11 +10,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import RmtsweepError, StoreError, UserError
 from ._group import STORE_LOCATION, cli, storage_options
+
+if TYPE_CHECKING:
+    from ..store.backend import Location
 
 __all__ = ["compare", "export", "figures", "plot", "status", "verify"]
 
@@ -95,9 +99,9 @@ VERIFY_LINES = 20
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
 @storage_options
-@click.option("--repair", is_flag=True, help="Rebuild damaged metadata from its other copy, and clear the done flags of "
-              "corrupt tasks, so the next run recomputes them.")
-def verify(store_path: Path, repair: bool) -> None:
+@click.option("--repair", is_flag=True, help="Rebuild damaged metadata from its other copy, and clear the done flags "
+              "of corrupt tasks, so the next run recomputes them.")
+def verify(store_path: Location, repair: bool) -> None:
     """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
     tasks, one line each (exit 1 if any): done without data, or corrupt."""
     from .. import store
@@ -116,8 +120,8 @@ def verify(store_path: Path, repair: bool) -> None:
     if not bad:
         click.echo(f"{store_path}: every finished task's chunks are present, read back and match their checksums")
         return
-    for item in bad[:VERIFY_LINES]:
-        click.echo(f"{store_path}: {item}")
+    for task in bad[:VERIFY_LINES]:
+        click.echo(f"{store_path}: {task}")
     if len(bad) > VERIFY_LINES:
         click.echo(f"... and {len(bad) - VERIFY_LINES} more bad task(s)")
     if repair:
@@ -131,7 +135,7 @@ def verify(store_path: Path, repair: bool) -> None:
 
 
 @contextmanager
-def _corruption_named(path: Path) -> Iterator[None]:
+def _corruption_named(path: Path | Location) -> Iterator[None]:
     """Turn a failure to read a corrupt chunk into one line naming the task and the repair."""
     try:
         yield

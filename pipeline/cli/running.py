@@ -47,7 +47,7 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     from ..run import run_sweep
     from ..store.lock import conflicts
     path = _store_path(sweep_file, store_path)
-    store.Store(path).check()
+    store.Store(store.locate(path)).check()
     if share is None:                     # a store another run of this host writes: refused before the cluster starts
         conflicts(path, None, lease=0.0, tidy=False)
     start = time.perf_counter()
@@ -145,8 +145,8 @@ def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progre
     sweep_file = _load(sweep, overrides)
     eng = make_engine(**engine)
     if dry_run:
-        from .dry_run import dry_run
-        dry_run(sweep_file, _store_path(sweep_file, store_path, create=False), eng, as_json)
+        from .dry_run import dry_run as print_dry_run
+        print_dry_run(sweep_file, _store_path(sweep_file, store_path, create=False), eng, as_json)
         return
     if as_json:
         raise click.UsageError("--json goes with --dry-run")
@@ -178,6 +178,7 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     """
     from ..clusters import driver_script, submit_driver, worker_job_script
     from ..engine import make_engine
+    from ..store.backend import posix
     from ..store.location import format_storage_options, local_path, locate
 
     sweep_file = _load(sweep, overrides)
@@ -191,14 +192,14 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     if max_running is not None:
         raise click.UsageError("--max-running goes with --array")
     url = not path.renames          # the driver runs `rmtsweep run ... --store URL`; the script stays here
-    script = driver_script(kind, config, Path(sweep_file.path), str(path) if url else path,
+    script = driver_script(kind, config, Path(sweep_file.path), str(path) if url else posix(path),
                            eng.cluster_config, eng.jobs, eng.insecure, eng.dashboard_address, overrides,
                            format_storage_options(path.storage_options))
     if dry_run:
         workers = worker_job_script(kind, config, eng.insecure)
         click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
         return
-    job = submit_driver(kind, script, Path.cwd() if url else path.absolute().parent)
+    job = submit_driver(kind, script, Path.cwd() if url else posix(path).absolute().parent)
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
 
 

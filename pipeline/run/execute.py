@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from distributed import Client, Future, as_completed
@@ -31,12 +32,15 @@ from .. import config
 from ..errors import RmtsweepError, RunError, StorageUnavailableError, StoreWriteError, TaskFailedError, UserError
 from ..types import Writes
 from ..store.fence import make_fence
-from ..store.location import locate
+from ..store.location import Location, locate
 from ..store.lock import Share, lock_file
 from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
 from .work import compute_task, write_task
+
+if TYPE_CHECKING:
+    from dask.typing import Key
 
 __all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "SUBMIT_BATCH", "RunReport", "Window", "check_memory", "compute_task",
            "run_tasks", "salvage", "write_task", "written"]
@@ -128,9 +132,9 @@ class Window:
         return self.value
 
 
-def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tuple[Task, dict]]], None], path: Path,
-              run: int, writes: Writes = "workers", window: Window | None = None, retries: int | None = None,
-              on_submit: Callable[[Task], None] | None = None, fence: str | None = None,
+def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tuple[Task, dict]]], None],
+              path: str | Path | Location, run: int, writes: Writes = "workers", window: Window | None = None,
+              retries: int | None = None, on_submit: Callable[[Task], None] | None = None, fence: str | None = None,
               share: Share | None = None) -> RunReport:
     """Compute ``tasks`` on ``client``, keeping a window in flight; call ``on_done`` as each one's data is written.
 
@@ -174,8 +178,8 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
     if writes == "driver":
         writer = Writer(where, None if fence is None else make_fence(where, lock_file(where, share), fence))
     pending = iter(tasks)
-    by_key: dict[str, Task] = {}              # submitted and not yet handed to on_done
-    futures: dict[str, Future] = {}
+    by_key: dict[Key, Task] = {}              # submitted and not yet handed to on_done
+    futures: dict[Key, Future] = {}
     queue = as_completed()
     exhausted = False
 
@@ -190,7 +194,7 @@ def run_tasks(client: Client, tasks: Iterable[Task], on_done: Callable[[list[tup
             futs = (client.map(write_task, batch, key=keys, retries=retries, path=where, run=run, token=token,
                                fence=fence, share=share) if writer is None
                     else client.map(compute_block, batch, key=keys, retries=retries))
-            for task, fut in zip(batch, futs):
+            for task, fut in zip(batch, futs, strict=True):
                 by_key[fut.key] = task
                 futures[fut.key] = fut
             queue.update(futs)
@@ -221,14 +225,14 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
     """Hand finished tasks to ``on_done`` in batches until none is left; returns (tasks, points, replicates)."""
     computed = points = replicates = 0
     while queue.count():
-        finished = []
+        finished: list[tuple[Task, dict]] = []
         for fut in queue.next_batch(block=True):               # every future done by now, at least one
             task = by_key.pop(fut.key)
             futures.pop(fut.key, None)
             try:
                 # a result lost with its worker (status "lost") is recomputed by dask: result() waits for it
                 result = fut.result()
-            except (Exception, asyncio.CancelledError) as exc:
+            except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - any task's failure ends the run, named
                 if finished:
                     on_done(finished)                          # what finished before the failure stays done
                 if isinstance(exc, StorageUnavailableError):

@@ -27,11 +27,11 @@ import os
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from distributed import Client
 from threadpoolctl import threadpool_limits
@@ -41,7 +41,7 @@ from ..errors import RunError, StorageUnavailableError, StoreWriteError
 from ..shipped import resolve_sweep
 from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
-from ..store import Store, Template, local_path, locate, now, provenance, template
+from ..store import Location, Store, Template, local_path, locate, now, provenance, template
 from ..store.io import open_group
 from ..store.lock import Share
 from ..store.pending import PENDING, theory_pending, write_theory
@@ -99,7 +99,7 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     return template(sweep, theory, attrs, blocking)
 
 
-def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, client: Client | None = None,
+def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path | Location, client: Client | None = None,
               progress: bool = True, force: bool = False, writes: Writes = "workers", expected_threads: int = 0,
               memory_per_thread: float | None = None, notes: Callable[[str], None] | None = None,
               share: Share | None = None, storage_options: dict | None = None,
@@ -109,8 +109,9 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, clie
     Parameters
     ----------
     sweep_file
-        A sweep file's path or a shipped sweep's name (``"demo"``), a :class:`~rmtsweep.spec.SweepFile` (:func:`rmtsweep.load_sweep`, which also
-        takes overrides) or a :class:`~rmtsweep.spec.Sweep` (recorded in the store as its canonical form).
+        A sweep file's path or a shipped sweep's name (``"demo"``), a :class:`~rmtsweep.spec.SweepFile`
+        (:func:`rmtsweep.load_sweep`, which also takes overrides) or a :class:`~rmtsweep.spec.Sweep` (recorded in
+        the store as its canonical form).
     path
         The zarr store (created if missing, with the batching of :func:`rmtsweep.run.cost.choose_blocking`).
     client
@@ -202,7 +203,7 @@ def _client_or_default(client: Client | None) -> Iterator[Client]:
         yield made
 
 
-def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, force: bool, writes: Writes,
+def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, force: bool, writes: Writes,
          expected_threads: int, memory_per_thread: float | None, notes: Callable[[str], None] | None,
          share: Share | None = None, order: Order = "progressive") -> RunReport:
     sweep = sweep_file.sweep
@@ -210,10 +211,9 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
     threads = max(expected_threads, sum(client.nthreads().values()))
     new = choose_blocking(sweep, task_target(threads))       # used only if the store is new
     note(check_memory(client, task_memory_bytes(sweep, new), force, memory_per_thread))
-    new = new.as_tuple()
     store = Store(path)
     info = run_info(sweep_file)
-    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new) \
+    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new.as_tuple()) \
         if share is None else store.join(sweep_file, share, info)
     with opened as run:
         # the theory at the store's size: a task beside the first ones, written as soon as it is back
@@ -221,9 +221,9 @@ def _run(sweep_file: SweepFile, path: Path, client: Client, progress: bool, forc
             dict(open_group(path).attrs)) else None
         blocking = Blocking(*run.blocking)
         done = run.writer.done_mask() if share is None else \
-            share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done.__getitem__)
+            share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done_in)
         total = n_tasks(sweep, blocking)
-        left = tasks_left(sweep, blocking, done, share)          # the tasks themselves are made as the window takes them
+        left = tasks_left(sweep, blocking, done, share)  # the tasks themselves are made as the window takes them
         todo = tasks(sweep, blocking, done, order) if share is None else \
             share_tasks(sweep, blocking, done, share, order)
         per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
@@ -337,4 +337,5 @@ def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, th
 
 def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:
     """Create the store's template if there is none (tests and benchmarks that fill stores by hand)."""
-    Store(local_path(path)).create_if_missing(lambda b: make_template(sweep_file, b), choose_blocking(sweep_file.sweep).as_tuple())
+    Store(local_path(path)).create_if_missing(lambda b: make_template(sweep_file, b),
+                                              choose_blocking(sweep_file.sweep).as_tuple())

@@ -69,9 +69,11 @@ if TYPE_CHECKING:
     from .writer import Writer
 
 __all__ = [
-    "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation", "Store", "StoreLock",
-    "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate", "corrupt_tasks", "create", "is_store",
-    "local_path", "locate", "lock_file", "metadata_damage", "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "restore_metadata", "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
+    "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation",
+    "Store", "StoreLock", "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate",
+    "corrupt_tasks", "create", "is_store", "local_path", "locate", "lock_file", "metadata_damage", "metadata_lock",
+    "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "restore_metadata",
+    "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
 ]
 
 

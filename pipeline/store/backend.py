@@ -22,9 +22,9 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path, PosixPath
-from typing import Any
+from typing import Any, cast
 
-__all__ = ["Location", "PosixLocation"]
+__all__ = ["Location", "PosixLocation", "posix"]
 
 
 class Location(ABC):
@@ -222,7 +222,7 @@ class PosixLocation(PosixPath, Location):
             aside.unlink(missing_ok=True)
 
     def siblings(self, pattern: str) -> list[Location]:
-        return sorted(self.absolute().parent.glob(pattern))
+        return [*sorted(self.absolute().parent.glob(pattern))]
 
     def list(self) -> list[str]:
         if not self.is_dir():
@@ -237,6 +237,17 @@ class PosixLocation(PosixPath, Location):
             target = self / key
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+
+
+def posix(location: Location) -> PosixLocation:
+    """``location``, which :attr:`~Location.renames`, as the path on a file system it is.
+
+    What the code that has checked :attr:`~Location.renames` (or :attr:`Location.renames` of the store it is
+    beside) passes to ``os``, ``shutil`` and :class:`~pathlib.Path`'s methods: :class:`PosixLocation` is the one
+    backend that renames. Nothing is checked at run time; a location of object storage passed here by mistake
+    fails as it did without this call, on the first file-system method.
+    """
+    return cast(PosixLocation, location)
 
 
 def _missing_ok(function: Any, path: str, exc_info: Any) -> None:

@@ -24,13 +24,14 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterable
+from typing import cast
 
 from zarr.abc.store import Store
 from zarr.core.buffer import Buffer
 from zarr.storage import WrapperStore
 
 from ..errors import RunError
-from .backend import Location
+from .backend import Location, PosixLocation, posix
 
 __all__ = ["STAGING", "ConditionalFence", "Fence", "Fenced", "FencedStore", "StagingFence", "close_staging",
            "fence_out", "make_fence", "open_staging", "staging_dir"]
@@ -40,7 +41,7 @@ _METADATA = (".zarray", ".zattrs", ".zgroup", ".zmetadata", "zarr.json")
 
 
 class Fenced(RunError):
-    """This writer no longer holds the store's lock: another run took the store over."""
+    """The writer no longer holds the store's lock: another run took the store over."""
 
 
 def staging_dir(lock: Location, token: str) -> Location:
@@ -57,14 +58,14 @@ def open_staging(lock: Location, token: str) -> None:
         return
     for other in lock.siblings(f"{lock.name}{STAGING}*"):
         if other.name != staging_dir(lock, token).name and ".fenced-" not in other.name:
-            _retire(other)
-    os.mkdir(staging_dir(lock, token), 0o755)
+            _retire(posix(other))
+    os.mkdir(posix(staging_dir(lock, token)), 0o755)
 
 
 def fence_out(lock: Location, token: str | None) -> None:
     """Stop every later chunk write of the holder with ``token`` of ``lock``: its staging directory goes away."""
     if lock.renames and token:
-        _retire(staging_dir(lock, token))
+        _retire(posix(staging_dir(lock, token)))
 
 
 def close_staging(lock: Location, token: str) -> None:
@@ -72,7 +73,7 @@ def close_staging(lock: Location, token: str) -> None:
     fence_out(lock, token)
 
 
-def _retire(directory: Location) -> None:
+def _retire(directory: PosixLocation) -> None:
     """Rename ``directory`` aside (one atomic step: its writers' renames fail from then on), then delete it."""
     aside = directory.sibling(f"{directory.name}.fenced-{uuid.uuid4().hex[:12]}")
     try:
@@ -96,7 +97,7 @@ class Fence:
 class StagingFence(Fence):
     """A file system's fence: write into the holder's staging directory, then rename into the store."""
 
-    def __init__(self, store: Location, staging: Location) -> None:
+    def __init__(self, store: PosixLocation, staging: PosixLocation) -> None:
         self.store, self.staging = store, staging
 
     def put(self, key: str, data: bytes) -> None:
@@ -133,7 +134,7 @@ class ConditionalFence(Fence):
         version = self.seen.pop(key, self._ABSENT)
         if version is self._ABSENT:
             raise RuntimeError(f"{self.store}: chunk {key} written without being prepared")
-        if not self.store.child(key).write_if(data, version):
+        if not self.store.child(key).write_if(data, cast("str | None", version)):   # not _ABSENT: what prepare saw
             raise Fenced(f"{self.store}: chunk {key} changed since this writer checked the lock: the store was "
                          "taken over")
 
@@ -141,7 +142,7 @@ class ConditionalFence(Fence):
 def make_fence(store: Location, lock: Location, token: str) -> Fence | None:
     """The fence of the holder with ``token`` of ``lock`` writing into ``store``; None where there is none."""
     if store.renames:
-        return StagingFence(store, staging_dir(lock, token))
+        return StagingFence(posix(store), posix(staging_dir(lock, token)))
     if store.conditional_writes:
         return ConditionalFence(store)
     return None

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TextIO
+from typing import TextIO, cast
 
 import zarr
 
@@ -29,7 +30,7 @@ from . import migrate
 from .io import (CUT_SHORT, array_run, blocking_of, create, half_created, open_group, record_run, store_problem,
                  stored_sweep, write_template)
 from .layout import Template
-from .backend import Location
+from .backend import Location, posix
 from .location import locate
 from .lock import Share, StoreLock, conflicts, lock_file
 from .fence import make_fence
@@ -102,7 +103,7 @@ class Store:
     @property
     def journal_path(self) -> Path:
         """The run journal: every task each run submitted and wrote."""
-        return self.path / JOURNAL_NAME
+        return posix(self.path) / JOURNAL_NAME
 
     @property
     def lock_path(self) -> Location:
@@ -124,6 +125,7 @@ class Store:
             if problem and problem != "does not exist" and not problem.startswith(CUT_SHORT):
                 raise StoreError(f"{path}: {problem}")
             return
+        path = posix(path)
         if not path.exists() and migrate.interrupted(path):
             return                                   # prepare puts the store back first
         if path.exists():
@@ -156,7 +158,7 @@ class Store:
                 create(self.path, make_template(blocking))
             return
         if not self.path.exists():
-            self.path.absolute().parent.mkdir(parents=True, exist_ok=True)
+            posix(self.path).absolute().parent.mkdir(parents=True, exist_ok=True)
             create(self.path, make_template(blocking))
 
     @contextmanager
@@ -239,9 +241,9 @@ class Store:
             lock.check()
             # the run submit recorded for this share (no write to the metadata: a thousand elements starting
             # together would queue on its lock); else, an array made without one, record it now
-            index = array_run(attrs.get("runs", []), share)
+            index = array_run(cast("list[dict]", attrs.get("runs", [])), share)
             joined = index is not None
-            if not joined:
+            if index is None:
                 index = record_run(self.path, {**run_info, "share": list(share)})
             with open(self.journal_path, "a", buffering=1) as journal:
                 if joined:             # who computed the share: in the journal, one line
@@ -257,7 +259,7 @@ class Store:
         write_template(new_path, tpl)
         carried = migrate.copy_finished(self.path, new_path, recompute_all)
         if not self.in_place and self.journal_path.exists():
-            shutil.copy2(self.journal_path, new_path / JOURNAL_NAME)
+            shutil.copy2(self.journal_path, posix(new_path) / JOURNAL_NAME)
         migrate.swap(self.path, new_path)
         return carried
 

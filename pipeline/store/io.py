@@ -7,8 +7,9 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import Literal, cast
 
 import numcodecs
 import numpy as np
@@ -18,22 +19,23 @@ import zarr
 from ..dims import has_d_axis
 from ..errors import RmtsweepError, StoreError
 from ..spec import Sweep, parse_sweep
-from .backend import Location
+from .backend import Location, posix
 from .layout import FORMAT, ZARR_FORMAT, Template
 from .location import locate
 from .metadata import consolidated_problem
 from .metalock import metadata_lock
+from .writer import array_of, dims_of, read_array
 
-__all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem", "open_dataset", "open_group", "open_zarr",
-           "array_run", "edit_consolidated", "half_created", "read_object", "record_run", "status", "stored_sweep", "tasks_done",
-           "upload", "write_template"]
+__all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem",
+           "open_dataset", "open_group", "open_zarr", "array_run", "edit_consolidated", "half_created", "read_object",
+           "record_run", "status", "stored_sweep", "tasks_done", "upload", "write_template"]
 
 
 CUT_SHORT = "its creation or extension was cut before the end"
 """How :func:`store_problem` starts for a store on object storage whose metadata is not whole yet."""
 
 
-def open_group(path: str | Path | Location, mode: str = "r") -> zarr.Group:
+def open_group(path: str | Path | Location, mode: Literal["r", "r+", "a", "w", "w-"] = "r") -> zarr.Group:
     """The store's root zarr group, on a file system or at a URL."""
     return zarr.open_group(locate(path).zarr_store(read_only=mode == "r"), mode=mode)
 
@@ -82,7 +84,7 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
 
 
-def store_problem(path: str | Path) -> str | None:
+def store_problem(path: str | Path | Location) -> str | None:
     """Why ``path`` is not a readable rmtsweep store (``None`` when it is one), in a few words.
 
     Tells "does not exist" and "not an rmtsweep store" (no zarr group, or no format marker) from
@@ -91,6 +93,7 @@ def store_problem(path: str | Path) -> str | None:
     path = locate(path)
     if not path.renames:
         return _object_store_problem(path)
+    path = posix(path)
     meta = path / ".zattrs"
     if not path.exists():
         return "does not exist"
@@ -200,6 +203,7 @@ def create(path: Location, tpl: Template) -> None:
         except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
             raise StoreError(f"{path}: cannot create the store ({_first_line(exc)})") from None
         return
+    path = posix(path)
     parent = path.absolute().parent
     if not parent.is_dir():
         raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
@@ -229,7 +233,7 @@ def record_run(path: Location, info: dict) -> int:
     entries = [info] if n is None else [{**info, "share": [i, n]} for i in range(n)]
     with metadata_lock(path):
         group = open_group(path, mode="r+")
-        runs = list(group.attrs.get("runs", []))
+        runs = list(cast("list[dict]", group.attrs.get("runs", [])))
         first = len(runs)
         runs += [{"run": first + k, **entry} for k, entry in enumerate(entries)]
         group.attrs["runs"] = runs
@@ -273,8 +277,8 @@ def array_run(runs: list[dict], share: tuple[int, int]) -> int | None:
 
 def blocking_of(path: str | Path | Location) -> tuple[int, int, int, int]:
     """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``)."""
-    done = open_group(locate(path))["done"]
-    chunks = dict(zip(done.attrs["_ARRAY_DIMENSIONS"], done.chunks))
+    done = array_of(open_group(locate(path)), "done")
+    chunks = dict(zip(dims_of(done), done.chunks, strict=True))
     return chunks["delta"], chunks["gamma"], chunks["T"], chunks["replicate"]
 
 
@@ -292,8 +296,8 @@ def tasks_done(path: str | Path | Location, storage_options: dict | None = None)
 
     :func:`status` also opens the dataset and reads ``run``: on object storage, a request more per task.
     """
-    done = open_group(locate(path, storage_options))["done"]
-    return _task_counts(done[...], done.chunks)
+    done = array_of(open_group(locate(path, storage_options)), "done")
+    return _task_counts(read_array(done), done.chunks)
 
 
 def _task_counts(done: np.ndarray, chunks: tuple[int, ...]) -> tuple[int, int]:
@@ -308,11 +312,12 @@ def status(path: str | Path | Location, storage_options: dict | None = None) -> 
     path = locate(path, storage_options)
     open_dataset(path)                                  # raises StoreError if it is not a store
     group = open_group(path)
-    done = group["done"][...]
+    done_array = array_of(group, "done")
+    done = read_array(done_array)
     attrs = dict(group.attrs)
-    tasks, total = _task_counts(done, group["done"].chunks)
-    runs, counts = np.unique(group["run"][...][done] if "run" in group else [], return_counts=True)
+    tasks, total = _task_counts(done, done_array.chunks)
+    runs, counts = np.unique(read_array(array_of(group, "run"))[done] if "run" in group else [], return_counts=True)
     return {"tasks_done": tasks, "tasks_total": total,
             "replicates_done": int(done.sum()), "replicates_total": int(done.size),
-            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist())), "attrs": attrs,
-            "d_axis": group["d"][...].tolist() if has_d_axis(group["done"].attrs["_ARRAY_DIMENSIONS"]) else None}
+            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist(), strict=True)), "attrs": attrs,
+            "d_axis": read_array(array_of(group, "d")).tolist() if has_d_axis(dims_of(done_array)) else None}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import xarray as xr
@@ -36,7 +36,7 @@ FORMAT = "rmtsweep-store-1"
 # ``xr.open_zarr(path)`` opens it without warnings, and string coordinates have a specified encoding
 # (zarr format 3 has none yet for fixed-length strings). Metadata only changes when the template is
 # written, so the consolidated copy stays true while chunks are filled in.
-ZARR_FORMAT = 2
+ZARR_FORMAT: Final = 2
 PER_REPLICATE = ("alpha", "kappa", "done")
 PER_SNR = ("eigenvalues", "overlap")
 OPTIONAL = ("run", "spectrum", "accuracy")   # `run` is absent from stores made before it existed
@@ -198,4 +198,4 @@ def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) ->
 
 def now() -> str:
     """UTC time stamp for provenance."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")

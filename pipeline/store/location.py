@@ -147,7 +147,9 @@ def locate(path: str | Path | Location, storage_options: Mapping[str, Any] | Non
                          f"{scheme}://bucket/run.zarr); a local path that starts so is written ./{path}")
     if storage_options:
         raise UserError(f"{path}: --storage-option is for stores at a URL (s3://..., gs://...), not on a file system")
-    return path if isinstance(path, PosixLocation) else PosixLocation(path)
+    if isinstance(path, Location):          # a PosixLocation: the other backend's locations are returned above
+        return path
+    return PosixLocation(path)
 
 
 def _is_protocol(name: str) -> bool:

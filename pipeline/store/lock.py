@@ -52,8 +52,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .. import config
 from ..errors import RmtsweepError, RunError, StoreError
@@ -73,7 +73,8 @@ LEASE = 60.0
 
 
 Share = tuple[int, int]
-"""``(i, n)``: element ``i`` (from 0) of an array of ``n``, which computes the tasks whose ordinal is ``i`` mod ``n``."""
+"""``(i, n)``: element ``i`` (from 0) of an array of ``n``, which computes the tasks whose ordinal is
+``i`` mod ``n``."""
 
 _SHARE = re.compile(r"\.share-(\d+)-of-(\d+)\.lock$")
 
@@ -158,16 +159,17 @@ def conflicts(store: str | Path | Location, share: Share | None, lease: float | 
     a lock of this host (judged by its pid) can then be live; the default is the setting ``rmtsweep.lock.lease``.
     """
     store = locate(store)
-    excluded = [((s, path), "share") for s, path in share_locks(store) if share is None or s[1] != share[1]]
+    excluded: list[tuple[Share | None, Location]] = [
+        (s, path) for s, path in share_locks(store) if share is None or s[1] != share[1]]
     if share is not None or not tidy:
-        excluded.insert(0, ((None, lock_file(store)), "store"))
-    for (other, path), kind in excluded:
+        excluded.insert(0, (None, lock_file(store)))        # the store's own lock
+    for other, path in excluded:
         state, info = judge(path, lease)
         if state == "stale":
             if tidy:
                 _remove_stale(path, info)
         elif state == "live":
-            if kind == "store":
+            if other is None:
                 raise _run_refusal(store, info)
             if share is None:
                 raise StoreError(f"{store}: an array job is computing this store (element {other[0]} of {other[1]}, "
@@ -206,7 +208,8 @@ def _remove_stale(path: Location, judged: dict | None) -> None:
 
 
 def judge(path: Location, lease: float | None = None, poll: float | None = None,
-          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> tuple[str, dict | None]:
+          clock: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep) -> tuple[str, dict | None]:
     """Whether the lock file at ``path`` is ``"free"``, ``"live"`` or ``"stale"``, and what it held.
 
     A lock on this host is judged by its pid at once. Any other is watched on this process's monotonic
@@ -305,7 +308,7 @@ class StoreLock:
         held = _read(self.path)
         if held is None and self.path.exists():
             raise OSError("cannot read the lock file")
-        if (held or {}).get("token") != self.token:
+        if held is None or held.get("token") != self.token:
             raise LookupError("taken over")
         self.beat += 1
         self.path.write(json.dumps({**held, "beat": self.beat}).encode())
@@ -355,7 +358,7 @@ class StoreLock:
         if holds(self.store, self.token, self.share):
             self.path.remove()
 
-    def __enter__(self) -> "StoreLock":
+    def __enter__(self) -> StoreLock:
         try:
             self.acquire()
         except BaseException:

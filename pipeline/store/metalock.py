@@ -11,8 +11,8 @@ import contextlib
 import random
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .backend import Location
 from .location import locate
@@ -45,7 +45,7 @@ def metadata_lock(store: str | Path | Location, timeout: float = 30.0) -> Iterat
         if held != seen:
             seen, since = held, time.monotonic()
         elif time.monotonic() - since > timeout:
-            path.remove_if(lambda raw: raw == seen)
+            path.remove_if(lambda raw: raw == seen)     # noqa: B023 - called at once, before seen changes
             continue
         tries += 1
         time.sleep(min(1.0, 0.02 * 1.5 ** tries) * random.uniform(0.5, 1.5))

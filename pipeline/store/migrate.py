@@ -6,8 +6,8 @@ beside it, every finished replicate is copied over by coordinate *value*, chunk 
 directories are swapped; only the new work is then computed. Object storage has no rename: there the
 extended store is written under the prefix beside it, a marker object commits to it, and its objects are
 copied over the store's (consolidated metadata last, as at creation); :func:`recover` finishes a copy that
-was cut, or drops an extension that never reached its marker. A change of ``cells_per_task`` or ``replicates_per_task`` alone changes
-nothing: the store keeps the batching it was made with. Because each
+was cut, or drops an extension that never reached its marker. A change of ``cells_per_task`` or
+``replicates_per_task`` alone changes nothing: the store keeps the batching it was made with. Because each
 replicate's random stream is keyed by its coordinate values, the copied results are exactly what a
 fresh run of the larger sweep would compute.
 
@@ -15,8 +15,9 @@ Changing the SNR values also extends, but every cell is recomputed (and the run 
 computes all SNR values of a cell from the same draws. A sweep that adds the first data-dependent
 weights (attention) adds the variables ``kappa_snr``, ``alpha_snr`` and ``attention_distance``; for the
 carried replicates of fixed weights they are filled exactly as a fresh run computes them (``kappa`` and
-``alpha`` at every SNR, NaN), so an extended store equals a fresh run of the larger sweep. Changing a field that fixes what the stored numbers mean (``d``,
-``seed``, the correlation model, the table centering, ``top_k``, the optional observables) or
+``alpha`` at every SNR, NaN), so an extended store equals a fresh run of the larger sweep. Changing a field that
+fixes what the stored numbers mean (``d``, ``seed``, the correlation model, the table centering, ``top_k``, the
+optional observables) or
 dropping axis values is refused with the field, both values and the way out. So is turning a
 top-level ``d`` into the axis ``grid.d`` or back: the streams of a top-level ``d`` are not keyed by
 ``d`` (:mod:`rmtsweep.run.grid`), so its results are not those of any ``d`` axis.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import itertools
 import shutil
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import zarr
@@ -34,8 +36,8 @@ import zarr
 from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
-from .backend import Location
-from .writer import open_for_writing, per_replicate_arrays
+from .backend import Location, posix
+from .writer import array_of, dims_of, open_for_writing, per_replicate_arrays, read_array
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
 OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
@@ -117,7 +119,8 @@ def recompute_reason(stored: Sweep, new: Sweep, path: Location, tpl) -> str | No
     old = set(per_replicate_arrays(zarr.open_group(path.zarr_store(), mode="r")))
     lacking = sorted(v.name for v in tpl.variables if v.name not in old and v.name not in DERIVED and v.name != "run")
     if lacking:
-        return f"the sweep adds the variables {lacking}, which the stored replicates lack: every replicate is recomputed"
+        return (f"the sweep adds the variables {lacking}, which the stored replicates lack: every replicate is "
+                "recomputed")
     return None
 
 
@@ -132,7 +135,8 @@ def recover(path: Location) -> None:
     if not path.renames:
         _recover_in_place(path)
         return
-    old, new = beside(path, OLD_SUFFIX), beside(path, NEW_SUFFIX)
+    path = posix(path)
+    old, new = posix(beside(path, OLD_SUFFIX)), posix(beside(path, NEW_SUFFIX))
     if old.exists():
         if path.exists():
             shutil.rmtree(old)          # the swap completed; only the clean-up was lost
@@ -158,34 +162,39 @@ def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -
     if recompute_all:
         return 0
     old, new = zarr.open_group(old_path.zarr_store(), mode="r"), open_for_writing(new_path)
-    axes = store_dims(has_d_axis(new["done"].attrs["_ARRAY_DIMENSIONS"])).replicate
-    where = [_positions(old[a][...], new[a][...]) for a in axes]
+    axes = store_dims(has_d_axis(dims_of(new["done"]))).replicate
+    where = [_positions(read_array(array_of(old, a)), read_array(new[a])) for a in axes]
     chunks = new["done"].chunks
-    starts = [range(0, len(w), c) for w, c in zip(where, chunks)]
+    starts = [range(0, len(w), c) for w, c in zip(where, chunks, strict=True)]
     names = [n for n in per_replicate_arrays(old) if n in new]
     derived = {n: src for n, src in DERIVED.items() if n in new and n not in old}
     carried = 0
     for start in itertools.product(*starts):
-        region = tuple(slice(s, min(s + c, len(w))) for s, c, w in zip(start, chunks, where))
-        pos = [w[r] for w, r in zip(where, region)]
+        region = tuple(slice(s, min(s + c, len(w))) for s, c, w in zip(start, chunks, where, strict=True))
+        pos = [w[r] for w, r in zip(where, region, strict=True)]
         if any((p < 0).all() for p in pos):
             continue                                         # nothing of the old store in this chunk
         present = [np.flatnonzero(p >= 0) for p in pos]
         for name in names:
-            src = old[name].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present)))
-            block = new[name][region]
+            src = _select(array_of(old, name), pos, present)
+            block = read_array(new[name], region)
             block[np.ix_(*present)] = src
             new[name][region] = block
             if name == "done":
                 carried += int(src.sum())
         for name, source in derived.items():                 # as a fresh run computes them for fixed weights
-            block = new[name][region]
+            block = read_array(new[name], region)
             sel = np.ix_(*present)
             if source is not None:
-                value = old[source].get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present)))
+                value = _select(array_of(old, source), pos, present)
                 block[sel] = value[..., None]
             new[name][region] = block
     return carried
+
+
+def _select(array: zarr.Array, pos: list[np.ndarray], present: list[np.ndarray]) -> np.ndarray:
+    """The values of ``array`` at the positions ``p[i]`` along each axis (one orthogonal selection)."""
+    return cast(np.ndarray, array.get_orthogonal_selection(tuple(p[i] for p, i in zip(pos, present, strict=True))))
 
 
 def swap(path: Location, new_path: Location) -> None:
@@ -202,9 +211,9 @@ def swap(path: Location, new_path: Location) -> None:
         marker.remove()
         new_path.remove(recursive=True)
         return
-    old = beside(path, OLD_SUFFIX)
+    path, old = posix(path), posix(beside(path, OLD_SUFFIX))
     path.rename(old)
-    new_path.rename(path)
+    posix(new_path).rename(path)
     shutil.rmtree(old)
 
 

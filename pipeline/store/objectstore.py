@@ -323,8 +323,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 @functools.cache
-def _store_class() -> type:
-    """zarr's ``FsspecStore`` with every call's storage failures raised as :func:`storage_error`'s (made on first
+def _store_class() -> type[Any]:
+    """Zarr's ``FsspecStore`` with every call's storage failures raised as :func:`storage_error`'s (made on first
     use, so that importing this module does not import zarr)."""
     from zarr.storage import FsspecStore
 
@@ -346,7 +346,7 @@ def _store_class() -> type:
         async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:
                 return await getattr(FsspecStore, name)(self, *args, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - fail() raises it again, or its one line
                 fail(exc, self)
         method.__name__ = name
         return method
@@ -356,7 +356,7 @@ def _store_class() -> type:
             try:
                 async for key in getattr(FsspecStore, name)(self, *args, **kwargs):
                     yield key
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - fail() raises it again, or its one line
                 fail(exc, self)
         method.__name__ = name
         return method

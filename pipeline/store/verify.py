@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import zarr
@@ -20,7 +21,7 @@ from zarr.core.sync import sync
 from ..dims import has_d_axis, store_dims
 from .io import open_group
 from .location import StorePath, locate
-from .writer import per_replicate_arrays
+from .writer import array_of, dims_of, per_replicate_arrays, read_array
 
 __all__ = ["ABSENT", "Corrupt", "chunk_keys", "corrupt_tasks", "repair"]
 
@@ -57,7 +58,7 @@ def _span(values: np.ndarray) -> str:
     return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
 
 
-def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corrupt]:
+def corrupt_tasks(path: str | Path | StorePath, limit: int | None = None) -> list[Corrupt]:
     """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode.
 
     One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once, and
@@ -66,20 +67,20 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
     group = open_group(locate(path))
     arrays = per_replicate_arrays(group)
     done = arrays["done"]
-    dims = tuple(done.attrs["_ARRAY_DIMENSIONS"])
+    dims = dims_of(done)
     named = store_dims(has_d_axis(dims)).task                       # ([d,] delta, gamma, T): in the task's name
-    axes = {a: group[a][...] for a in named}
+    axes = {a: read_array(array_of(group, a)) for a in named}
     chunks = done.chunks
-    starts = [range(0, n, c) for n, c in zip(done.shape, chunks)]
+    starts = [range(0, n, c) for n, c in zip(done.shape, chunks, strict=True)]
     stored = {name: chunk_keys(array) for name, array in arrays.items()}
     found: list[Corrupt] = []
     for start in itertools.product(*starts):
-        region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape))
-        at = dict(zip(dims, region))
+        region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape, strict=True))
+        at = dict(zip(dims, region, strict=True))
         r = at["replicate"]
         cell = " ".join(f"{a}={_span(axes[a][at[a]])}" for a in named) + f" replicates {r.start}-{r.stop - 1}"
         try:
-            flags = done[region]
+            flags = read_array(done, region)
         except Exception as exc:  # noqa: BLE001 - any failure to decode is corruption
             found.append(Corrupt(region, "done", type(exc).__name__, cell))
             flags = None
@@ -88,7 +89,7 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
         for name, array in arrays.items():
             if name == "done":
                 continue
-            coords = tuple(s // c for s, c in zip(start, chunks)) + (0,) * (array.ndim - len(chunks))
+            coords = tuple(s // c for s, c in zip(start, chunks, strict=True)) + (0,) * (array.ndim - len(chunks))
             if array.metadata.encode_chunk_key(coords) not in stored[name]:
                 found.append(Corrupt(region, name, ABSENT, cell))
                 break
@@ -102,9 +103,9 @@ def corrupt_tasks(path: str | StorePath, limit: int | None = None) -> list[Corru
     return found
 
 
-def repair(path: str | StorePath, corrupt: list[Corrupt]) -> int:
+def repair(path: str | Path | StorePath, corrupt: list[Corrupt]) -> int:
     """Clear ``done`` over every corrupt task (rewriting a corrupt ``done`` chunk whole); returns how many."""
-    done = open_group(locate(path), mode="r+")["done"]
+    done = array_of(open_group(locate(path), mode="r+"), "done")
     regions = {tuple((s.start, s.stop) for s in c.region): c.region for c in corrupt}    # one per task
     for region in regions.values():
         done[region] = False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
 
 import numpy as np
 import zarr
@@ -23,17 +24,33 @@ from ..dims import has_d_axis, store_dims
 from .fence import Fence, FencedStore
 from .location import StorePath, locate, zarr_target
 
-__all__ = ["DONE_WRITERS", "Writer", "open_for_writing", "per_replicate_arrays", "selection_shape"]
+__all__ = ["DONE_WRITERS", "Writer", "array_of", "dims_of", "open_for_writing", "per_replicate_arrays",
+           "read_array", "selection_shape"]
 
 DONE_WRITERS = 8   # threads that write done chunks concurrently (each chunk has its own file): the shipped
                    # default of the setting rmtsweep.store.done-writers, read when a writer first marks done
+
+
+def array_of(group: zarr.Group, name: str) -> zarr.Array:
+    """The array ``name`` of a store's root ``group``: its variables and coordinates are arrays, never groups."""
+    return cast(zarr.Array, group[name])
+
+
+def dims_of(array: zarr.Array) -> tuple[str, ...]:
+    """The dimension names of one of a store's arrays: its ``_ARRAY_DIMENSIONS``, a list of names."""
+    return tuple(cast("list[str]", array.attrs["_ARRAY_DIMENSIONS"]))
+
+
+def read_array(array: zarr.Array, selection: Any = ...) -> np.ndarray:
+    """``array[selection]`` (all of it by default), which zarr types as any buffer's: numpy, read on the CPU."""
+    return cast(np.ndarray, array[selection])
 
 
 def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
     """The group's per-replicate variables (dims starting ``[d,] delta, gamma, T, weights, replicate``)."""
     out = {}
     for name, arr in group.arrays():
-        dims = tuple(arr.attrs.get("_ARRAY_DIMENSIONS", ()))
+        dims = tuple(cast("list[str]", arr.attrs.get("_ARRAY_DIMENSIONS", ())))
         lead = store_dims(has_d_axis(dims)).replicate
         if dims[:len(lead)] == lead:
             out[name] = arr
@@ -57,7 +74,9 @@ def selection_shape(region: tuple[slice | int, ...], shape: tuple[int, ...]) -> 
     >>> selection_shape((0, slice(2, 4), slice(6, 9)), (2, 5, 7))
     (2, 1)
     """
-    return tuple(len(range(*r.indices(n))) for r, n in zip(region, shape) if isinstance(r, slice)) + shape[len(region):]
+    # region may index fewer axes than shape has: the rest are whole
+    return (tuple(len(range(*r.indices(n))) for r, n in zip(region, shape, strict=False) if isinstance(r, slice))
+            + shape[len(region):])
 
 
 class Writer:
@@ -80,7 +99,7 @@ class Writer:
         for name in self.arrays if names is None else names:
             array = self.arrays[name]
             coords = tuple((r.start or 0) // c if isinstance(r, slice) else r // c
-                           for r, c in zip(region, array.chunks))
+                           for r, c in zip(region, array.chunks, strict=False))
             coords += (0,) * (array.ndim - len(coords))
             keys.append(f"{array.path}/{array.metadata.encode_chunk_key(coords)}")
         return keys
@@ -90,7 +109,7 @@ class Writer:
         if self.fence is not None:
             self.fence.prepare(key for region in regions for key in self.chunk_keys(region, names))
 
-    def write_block(self, region: tuple[slice, ...], values: dict[str, np.ndarray], todo: np.ndarray | None,
+    def write_block(self, region: tuple[slice | int, ...], values: dict[str, np.ndarray], todo: np.ndarray | None,
                     run: int) -> None:
         """Write one task's data (not ``done``) into its chunk; ``run`` marks the replicates it computed.
 
@@ -101,20 +120,21 @@ class Writer:
         for name, array in self.arrays.items():
             if name == "done":
                 continue
-            new = np.full(selection_shape(region, self.done.shape), run, np.int16) if name == "run" else values.get(name)
+            new = (np.full(selection_shape(region, self.done.shape), run, np.int16) if name == "run"
+                   else values.get(name))
             if new is None:
                 continue
             if todo is not None:
-                old = array[region]
+                old = read_array(array, region)
                 mask = todo.reshape(todo.shape + (1,) * (old.ndim - todo.ndim))
                 new = np.where(mask, new, old)
             array[region] = new
 
-    def mark_done(self, region: tuple[slice, ...]) -> None:
+    def mark_done(self, region: tuple[slice | int, ...]) -> None:
         """Set ``done`` for the whole chunk (after its data is written)."""
         self.done[region] = True
 
-    def mark_done_many(self, regions: list[tuple[slice, ...]]) -> None:
+    def mark_done_many(self, regions: list[tuple[slice | int, ...]]) -> None:
         """Set ``done`` for several chunks at once: their writes overlap (a small thread pool), so a
         driver that finishes many tasks at a time pays about one write's latency, not one per task."""
         if len(regions) <= 1:
@@ -134,4 +154,8 @@ class Writer:
 
     def done_mask(self) -> np.ndarray:
         """The whole ``done`` array (one read per chunk)."""
-        return self.done[...]
+        return read_array(self.done)
+
+    def done_in(self, region: tuple[slice | int, ...]) -> np.ndarray:
+        """``done`` over ``region`` (one read per chunk it covers)."""
+        return read_array(self.done, region)

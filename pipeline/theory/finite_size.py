@@ -17,7 +17,7 @@ the ``T = 1`` cells'; ``finite_size_law`` says which construction each cell got.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import xarray as xr
@@ -34,7 +34,8 @@ __all__ = ["BUDGET", "COUNTS", "DRAWS", "NONE", "POOLED_BUDGET", "POOLING", "fin
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
 BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
 ABS = "same units as the eigenvalues of S"
-POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N + Lanczos) + POOLED_CELL: ~20 s; beyond, the cubic
+POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N + Lanczos) + POOLED_CELL: ~20 s; beyond,
+                       # the cubic
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
 POOLED_SECONDS = 1e-10   # seconds per unit of that work on the 2-core development machine (one BLAS thread)
 POOLED_SAY = 3.0         # estimated seconds past which the nulls' computation is announced (``notes``)
@@ -105,7 +106,8 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray,
             long = _long_name(what) if not suffix else f"Monte Carlo standard error of finite_size_{name}"
             units = ABS if name == "lambda1" else "1"
             out[f"finite_size_{name}{suffix}"] = arr.assign_attrs(long_name=long, units=units)
-    for name, what in (("location", "location"), ("scale", "scale (Tracy-Widom for the edge, Gaussian sd for a spike)")):
+    for name, what in (("location", "location"),
+                       ("scale", "scale (Tracy-Widom for the edge, Gaussian sd for a spike)")):
         arr = xr.DataArray(null[name], dims=(*dims[:3], "count_draw", "null_candidate"),
                            coords={k: coords[k] for k in dims[:3]})
         if not sweep.d_axis:
@@ -167,7 +169,8 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     coords = {D: d_values, "delta": delta, "gamma": gamma}
     cell = {"T": law["T"].values, "weights": law["weights"].values}
     out = {}
-    for name, what in (("location", "location"), ("scale", "scale (Tracy-Widom for the edge, Gaussian sd for a spike)")):
+    for name, what in (("location", "location"),
+                       ("scale", "scale (Tracy-Widom for the edge, Gaussian sd for a spike)")):
         arr = xr.DataArray(null[name], dims=(*coords, *cell, "pool_draw", "null_candidate"), coords={**coords, **cell})
         out[f"pooled_null_{name}"] = arr.assign_attrs(
             long_name=f"{what} of the null top-eigenvalue candidates of S/kappa over the realised pooling matrix "

@@ -19,9 +19,9 @@ they are off on an uncentred table (for ``class`` they equal ``theory_*``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 import xarray as xr
@@ -29,16 +29,16 @@ import xarray as xr
 from ..dims import ALL_AXES
 from ..model import effective_length
 from ..spec import Sweep, SweepFile, load_sweep
-from . import spikes
-from . import finite_t
+from . import finite_t, spikes
 from .bulk import edge as bulk_edge, histogram as bulk_histogram
 from .cell_law import ONE_TOKEN_BUDGET, one_position, one_token_spikes, transition_snr
 from .finite_d import pooled_sign_excess_kurtosis
 from .finite_size import BUDGET, POOLED_BUDGET, finite_size_arrays, finite_size_law, pooled_arrays
+from .token_law import SampleOptions
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
-           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays", "SIZED", "sized_theory",
-           "theory_dataset", "weight_scalars"]
+           "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays",
+           "SIZED", "sized_theory", "theory_dataset", "weight_scalars"]
 
 ABS = "same units as the eigenvalues of S"
 
@@ -101,7 +101,7 @@ LAWS = ("cubic MP_delta ⊠ MP_gamma", "finite-T law, exact (one token per seque
         "finite-T law over a sampled token-count spectrum (seeded, V = 1000, 4 samples)")
 FINITE_T_BELOW = 8.0     # T_eff under which the finite-T law is computed; above it the cubic is within 0.003
 FINITE_T_BUDGET = 25.0   # estimated seconds of the finite-T spectrum law a template may take; beyond, the cubic
-SAMPLE = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}   # ~0.4 CPU-s per law, ~1e-3 in KS
+SAMPLE: SampleOptions = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}  # ~0.4 CPU-s a law, ~1e-3 in KS
 # Seconds of one sampled law (growing as replicates x size^3) and of one histogram (fixed, and per bin), fitted on
 # a 2-core machine: an estimate from the grid alone, so that the budget decides alike on every machine.
 SAMPLE_SECONDS = 0.25
@@ -368,9 +368,9 @@ computes them beside its first tasks; until they are written, the store's ``theo
 
 
 def _sized(ds: xr.Dataset, sweep: Sweep, notes: Callable[[str], None] | None,
-           budgets: TheoryBudgets) -> dict[str, xr.DataArray]:
+           budgets: TheoryBudgets) -> dict[Hashable, xr.DataArray]:
     """The :data:`SIZED` arrays of ``sweep``, given its template's theory ``ds`` (its laws and kappa)."""
-    out: dict[str, xr.DataArray] = {}
+    out: dict[Hashable, xr.DataArray] = {}
     if sweep.observables.spectrum is not None:
         spectrum = spectrum_arrays(sweep, notes, budgets)
         out.update({name: spectrum[name] for name in ("theory_spectrum", "theory_spectrum_law")})

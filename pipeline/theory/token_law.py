@@ -16,6 +16,7 @@ delta_{p_i}``), which differs from ``nu`` when the positions' signs are correlat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -23,7 +24,8 @@ from scipy.special import gammaln, xlogy
 
 from ..model.replicate import token_weight_matrix
 
-__all__ = ["DiscreteLaw", "empirical_law", "mp_law", "poisson_law", "sample_laws", "sample_token_law", "token_law"]
+__all__ = ["DiscreteLaw", "SampleOptions", "empirical_law", "mp_law", "poisson_law", "sample_laws", "sample_token_law",
+           "token_law"]
 
 Float = NDArray[np.float64]
 
@@ -115,6 +117,15 @@ def _compress(values: Float, resolution: float, masses: Float | None = None) -> 
     if masses is None:
         return out
     return out + (np.append(np.bincount(inv, weights=masses[~zero]), masses[zero].sum()),)
+
+
+class SampleOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`sample_token_law`: how large a sample, how many, which seed, how fine."""
+
+    size: int
+    replicates: int
+    seed: int
+    resolution: float
 
 
 def sample_token_law(w: ArrayLike, delta: float, gamma: float, *, size: int = 1500, replicates: int = 16,
