@@ -45,6 +45,7 @@ from ..store import Location, Store, Template, local_path, locate, now, provenan
 from ..store.io import open_group
 from ..store.lock import Share
 from ..store.pending import PENDING, theory_pending, write_theory
+from ..theory.estimate import LIMIT_SECONDS, theory_seconds
 from ..theory.on_grid import theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
@@ -84,8 +85,9 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     """The store template of ``sweep_file`` with tasks of ``blocking``: coordinates, theory, provenance
     (``notes``: where a line goes before a theory computation of several seconds).
 
-    With ``defer`` the theory at the store's own size is left out (``theory_pending``): a run computes it as
-    a task beside its first ones (:mod:`rmtsweep.store.pending`), so the store exists from the start.
+    With ``defer`` the theory at the store's own size is left out (``theory_pending``), where there is any to
+    compute: a run computes it as a task beside its first ones (:mod:`rmtsweep.store.pending`), so the store
+    exists from the start.
 
     The theory is bounded by the settings ``rmtsweep.theory.*`` now; they and ``rmtsweep.batching.*``, which
     shape what the store holds, are recorded in ``attrs["config"]``.
@@ -93,6 +95,7 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     sweep = sweep_file.sweep
     attrs = provenance(sweep_file, package_version(), git_revision())
     attrs["config"] = {"theory": config.settings("theory"), "batching": config.settings("batching")}
+    defer = defer and theory_seconds(sweep, theory_budgets()) > LIMIT_SECONDS     # the limits alone: at once
     if defer:
         attrs[PENDING] = True
     theory = theory_dataset(sweep, notes, theory_budgets(), part="template" if defer else "all")
