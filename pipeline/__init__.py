@@ -61,6 +61,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "theory_dataset": ("rmtsweep.theory.on_grid", "theory_dataset"),
     "plan": ("rmtsweep.run.plan", "plan"),
     "status": ("rmtsweep.store", "status"),
+    "StoreStatus": ("rmtsweep.store", "StoreStatus"),
     "verify": ("rmtsweep.store", "corrupt_tasks"),
     "phase_diagram": ("rmtsweep.analysis.phase", "phase_diagram"),
     "plot_map": ("rmtsweep.analysis.plots", "plot_map"),
@@ -79,7 +80,7 @@ if TYPE_CHECKING:
     from .analysis.plots import plot_map
     from .run.plan import plan
     from .store import corrupt_tasks as verify
-    from .store import status
+    from .store import StoreStatus, status
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
@@ -126,7 +127,8 @@ else:
 
 __all__ = [
     "__version__", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError",
-    "StoreWriteError", "Sweep", "SweepDefinitionError", "SweepFile", "TaskFailedError", "UserError", "compare",
+    "StoreStatus", "StoreWriteError", "Sweep", "SweepDefinitionError", "SweepFile", "TaskFailedError", "UserError",
+    "compare",
     "export", "load_sweep", "open_store", "parse_sweep", "phase_diagram", "plan", "plot_map", "run_sweep", "status",
     "theory", "theory_dataset", "verify", "write_comparison",
 ]

@@ -100,8 +100,9 @@ def bulk_distance(ds: xr.Dataset, done: xr.DataArray, law: str = "theory") -> xr
         long_name=f"Kolmogorov distance of the mean eigenvalue histogram of S/kappa to {which}", units="1")
 
 
-def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None, margin_factor: float | None = None,
-            lazy: bool = False, reference: str = "best") -> xr.Dataset:
+def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | None = None,
+            margin_factor: float | None = None, lazy: bool = False, reference: str = "best",
+            storage_options: dict | None = None) -> xr.Dataset:
     """Hold a store's Monte Carlo against its theory arrays.
 
     The per-replicate arrays are reduced chunk by chunk with dask (on the cluster of the current
@@ -125,6 +126,9 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
         ``"best"`` (default), the store's prediction at its own size (``finite_size_*``) where it has one and
         the ``d -> infinity`` limit elsewhere (``{name}_reference`` says which per cell); ``"limit"``, the limit
         everywhere. The limit comparison is kept under ``limit_lambda1_*`` and ``limit_overlap_*`` either way.
+    storage_options
+        For a store at a URL (``s3://bucket/run.zarr``): the options of its filesystem (``endpoint_url``,
+        credentials, ...); credentials and endpoint also come from the environment.
 
     Returns
     -------
@@ -138,6 +142,8 @@ def compare(source: str | Path | xr.Dataset, *, false_alarm: float | None = None
     if reference not in REFERENCES:
         raise SelectionError(f"reference {reference!r}: unknown (valid: {', '.join(REFERENCES)})")
     rule = detection_rule(false_alarm, margin_factor)
+    if storage_options is not None and not isinstance(source, xr.Dataset):
+        source = locate(source, storage_options)
     ds = open_source(source)
     if theory_pending(ds.attrs):
         raise StoreError(f"{source}: its theory at the store's size is not written yet: the run computes it beside "

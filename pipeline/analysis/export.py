@@ -27,6 +27,7 @@ import xarray as xr
 
 from ..dims import NULL_DIMS, TIDY_ORDER
 from ..errors import SelectionError
+from ..store import locate
 from ..types import ExportFormat
 from .compare import open_source
 from .mask import mask_not_done, not_done, not_done_note, per_replicate
@@ -67,7 +68,8 @@ def to_tidy(ds: xr.Dataset) -> pandas.DataFrame:
 
 
 def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | None = None,
-           variables: list[str] | None = None, notes: Callable[[str], None] | None = None) -> Path:
+           variables: list[str] | None = None, notes: Callable[[str], None] | None = None,
+           storage_options: dict | None = None) -> Path:
     """Write the store at ``path`` (or its ``group``, e.g. ``"comparison"``) to ``out``.
 
     Parameters
@@ -84,6 +86,9 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
         Variables to write (default: see the module docstring).
     notes
         Called with one line when per-replicate values of replicates not done were left empty.
+    storage_options
+        For a store at a URL (``s3://bucket/run.zarr``): the options of its filesystem (``endpoint_url``,
+        credentials, ...); credentials and endpoint also come from the environment.
 
     Returns
     -------
@@ -92,7 +97,8 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
     """
     if fmt not in FORMATS:
         raise SelectionError(f"--format {fmt!r}: unknown format (valid: {', '.join(FORMATS)})")
-    ds = select(open_source(path, group), variables, cast("ExportFormat", fmt))  # validates path and group first
+    # validates path and group first
+    ds = select(open_source(locate(path, storage_options), group), variables, cast("ExportFormat", fmt))
     ds = mask_not_done(ds).load()                           # one read: the mask and `done` agree
     nd = not_done(ds) if per_replicate(ds) else None
     out = output_file(out)

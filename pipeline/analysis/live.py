@@ -122,7 +122,7 @@ class Watch:
         :data:`WINDOW` seconds of readings."""
         st = status(self.path)
         now = self._clock()
-        done = st["tasks_done"]
+        done = st.tasks_done
         if self._seen and done != self._seen[-1][1]:
             self._changed = now
         self._seen.append((now, done))
@@ -134,11 +134,11 @@ class Watch:
         # stalled: quiet for three times the gap between landings seen before (and STALL s at least)
         busy = (done - n0) / (self._changed - t0) if self._changed > t0 and done > n0 else None
         stalled = quiet > (max(STALL, 3 / busy) if busy else STALL)
-        eta = (st["tasks_total"] - done) / rate if rate and not stalled else None
+        eta = (st.tasks_total - done) / rate if rate and not stalled else None
         # a task can land between the two reads: the next poll sees it
         digest = done_digest(read_array(array_of(open_group(self.path), "done")))
-        return Progress(done, st["tasks_total"], st["replicates_done"], st["replicates_total"], rate, eta, quiet,
-                        digest, str(st["attrs"].get("sweep_name", "")))
+        return Progress(done, st.tasks_total, st.replicates_done, st.replicates_total, rate, eta, quiet,
+                        digest, str(st.attrs.get("sweep_name", "")))
 
 
 def axes(ds: xr.Dataset) -> list[str]:

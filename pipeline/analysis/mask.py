@@ -13,9 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
+
+if TYPE_CHECKING:
+    from ..store import Location
 
 __all__ = ["NotDone", "mask_not_done", "not_done", "not_done_note", "only_done", "per_replicate"]
 
@@ -76,7 +80,7 @@ def not_done(done: xr.DataArray | xr.Dataset) -> NotDone:
     return NotDone(int(flags.size - flags.sum()), int(flags.size))
 
 
-def not_done_note(source: str | Path | xr.Dataset, nd: NotDone, consequence: str) -> str:
+def not_done_note(source: str | Path | Location | xr.Dataset, nd: NotDone, consequence: str) -> str:
     """The line a reader's ``notes`` get when replicates are not done, e.g.
     ``store/x.zarr: 12 of 48 replicates not done (interrupted run); their values are left empty``."""
     name = source.attrs.get("sweep_name", "store") if isinstance(source, xr.Dataset) else str(source)

@@ -28,6 +28,7 @@ import xarray as xr
 
 from ..dims import TIDY_ORDER
 from ..errors import ArgumentError
+from ..store import Location, locate
 from ..theory import finite_d, spikes
 from ..theory.null_law import tw_threshold
 from .compare import REFERENCES, d_of, detected, detection_rule, open_source
@@ -100,9 +101,9 @@ def _best_transition(ds: xr.Dataset, table: pandas.DataFrame, rule: Detection,
     table["theory_snr_best_source"] = np.where(use, "finite_d", "limit")
 
 
-def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
-                  false_alarm: float | None = None, margin_factor: float | None = None, reference: str = "best"
-                  ) -> pandas.DataFrame:
+def phase_diagram(source: str | Path | Location | xr.Dataset, n_boot: int = 1000, level: float = 0.95, seed: int = 0, *,
+                  false_alarm: float | None = None, margin_factor: float | None = None, reference: str = "best",
+                  storage_options: dict | None = None) -> pandas.DataFrame:
     """The transition curves of a store as a tidy table, one row per SNR line.
 
     Parameters
@@ -120,6 +121,9 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     reference
         ``"best"`` (default): ``theory_snr_best`` is the finite-d prediction where it is derived;
         ``"limit"``: the limit ``theory_snr_sample`` everywhere (the other columns are the same).
+    storage_options
+        For a store at a URL (``s3://bucket/run.zarr``): the options of its filesystem (``endpoint_url``,
+        credentials, ...); credentials and endpoint also come from the environment.
 
     Returns
     -------
@@ -138,6 +142,8 @@ def phase_diagram(source: str | Path | xr.Dataset, n_boot: int = 1000, level: fl
     if reference not in REFERENCES:
         raise ArgumentError(f"reference {reference!r}: unknown (valid: {', '.join(REFERENCES)})")
     rule = detection_rule(false_alarm, margin_factor)
+    if storage_options is not None and not isinstance(source, xr.Dataset):
+        source = locate(source, storage_options)
     ds = open_source(source)
     hits = detected(ds, rule).load()
     snr = hits["snr"].values.astype(float)

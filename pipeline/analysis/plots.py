@@ -32,6 +32,7 @@ import xarray as xr
 from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
+from ..store import Location, locate
 from .compare import GROUP, SHORT, compare, open_source
 from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
@@ -49,7 +50,8 @@ EXACT_POINTS = (24, 12)    # the same where theory_law = 1 (the exact law's thre
 CATEGORICAL = ("T", "weights")  # drawn at equally spaced positions, labelled with their values
 
 
-def map_data(path: str | Path | xr.Dataset, var: str, select: dict | None = None) -> tuple[xr.DataArray, xr.Dataset]:
+def map_data(path: str | Path | Location | xr.Dataset, var: str,
+             select: dict | None = None) -> tuple[xr.DataArray, xr.Dataset]:
     """The variable to map (replicate-averaged, ``k`` selected) and the store it came from.
 
     ``var`` may be a store variable or a comparison variable (read from the store's ``comparison``
@@ -271,7 +273,7 @@ class StoreMap:
     map per value of the other axes, with the transition lines) for anything holoviews does next.
     """
 
-    def __init__(self, fig: MapFigure, stem: str, source: str | Path | xr.Dataset, nd: NotDone) -> None:
+    def __init__(self, fig: MapFigure, stem: str, source: str | Path | Location | xr.Dataset, nd: NotDone) -> None:
         self.figure, self.stem, self._source, self._not_done = fig, stem, source, nd
 
     @property
@@ -313,7 +315,7 @@ class StoreMap:
         return tuple(paths)
 
 
-def make_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, select: dict | None = None,
+def make_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str, select: dict | None = None,
              clim: tuple[float, float] | str | None = None) -> StoreMap:
     """The map of ``var`` over ``x`` and ``y`` (arguments as :func:`plot_map`'s), not yet written."""
     for name, axis in (("--x", x), ("--y", y)):
@@ -327,10 +329,11 @@ def make_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, select: di
     return StoreMap(fig, f"{name}-{var}-{x}-{y}", path, nd)
 
 
-def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str | Path, widgets: bool | None = None,
+def plot_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str, out: str | Path,
+             widgets: bool | None = None,
              select: dict | None = None, *, clim: tuple[float, float] | str | None = None,
              formats: Iterable[str] | str | None = None, max_panels: int = MAX_PANELS,
-             notes: Callable[[str], None] | None = None) -> tuple[Path, ...]:
+             notes: Callable[[str], None] | None = None, storage_options: dict | None = None) -> tuple[Path, ...]:
     """Map ``var`` over the axes ``x`` and ``y`` of the store at ``path``; returns the paths written.
 
     Parameters
@@ -357,6 +360,8 @@ def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str |
         Panels per static page: more panels are split over ``<stem>-p1.png``, ``<stem>-p2.png``, ...
     notes
         Called with a line for what the user should know (pages, transitions not drawn).
+    storage_options
+        For a store at a URL: the options of its filesystem (``endpoint_url``, credentials, ...).
 
     Returns
     -------
@@ -368,5 +373,7 @@ def plot_map(path: str | Path | xr.Dataset, x: str, y: str, var: str, out: str |
     >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "maps/")  # doctest: +SKIP
     >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "paper/overlap.pdf", clim=(0, 1))  # doctest: +SKIP
     """
+    if storage_options is not None and not isinstance(path, xr.Dataset):
+        path = locate(path, storage_options)
     return make_map(path, x, y, var, select, clim).save(out, widgets, formats=formats, max_panels=max_panels,
                                                          notes=notes)

@@ -14,7 +14,7 @@ import xarray as xr
 import zarr
 
 from ..errors import SelectionError
-from ..store import locate, open_dataset, open_zarr
+from ..store import Location, locate, open_dataset, open_zarr
 
 __all__ = ["GROUP", "done_digest", "open_source"]
 
@@ -22,7 +22,7 @@ GROUP = "comparison"
 """The store group :func:`rmtsweep.analysis.compare.write_comparison` writes."""
 
 
-def open_source(source: str | Path | xr.Dataset, group: str | None = None) -> xr.Dataset:
+def open_source(source: str | Path | Location | xr.Dataset, group: str | None = None) -> xr.Dataset:
     """A store (``group=None``) or one of its groups (e.g. ``"comparison"``), opened lazily."""
     if isinstance(source, xr.Dataset):
         return source

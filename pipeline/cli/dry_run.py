@@ -48,8 +48,8 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     exists = path.exists() and store.is_store(path)
     the_plan = plan(sweep, Blocking(*store.blocking_of(path)) if exists else None, threads)
     st = store.status(path) if exists else None
-    same = st is not None and st["attrs"].get("sweep_hash") == sweep.digest()
-    left = 1 - st["tasks_done"] / max(st["tasks_total"], 1) if st is not None and same else 1.0
+    same = st is not None and st.attrs.get("sweep_hash") == sweep.digest()
+    left = 1 - st.tasks_done / max(st.tasks_total, 1) if st is not None and same else 1.0
     startup = startup_seconds(engine, threads)
     wall = None if startup is None or not threads else the_plan.wall_seconds(threads, startup, not same, left)
     g, b = sweep.grid, the_plan.blocking
@@ -57,7 +57,7 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
         import json
         click.echo(json.dumps({
             "sweep": sweep.name, "sweep_hash": sweep.digest(), "store": str(path), "store_exists": exists,
-            "tasks_done": st["tasks_done"] if st else 0, "points": the_plan.points, "cells": the_plan.cells,
+            "tasks_done": st.tasks_done if st else 0, "points": the_plan.points, "cells": the_plan.cells,
             "replicates": the_plan.replicates, "tasks": the_plan.tasks, "points_per_task": b.cells,
             "replicates_per_task": b.replicate, "memory_per_task_bytes": the_plan.memory_per_task,
             "core_seconds": the_plan.core_seconds, "worker_threads": threads, "startup_seconds": startup,
@@ -85,7 +85,7 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     if st is None:                                        # no store yet
         click.echo(f"store: {path} (new)")
     else:
-        click.echo(f"store: {path} exists, {st['tasks_done']}/{st['tasks_total']} tasks done; a run "
+        click.echo(f"store: {path} exists, {st.tasks_done}/{st.tasks_total} tasks done; a run "
                    f"{'computes the rest' if same else 'extends it to this sweep, or says why it cannot'}")
     click.echo("dry run: nothing was started or written")
 

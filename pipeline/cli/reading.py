@@ -19,6 +19,7 @@ from ._group import STORE_LOCATION, cli, storage_options
 
 if TYPE_CHECKING:
     from ..store.backend import Location
+    from ..store.io import StoreStatus
 
 __all__ = ["compare", "export", "figures", "plot", "status", "verify"]
 
@@ -32,8 +33,8 @@ def status(store_path: Path, as_json: bool) -> None:
     from .. import store
     from ..store.pending import theory_pending
     st = store.status(store_path)
-    a = st["attrs"]
-    done, total = st["tasks_done"], st["tasks_total"]
+    a = st.attrs
+    done, total = st.tasks_done, st.tasks_total
     overrides = a.get("sweep_overrides", [])
     runs = a.get("runs", [])
     writers = _writers(store_path, st)
@@ -41,11 +42,11 @@ def status(store_path: Path, as_json: bool) -> None:
         keys = ("sweep_name", "sweep_hash", "sweep_file", "rmtsweep_version", "git_revision", "created")
         click.echo(json.dumps({
             "store": str(store_path), **{k: a.get(k) for k in keys}, "sweep_overrides": overrides,
-            "tasks_done": done, "tasks_total": total, "replicates_done": st["replicates_done"],
-            "replicates_total": st["replicates_total"], "complete": done == total,
-            "d_axis": None if st["d_axis"] is None else [int(x) for x in st["d_axis"]],
+            "tasks_done": done, "tasks_total": total, "replicates_done": st.replicates_done,
+            "replicates_total": st.replicates_total, "complete": done == total,
+            "d_axis": None if st.d_axis is None else [int(x) for x in st.d_axis],
             "theory_pending": theory_pending(a),
-            "runs": [{**r, "replicates": st["replicates_by_run"].get(r["run"], 0)} for r in runs],
+            "runs": [{**r, "replicates": st.replicates_by_run.get(r["run"], 0)} for r in runs],
             "writers": writers}, indent=1))
         return
     state = "complete" if done == total else "incomplete"
@@ -53,9 +54,9 @@ def status(store_path: Path, as_json: bool) -> None:
     click.echo(f"{store_path}: sweep {a['sweep_name']}{with_overrides} (hash {a['sweep_hash'][:12]}), "
                f"rmtsweep {a['rmtsweep_version']}, git {a['git_revision']}, created {a['created']}")
     click.echo(f"tasks done: {done} / {total} ({100 * done / total:.1f}%), replicates "
-               f"{st['replicates_done']} / {st['replicates_total']}: {state}")
-    if st["d_axis"] is not None:
-        click.echo(f"d axis: {', '.join(map(str, st['d_axis']))} (d is a grid axis: one d value per task)")
+               f"{st.replicates_done} / {st.replicates_total}: {state}")
+    if st.d_axis is not None:
+        click.echo(f"d axis: {', '.join(map(str, st.d_axis))} (d is a grid axis: one d value per task)")
     if theory_pending(a):
         click.echo("theory at the store's size: not written yet (the run computes it beside its first tasks; a run "
                    "stopped before then leaves it to the next run); the limit theory is there")
@@ -68,12 +69,12 @@ def status(store_path: Path, as_json: bool) -> None:
     if len({tuple(r.get(k) for k in same) for r in runs}) > 1:
         click.echo("the store was written by runs that differ in sweep, version or revision:")
         for r in runs:
-            n = st["replicates_by_run"].get(r["run"], 0)
+            n = st.replicates_by_run.get(r["run"], 0)
             click.echo(f"  run {r['run']} started {r['started']}: {n} replicates, sweep {r['sweep_hash'][:12]}, "
                        f"rmtsweep {r['rmtsweep_version']}, git {r['git_revision']}, {r['sweep_file']}")
 
 
-def _writers(store_path: Path, st: dict) -> list[dict]:
+def _writers(store_path: Path, st: StoreStatus) -> list[dict]:
     """The store's lock holders (:func:`rmtsweep.store.lock.holders`); an array element's with its share's
     task counts."""
     from .. import store
@@ -82,7 +83,7 @@ def _writers(store_path: Path, st: dict) -> list[dict]:
     from ..store.lock import holders
     found = holders(store_path)             # on object storage too: the lock is an object beside the store
     if any(w["share"] is not None for w in found):
-        sweep = store.stored_sweep(store_path, st["attrs"])
+        sweep = store.stored_sweep(store_path, st.attrs)
         blocking = Blocking(*store.blocking_of(store_path))
         done = store.open_dataset(store_path)["done"].values
         for w in found:

@@ -28,6 +28,7 @@ _LAZY: dict[str, str] = {
     "open_zarr": "io",
     "record_run": "io",
     "status": "io",
+    "StoreStatus": "io",
     "store_problem": "io",
     "stored_sweep": "io",
     "tasks_done": "io",
@@ -58,7 +59,7 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from .handle import JOURNAL_NAME, PreparedRun, Store
     from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, open_group, open_zarr,
-                     record_run, status, store_problem, stored_sweep, tasks_done, write_template)
+                     record_run, status, StoreStatus, store_problem, stored_sweep, tasks_done, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
     from .backend import Location, PosixLocation
     from .location import local_path, locate
@@ -69,7 +70,8 @@ if TYPE_CHECKING:
     from .writer import Writer
 
 __all__ = [
-    "Corrupt", "FORMAT", "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation",
+    "Corrupt", "FORMAT", "StoreStatus",
+    "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation",
     "Store", "StoreLock", "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate",
     "corrupt_tasks", "create", "is_store", "local_path", "locate", "lock_file", "metadata_damage", "metadata_lock",
     "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "restore_metadata",

@@ -111,6 +111,8 @@ class StagingFence(Fence):
                 f.write(data)
             os.rename(tmp, self.store.child(key))
         except FileNotFoundError:
+            if os.path.exists(tmp):                         # the store is gone, not this writer's staging
+                raise
             raise Fenced(f"{self.store}: the store was taken over while this writer wrote {key}") from None
         finally:
             with contextlib.suppress(FileNotFoundError):    # renamed into place already

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 import os
 import shutil
 import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numcodecs
 import numpy as np
@@ -28,7 +29,7 @@ from .writer import array_of, dims_of, read_array
 
 __all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem",
            "open_dataset", "open_group", "open_zarr", "array_run", "edit_consolidated", "half_created", "read_object",
-           "record_run", "status", "stored_sweep", "tasks_done", "upload", "write_template"]
+           "record_run", "status", "StoreStatus", "stored_sweep", "tasks_done", "upload", "write_template"]
 
 
 CUT_SHORT = "its creation or extension was cut before the end"
@@ -160,6 +161,7 @@ def write_template(path: Location, tpl: Template) -> None:
     concurrent requests, its consolidated metadata last (written there object by object, each array's
     metadata a round trip and the consolidation a read of every one, it took seconds on a local server).
     """
+    path = locate(path)
     if not path.renames:
         with tempfile.TemporaryDirectory(prefix="rmtsweep-template-") as tmp:
             local = locate(Path(tmp) / path.name)
@@ -306,9 +308,37 @@ def _task_counts(done: np.ndarray, chunks: tuple[int, ...]) -> tuple[int, int]:
     return int(per_task.sum()), int(per_task.size)
 
 
-def status(path: str | Path | Location, storage_options: dict | None = None) -> dict:
-    """Counts of done tasks (chunks of ``done``) and replicates, replicates per run, the attrs, and the
-    ``d`` axis (``d_axis``: its values, or ``None`` for a store with a top-level ``d``)."""
+@dataclass(frozen=True)
+class StoreStatus:
+    """How much of a store is done and what made it: what :func:`status` returns.
+
+    ``replicates_by_run`` maps a run's index in ``attrs["runs"]`` to the done replicates it computed;
+    ``d_axis`` holds the ``d`` values of a store with ``d`` as a grid axis, else ``None``.
+    """
+
+    tasks_done: int
+    tasks_total: int
+    replicates_done: int
+    replicates_total: int
+    replicates_by_run: dict[int, int]
+    attrs: dict[str, Any]
+    d_axis: list[int] | None
+
+    @property
+    def complete(self) -> bool:
+        """Whether every task is done."""
+        return self.tasks_done == self.tasks_total
+
+    def to_json(self) -> str:
+        """The counts, the ``d`` axis and the store's provenance, as JSON."""
+        return json.dumps({**{k: v for k, v in self.__dict__.items() if k != "replicates_by_run"},
+                           "replicates_by_run": {str(k): v for k, v in self.replicates_by_run.items()},
+                           "complete": self.complete}, indent=1, default=str)
+
+
+def status(path: str | Path | Location, storage_options: dict | None = None) -> StoreStatus:
+    """How much of the store at ``path`` is done: tasks (chunks of ``done``), replicates, replicates per run,
+    its attributes and its ``d`` axis (:class:`StoreStatus`)."""
     path = locate(path, storage_options)
     open_dataset(path)                                  # raises StoreError if it is not a store
     group = open_group(path)
@@ -317,7 +347,6 @@ def status(path: str | Path | Location, storage_options: dict | None = None) -> 
     attrs = dict(group.attrs)
     tasks, total = _task_counts(done, done_array.chunks)
     runs, counts = np.unique(read_array(array_of(group, "run"))[done] if "run" in group else [], return_counts=True)
-    return {"tasks_done": tasks, "tasks_total": total,
-            "replicates_done": int(done.sum()), "replicates_total": int(done.size),
-            "replicates_by_run": dict(zip(runs.tolist(), counts.tolist(), strict=True)), "attrs": attrs,
-            "d_axis": read_array(array_of(group, "d")).tolist() if has_d_axis(dims_of(done_array)) else None}
+    return StoreStatus(tasks, total, int(done.sum()), int(done.size),
+                       dict(zip(runs.tolist(), counts.tolist(), strict=True)), attrs,
+                       read_array(array_of(group, "d")).tolist() if has_d_axis(dims_of(done_array)) else None)

@@ -37,6 +37,7 @@ from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
 from .backend import Location, posix
+from .location import locate
 from .writer import array_of, dims_of, open_for_writing, per_replicate_arrays, read_array
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
@@ -161,6 +162,7 @@ def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -
     """
     if recompute_all:
         return 0
+    old_path = locate(old_path)
     old, new = zarr.open_group(old_path.zarr_store(), mode="r"), open_for_writing(new_path)
     axes = store_dims(has_d_axis(dims_of(new["done"]))).replicate
     where = [_positions(read_array(array_of(old, a)), read_array(new[a])) for a in axes]

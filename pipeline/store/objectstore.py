@@ -138,9 +138,7 @@ class FsspecLocation(Location):
     def write(self, data: bytes) -> None:
         self.fs.pipe_file(self.url, data)
 
-    @property
-    def conditional_writes(self) -> bool:      # type: ignore[override]   # S3's If-Match, passed on by s3fs
-        return self.protocol in ("s3", "s3a")
+    conditional_writes = property(lambda self: self.protocol in ("s3", "s3a"))   # S3's If-Match, passed on by s3fs
 
     @_translated
     def version(self) -> str | None:
@@ -153,9 +151,10 @@ class FsspecLocation(Location):
 
     @_translated
     def write_if(self, data: bytes, version: str | None) -> bool:
+        from fsspec.asyn import sync
         condition = {"IfNoneMatch": "*"} if version is None else {"IfMatch": version}
-        try:
-            self.fs.pipe_file(self.url, data, **condition)
+        try:            # the filesystem's own coroutine, as zarr's writes call it
+            sync(self.fs.loop, self.fs._pipe_file, self.url, data, **condition)
         except OSError as exc:
             if _precondition_failed(exc):
                 return False

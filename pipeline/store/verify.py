@@ -58,13 +58,15 @@ def _span(values: np.ndarray) -> str:
     return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
 
 
-def corrupt_tasks(path: str | Path | StorePath, limit: int | None = None) -> list[Corrupt]:
+def corrupt_tasks(path: str | Path | StorePath, limit: int | None = None,
+                  storage_options: dict | None = None) -> list[Corrupt]:
     """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode.
 
     One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once, and
     lists each variable's chunks once (on object storage: one listing per variable, not a request per chunk).
+    ``storage_options``: those of a store at a URL (``endpoint_url``, credentials, ...).
     """
-    group = open_group(locate(path))
+    group = open_group(locate(path, storage_options))
     arrays = per_replicate_arrays(group)
     done = arrays["done"]
     dims = dims_of(done)

@@ -3,6 +3,8 @@ with no cluster set up, the readers at the top level."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import xarray as xr
 
@@ -17,7 +19,10 @@ def test_run_sweep_from_a_path_without_a_client_equals_the_reference(reference, 
     assert report.tasks_computed == 2
     assert_stores_equal(store, ref_store)
     st = rmtsweep.status(store)
-    assert (st["tasks_done"], st["tasks_total"]) == (2, 2)
+    assert isinstance(st, rmtsweep.StoreStatus) and (st.tasks_done, st.tasks_total) == (2, 2) and st.complete
+    with pytest.raises(AttributeError):                              # frozen
+        st.tasks_done = 0
+    assert json.loads(st.to_json())["replicates_done"] == st.replicates_done == st.replicates_total > 0
     assert rmtsweep.verify(store) == []
     assert bool(rmtsweep.open_store(store)["done"].all())
 

@@ -285,5 +285,5 @@ def test_an_element_cut_by_its_walltime_stops_cleanly_losing_only_its_tasks_in_f
     assert events.count("submit") - events.count("write") <= 4      # lost: at most the tasks in flight (4 a thread)
     from rmtsweep import status, verify
     state = status(store)
-    assert (state["tasks_done"], state["tasks_total"]) == (events.count("write"), 2048)   # done where it wrote
+    assert (state.tasks_done, state.tasks_total) == (events.count("write"), 2048)   # done where it wrote
     assert verify(store) == []                                       # what was done is whole

@@ -27,7 +27,7 @@ def kept(tmp_path) -> Path:
 
 def test_the_kept_store_opens_and_verifies_clean(kept, capsys):
     status = rmtsweep.status(kept)
-    assert (status["tasks_done"], status["tasks_total"]) == (2, 4)
+    assert (status.tasks_done, status.tasks_total) == (2, 4)
     assert rmtsweep.store.corrupt_tasks(kept) == []
     code, out, err = run_main(["verify", str(kept)], capsys)
     assert code == 0, err
@@ -38,8 +38,8 @@ def test_the_kept_store_resumes_to_a_fresh_run(kept, tmp_path, capsys):
     code, _, err = run_main(["run", str(kept.with_suffix(".yaml")), "--store", str(kept), "--no-progress"], capsys)
     assert code == 0, err
     status = rmtsweep.status(kept)
-    assert status["tasks_done"] == status["tasks_total"] == 4
-    assert status["replicates_by_run"] == {0: 8, 1: 8}          # the kept run's replicates were not recomputed
+    assert status.tasks_done == status.tasks_total == 4
+    assert status.replicates_by_run == {0: 8, 1: 8}          # the kept run's replicates were not recomputed
     fresh = build_store(tmp_path / "fresh.zarr", yaml.safe_load((DATA / "partial.yaml").read_text()))
     assert_stores_equal(kept, fresh)
 
@@ -57,4 +57,4 @@ def test_the_kept_store_copied_to_a_bucket_verifies_and_resumes_there(s3_endpoin
     there = rmtsweep.open_store(url, storage_options={"endpoint_url": s3_endpoint})
     fresh = build_store(tmp_path / "fresh.zarr", yaml.safe_load((DATA / "partial.yaml").read_text()))
     assert_stores_equal(there, fresh)
-    assert rmtsweep.status(url, storage_options={"endpoint_url": s3_endpoint})["replicates_by_run"] == {0: 8, 1: 8}
+    assert rmtsweep.status(url, storage_options={"endpoint_url": s3_endpoint}).replicates_by_run == {0: 8, 1: 8}

@@ -66,7 +66,7 @@ def test_a_store_in_a_bucket_opens_as_on_disk_and_with_plain_xarray(bucket, tiny
     plain = xr.open_zarr(url, storage_options=options)       # no rmtsweep needed to read it
     assert plain.attrs["rmtsweep_format"] == on_disk.attrs["rmtsweep_format"]
     np.testing.assert_array_equal(plain["eigenvalues"].values, on_disk["eigenvalues"].values)
-    assert rmtsweep.status(url, storage_options=options)["tasks_done"] == rmtsweep.status(tiny_store)["tasks_done"]
+    assert rmtsweep.status(url, storage_options=options).tasks_done == rmtsweep.status(tiny_store).tasks_done
     a, b = there.rmt.compare(), on_disk.rmt.compare()            # the accessor on the bucket's dataset
     for name in ("lambda1_z", "overlap_mean", "detection_rate"):
         np.testing.assert_array_equal(a[name].values, b[name].values)

@@ -200,4 +200,4 @@ def test_a_stop_signal_between_the_done_flags_and_the_journal_waits_for_both(swe
     from tests.helpers import writes
     # a task that has come back written by then is marked done too as the run stops, in a batch of its own (under
     # load, once); either way every task marked done is journaled
-    assert calls and status(store)["tasks_done"] == sum(calls) == writes(store)
+    assert calls and status(store).tasks_done == sum(calls) == writes(store)

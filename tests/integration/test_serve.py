@@ -281,9 +281,9 @@ def test_rate_and_time_left_come_from_the_tasks_seen_landing(monkeypatch):
 
     from rmtsweep.analysis import live
     script = {"done": 2}
-    monkeypatch.setattr(live, "status", lambda path: {"tasks_done": script["done"], "tasks_total": 12,
-                                                      "replicates_done": 2 * script["done"], "replicates_total": 24,
-                                                      "attrs": {"sweep_name": "s"}})
+    from rmtsweep.store import StoreStatus
+    monkeypatch.setattr(live, "status", lambda path: StoreStatus(script["done"], 12, 2 * script["done"], 24, {},
+                                                                 {"sweep_name": "s"}, None))
     monkeypatch.setattr(live, "open_group", lambda path: {"done": np.arange(12) < script["done"]})
     now = [0.0]
     watch = live.Watch("store", clock=lambda: now[0])
@@ -346,17 +346,17 @@ def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
     try:
         endpoint = "http://{}:{}".format(*moto.get_host_and_port())
         fs = s3fs.S3FileSystem(endpoint_url=endpoint, use_listings_cache=False)
-        fs.mkdir("rmtsweep")
-        fs.put(str(tiny_store), "rmtsweep/tiny.zarr", recursive=True)
-        url = locate("s3://rmtsweep/tiny.zarr", {"endpoint_url": endpoint})
+        fs.mkdir("rmtsweep-serve")          # moto's buckets are one set per process: a name of this test's own
+        fs.put(str(tiny_store), "rmtsweep-serve/tiny.zarr", recursive=True)
+        url = locate("s3://rmtsweep-serve/tiny.zarr", {"endpoint_url": endpoint})
         there, here = Watch(url).poll(), Watch(tiny_store).poll()
         assert (there.count(), there.digest) == (here.count(), here.digest)
         maps = [live_map(open_dataset(p), "detection_rate", "snr", "gamma", {}) for p in (url, tiny_store)]
         assert maps[0].summary == maps[1].summary and maps[0].figure is not None
 
-        objects = fs.find("rmtsweep/tiny.zarr", detail=True)
+        objects = fs.find("rmtsweep-serve/tiny.zarr", detail=True)
         port = _free_port()
-        server = subprocess.Popen(_command("serve", "s3://rmtsweep/tiny.zarr", "--storage-option",
+        server = subprocess.Popen(_command("serve", "s3://rmtsweep-serve/tiny.zarr", "--storage-option",
                                            f"endpoint_url={endpoint}", "--port", str(port)),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = server.stdout.readline()
@@ -364,7 +364,7 @@ def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120) as page:   # the page is built here
             assert page.status == 200 and "bokeh" in page.read().decode().lower()
         time.sleep(3)                                   # a reading of the store or two
-        after = fs.find("rmtsweep/tiny.zarr", detail=True)
+        after = fs.find("rmtsweep-serve/tiny.zarr", detail=True)
         assert {k: v["ETag"] for k, v in after.items()} == {k: v["ETag"] for k, v in objects.items()}   # read only
     finally:
         if server is not None:
