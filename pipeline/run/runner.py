@@ -282,7 +282,9 @@ class _TheoryTask:
         note(f"{path}: computing the theory at the store's size beside the first tasks")
 
     def write_if_ready(self) -> None:
-        if not self.written and self.future.done():
+        # on object storage the theory is written once the tasks are: its listing and writes of many objects
+        # would otherwise run beside every worker's conditional chunk writes on the same service
+        if not self.written and self.future.done() and locate(self.path).renames:
             self.write()
 
     def write(self) -> None:
