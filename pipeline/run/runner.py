@@ -95,10 +95,11 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     sweep = sweep_file.sweep
     attrs = provenance(sweep_file, package_version(), git_revision())
     attrs["config"] = {"theory": config.settings("theory"), "batching": config.settings("batching")}
-    defer = defer and theory_seconds(sweep, theory_budgets()) > LIMIT_SECONDS     # the limits alone: at once
+    budgets = theory_budgets()
+    defer = defer and theory_seconds(sweep, budgets) > LIMIT_SECONDS     # the limits alone: at once
     if defer:
         attrs[PENDING] = True
-    theory = theory_dataset(sweep, notes, theory_budgets(), part="template" if defer else "all")
+    theory = theory_dataset(sweep, notes, budgets, part="template" if defer else "all")
     return template(sweep, theory, attrs, blocking)
 
 
@@ -277,6 +278,7 @@ class _TheoryTask:
     def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None]) -> None:
         from ..theory.on_grid import sized_theory
         self.path, self.note, self.written = path, note, False
+        self.early = locate(path).renames         # written as soon as it is back (see write_if_ready)
         self.future = client.submit(sized_theory, sweep, theory_budgets(), pure=False,
                                     key=f"rmtsweep-theory-{uuid.uuid4().hex[:8]}")
         note(f"{path}: computing the theory at the store's size beside the first tasks")
@@ -284,7 +286,7 @@ class _TheoryTask:
     def write_if_ready(self) -> None:
         # on object storage the theory is written once the tasks are: its listing and writes of many objects
         # would otherwise run beside every worker's conditional chunk writes on the same service
-        if not self.written and self.future.done() and locate(self.path).renames:
+        if not self.written and self.future.done() and self.early:
             self.write()
 
     def write(self) -> None:
