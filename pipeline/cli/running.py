@@ -47,7 +47,7 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     from ..run import run_sweep
     from ..store.lock import conflicts
     path = _store_path(sweep_file, store_path)
-    store.Store(store.locate(path)).check()
+    store.Store(store.locate(path)).check(sweep_file)   # a store this sweep cannot resume: refused before the cluster
     if share is None:                     # a store another run of this host writes: refused before the cluster starts
         conflicts(path, None, lease=0.0, tidy=False)
     start = time.perf_counter()
@@ -184,6 +184,9 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     sweep_file = _load(sweep, overrides)
     path = locate(_store_path(sweep_file, store_path, create=False))    # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
+    if not dry_run:
+        from ..store import Store
+        Store(path).check(sweep_file)                    # refused here, not in the driver job after its queue wait
     config = eng.batch_config()
     kind = cast("ClusterKind", eng.cluster)   # --cluster: slurm or pbs
     if elements is not None:

@@ -110,9 +110,10 @@ class Store:
         """The lock file of the run that writes the store (beside it: :func:`~rmtsweep.store.lock.lock_file`)."""
         return lock_file(self.path)
 
-    def check(self) -> None:
+    def check(self, sweep_file: SweepFile | None = None) -> None:
         """Fail fast, before any cluster starts, on a path that cannot become or be an rmtsweep store.
 
+        With ``sweep_file``, also refuse a store that holds a sweep this one cannot resume or extend.
         Reads only: an extension killed half way is finished or undone by :meth:`prepare`, under the lock.
         """
         path = self.path
@@ -124,6 +125,8 @@ class Store:
                 raise StoreError(f"{path}: exists and is not an rmtsweep store; choose another --store URL")
             if problem and problem != "does not exist" and not problem.startswith(CUT_SHORT):
                 raise StoreError(f"{path}: {problem}")
+            if not problem and sweep_file is not None:
+                sweep_plan(dict(open_group(path).attrs), sweep_file, path)
             return
         path = posix(path)
         if not path.exists() and migrate.interrupted(path):
@@ -136,6 +139,8 @@ class Store:
                 raise StoreError(f"{path}: {problem}")
             if not os.access(path, os.W_OK):
                 raise StoreWriteError(f"{path}: {_unwritable(path)}")
+            if sweep_file is not None:
+                sweep_plan(dict(open_group(self.path).attrs), sweep_file, self.path)
             return
         parent = path.absolute().parent
         existing = next(p for p in (parent, *parent.parents) if p.exists())     # created as `mkdir -p` would
@@ -184,7 +189,7 @@ class Store:
             self.create_if_missing(make_template, blocking)
             attrs = dict(open_group(self.path).attrs)   # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
-            plan = migrate.plan(stored, sweep_file.sweep, self.path)
+            plan = sweep_plan(attrs, sweep_file, self.path)
             carried, recompute = 0, None
             own = blocking_of(self.path)
             if plan == "extend":
@@ -233,8 +238,7 @@ class Store:
         with StoreLock(self.path, share=share) as lock:
             conflicts(self.path, share)
             attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)
-            stored = stored_sweep(self.path, attrs)
-            if migrate.plan(stored, sweep_file.sweep, self.path) != "same":
+            if sweep_plan(attrs, sweep_file, self.path) != "same":
                 raise StoreError(f"{self.path}: holds another sweep than {sweep_file.path}; `rmtsweep submit` it "
                                  f"again to extend the store before the array starts")
             own = blocking_of(self.path)
@@ -262,6 +266,18 @@ class Store:
             shutil.copy2(self.journal_path, posix(new_path) / JOURNAL_NAME)
         migrate.swap(self.path, new_path)
         return carried
+
+
+def sweep_plan(attrs: dict, sweep_file: SweepFile, path: Location) -> str:
+    """:func:`migrate.plan` for the store's ``attrs``; a refusal names both sweeps' hashes and overrides."""
+    try:
+        return migrate.plan(stored_sweep(path, attrs), sweep_file.sweep, path)
+    except StoreError as exc:
+        def which(digest: str, overrides) -> str:
+            given = " ".join(overrides) if overrides else "none"
+            return f"sweep hash {digest[:12]}, overrides {given}"
+        raise StoreError(f"{exc} (the store: {which(attrs.get('sweep_hash', '?'), attrs.get('sweep_overrides'))}; "
+                         f"this run: {which(sweep_file.sweep.digest(), sweep_file.overrides)})") from None
 
 
 def _unwritable(path: Path) -> str:

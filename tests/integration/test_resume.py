@@ -24,7 +24,7 @@ from rmtsweep.run import work
 from rmtsweep.errors import StoreError, TaskFailedError
 from rmtsweep.store import JOURNAL_NAME as JOURNAL
 from rmtsweep.testing import assert_stores_equal
-from tests.helpers import MEDIUM, MEDIUM_TASKS, writes
+from tests.helpers import MEDIUM, MEDIUM_TASKS, run_main, writes
 
 pytestmark = pytest.mark.slow
 
@@ -230,6 +230,26 @@ def test_incompatible_change_is_refused_and_store_untouched(reference, sweep_dat
         run_sweep(load_sweep(write_sweep(sweep_data)), store, client, progress=False)
     after = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_the_cli_refuses_another_sweep_before_a_cluster_starts_and_names_both(reference, monkeypatch, tmp_path,
+                                                                              capsys):
+    sweep_path, small = reference
+    store = tmp_path / "keep.zarr"
+    shutil.copytree(small, store)
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    stored_hash = open_store(store).attrs["sweep_hash"][:12]
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a cluster was started for a run the store refuses")
+    monkeypatch.setattr("rmtsweep.engine.connect", no_cluster)
+    code, _, err = run_main(["run", str(sweep_path), "seed=8", "--store", str(store), "--no-progress"], capsys)
+    new_hash = load_sweep(sweep_path, ["seed=8"]).sweep.digest()[:12]
+    assert code != 0 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert re.search(rf"changes `seed`.*\(the store: sweep hash {stored_hash}, overrides none; this run: sweep hash "
+                     rf"{new_hash}, overrides seed=8\)", err), err
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
 
 def test_interrupted_extension_is_recovered(reference, sweep_data, write_sweep, client, tmp_path):
