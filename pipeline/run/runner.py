@@ -46,7 +46,7 @@ from ..store.io import open_group
 from ..store.lock import Share
 from ..store.pending import PENDING, theory_pending, write_theory
 from ..theory.estimate import LIMIT_SECONDS, theory_seconds
-from ..theory.on_grid import theory_dataset
+from ..theory.on_grid import TheoryBudgets, sized_theory, theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
@@ -276,10 +276,9 @@ class _TheoryTask:
     """The store's theory at its own size, computed on the cluster as one task and written by this process."""
 
     def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None]) -> None:
-        from ..theory.on_grid import sized_theory
         self.path, self.note, self.written = path, note, False
         self.early = locate(path).renames         # written as soon as it is back (see write_if_ready)
-        self.future = client.submit(sized_theory, sweep, theory_budgets(), pure=False,
+        self.future = client.submit(_theory_on_cluster, sweep, theory_budgets(), pure=False,
                                     key=f"rmtsweep-theory-{uuid.uuid4().hex[:8]}")
         note(f"{path}: computing the theory at the store's size beside the first tasks")
 
@@ -346,3 +345,20 @@ def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:
     """Create the store's template if there is none (tests and benchmarks that fill stores by hand)."""
     Store(local_path(path)).create_if_missing(lambda b: make_template(sweep_file, b),
                                               choose_blocking(sweep_file.sweep).as_tuple())
+
+
+def _theory_on_cluster(sweep: Sweep, budgets: TheoryBudgets) -> Any:
+    """On a worker: the store's theory at its size, each independent (point, weights) pair a task of its own, so
+    that a grid's pairs spread over the workers instead of trailing the run on one."""
+    from distributed import worker_client
+
+    def mapper(fn: Callable, items: list) -> list:
+        if len(items) < 2:
+            return [fn(item) for item in items]
+        tag = uuid.uuid4().hex[:8]
+        keys = [f"rmtsweep-theory-{tag}-{n}" for n in range(len(items))]
+        # ahead of the Monte Carlo tasks already queued: the theory would otherwise trail the run
+        with worker_client() as client:          # this task leaves its thread to the pairs while it waits
+            return client.gather(client.map(fn, items, key=keys, priority=1))
+    return sized_theory(sweep, budgets, mapper)
+

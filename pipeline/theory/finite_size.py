@@ -18,6 +18,7 @@ the ``T = 1`` cells'; ``finite_size_law`` says which construction each cell got.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import xarray as xr
@@ -25,11 +26,15 @@ import xarray as xr
 from ..dims import D
 from ..spec import Sweep
 from .null_law import CANDIDATES, POOLED_DRAWS, count_null
-from .pooled_spikes import LANCZOS_STEPS, pooled_spikes
+from .pooled_spikes import LANCZOS_STEPS, PooledSpikes, pooled_spikes
 from .token_counts import realised_count_spikes
 
-__all__ = ["BUDGET", "COUNTS", "DRAWS", "NONE", "POOLED_BUDGET", "POOLING", "finite_size_arrays", "finite_size_law",
-           "pooled_arrays"]
+Mapper = Callable[[Callable, list], list]
+"""How independent computations are done: ``mapper(fn, items)`` is ``[fn(item) for item in items]``, perhaps on
+other machines."""
+
+__all__ = ["BUDGET", "COUNTS", "DRAWS", "NONE", "POOLED_BUDGET", "POOLING", "Mapper", "finite_size_arrays",
+           "finite_size_law", "pooled_arrays"]
 
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
 BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
@@ -119,7 +124,7 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray,
 
 
 def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] | None = None,
-                  budget: float | None = None) -> dict[str, xr.DataArray]:
+                  budget: float | None = None, mapper: Mapper | None = None) -> dict[str, xr.DataArray]:
     """At cells of fixed weights over ``T >= 2`` positions: the null's candidates and the finite-size spikes.
 
     ``pooled_null_location`` / ``_scale``, dims ``([d,] delta, gamma, T, weights, pool_draw, null_candidate)``
@@ -131,7 +136,8 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     independent of the table) or ``T = 1``. Empty when no cell qualifies or when the work would exceed
     ``budget`` (default :data:`POOLED_BUDGET`; the detection then uses the cubic's Tracy-Widom threshold there,
     and the cells have no finite-size prediction). ``notes`` gets one line first when the work is expected to take
-    more than :data:`POOLED_SAY` seconds.
+    more than :data:`POOLED_SAY` seconds. ``mapper`` computes the (point, weights) pairs, each independent and
+    seeded by its own values (default: one after another; a run hands them to its cluster's workers).
     """
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
@@ -149,23 +155,23 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
         n = len(cells) * d_values.size * delta.size * gamma.size
         notes(f"{sweep.name}: computing the detection nulls and finite-size spikes of {n} (point, weights scheme) "
               f"pairs over T >= 2 positions (about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
+    cells_w = {(a, b): w for a, b, w in cells}
     point = (d_values.size, delta.size, gamma.size)
     null = {k: np.full((*point, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES), np.nan)
             for k in ("location", "scale")}
     res = {k: np.full((*point, snr.size, len(g.T), len(g.weights)), np.nan)
            for k in ("lambda1", "lambda1_se", "overlap", "overlap_se")}
-    for i, dd in enumerate(d_values):
-        for j, dl in enumerate(delta):
-            for k, gm in enumerate(gamma):
-                for a, b, w in cells:
-                    try:
-                        ps = pooled_spikes(snr, w, sweep.correlation, dl, gm, int(dd))
-                    except ValueError:            # a tiny V, N: no main gap in some draw
-                        continue
-                    null["location"][i, j, k, a, b], null["scale"][i, j, k, a, b] = ps.location, ps.scale
-                    kappa = float(w @ w)
-                    for name in res:
-                        res[name][i, j, k, :, a, b] = getattr(ps, name) * (kappa if name.startswith("lambda1") else 1)
+    where = [(i, j, k, a, b) for i in range(d_values.size) for j in range(delta.size) for k in range(gamma.size)
+             for a, b, _ in cells]
+    pairs = [(float(delta[j]), float(gamma[k]), int(d_values[i]), cells_w[(a, b)]) for i, j, k, a, b in where]
+    found = (mapper or _serial)(partial(_pooled_pair, snr=snr, correlation=sweep.correlation), pairs)
+    for (i, j, k, a, b), ps in zip(where, found, strict=True):
+        if ps is None:                        # a tiny V, N: no main gap in some draw
+            continue
+        null["location"][i, j, k, a, b], null["scale"][i, j, k, a, b] = ps.location, ps.scale
+        kappa = float(cells_w[(a, b)] @ cells_w[(a, b)])
+        for name in res:
+            res[name][i, j, k, :, a, b] = getattr(ps, name) * (kappa if name.startswith("lambda1") else 1)
     coords = {D: d_values, "delta": delta, "gamma": gamma}
     cell = {"T": law["T"].values, "weights": law["weights"].values}
     out = {}
@@ -185,6 +191,19 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     if not sweep.d_axis:
         out = {k: v.isel({D: 0}, drop=True).assign_attrs(v.attrs) for k, v in out.items()}
     return out
+
+
+def _serial(fn: Callable, items: list) -> list:
+    return [fn(item) for item in items]
+
+
+def _pooled_pair(pair: tuple[float, float, int, np.ndarray], snr: np.ndarray, correlation) -> PooledSpikes | None:
+    """:func:`pooled_spikes` at one (delta, gamma, d) point and weights ``w``; None where some draw has no main gap."""
+    delta, gamma, d, w = pair
+    try:
+        return pooled_spikes(snr, w, correlation, delta, gamma, d)
+    except ValueError:
+        return None
 
 
 def finite_size_law(ds: xr.Dataset) -> xr.DataArray | None:

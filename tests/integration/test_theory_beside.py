@@ -50,10 +50,16 @@ def test_the_parts_of_the_theory_make_the_whole():
 
 
 def test_a_run_writes_the_theory_a_store_made_at_once_holds(tmp_path, cluster):
+    from distributed import get_task_stream
+
     from rmtsweep import open_store, run_sweep
     from rmtsweep.theory.on_grid import theory_dataset
     sf = _sweep_file(tmp_path)
-    run_sweep(sf, tmp_path / "s.zarr", cluster, progress=False)
+    with get_task_stream(cluster) as stream:
+        run_sweep(sf, tmp_path / "s.zarr", cluster, progress=False)
+    pairs = {t["key"] for t in stream.data if str(t["key"]).startswith("rmtsweep-theory-") and
+             str(t["key"]).count("-") == 3}
+    assert len(pairs) == 2 * 2                   # its (point, weights) pairs over T >= 2, each a task of its own
     ds = open_store(tmp_path / "s.zarr")
     assert "theory_pending" not in ds.attrs
     xr.testing.assert_equal(_theory(ds), _theory(theory_dataset(sf.sweep)))
