@@ -27,7 +27,7 @@ def _threads(engine: Engine) -> int:
 
 # Seconds before the first task on the 2-core development machine: the command's imports, then the cluster
 IMPORT_SECONDS = 1.2
-CLUSTER_SECONDS = {"processes": (1.5, 0.5), "threads": (0.5, 0.0), "scheduler": (0.5, 0.0)}   # fixed, per worker
+CLUSTER_SECONDS = {"processes": (1.0, 0.3), "threads": (0.5, 0.0), "scheduler": (0.5, 0.0)}   # fixed, per worker
 
 
 def startup_seconds(engine: Engine, threads: int) -> float | None:
@@ -76,9 +76,9 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     click.echo(f"cost model: {duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours); "
                "fitted on a 2-core machine")
     if wall is not None and startup is not None:          # a wall time needs the start-up
-        theory = "" if same else f", the store's theory {duration(the_plan.theory_seconds)}"
+        theory = "" if same else f"; the store's theory {duration(the_plan.theory_seconds)} of one core beside them"
         click.echo(f"estimate: about {duration(wall)} end to end on {threads} worker threads (start-up "
-                   f"{duration(startup)}{theory}, tasks {duration(the_plan.compute_seconds(threads, left))})")
+                   f"{duration(startup)}, tasks {duration(the_plan.compute_seconds(threads, left))}{theory})")
     elif threads:
         click.echo(f"estimate: about {duration(the_plan.compute_seconds(threads, left))} of tasks on {threads} worker "
                    "threads, once the batch system has started the workers")

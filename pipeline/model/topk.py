@@ -25,7 +25,7 @@ from .spectral import rank2_top_k
 
 __all__ = ["spectrum_top_k", "top_eigh"]
 
-_LANCZOS_MIN_N = 500   # below this LAPACK's subset solver beats ARPACK (benchmarks/README.md)
+LANCZOS_MIN_N = 500   # below this LAPACK's subset solver beats ARPACK (benchmarks/README.md)
 _RANK2_MIN_SNR = 6     # from this many nonzero SNR values one full eigh + rank-2 updates wins
 
 
@@ -63,7 +63,7 @@ def top_eigh(M: np.ndarray, k: int, e: np.ndarray | None = None, g: np.ndarray |
 
 
 def _uses_lanczos(n: int, k: int) -> bool:
-    return n >= _LANCZOS_MIN_N and k <= n // 20
+    return n >= LANCZOS_MIN_N and k <= n // 20
 
 
 def spectrum_top_k(C0T: np.ndarray, a: np.ndarray, u: np.ndarray, snr: np.ndarray,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import config
+from ..model.topk import LANCZOS_MIN_N
 from ..spec import Sweep, sizes
 
 __all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost",
@@ -41,8 +42,10 @@ _POOL = 9.1e-8                 # sparse pooling, per scheme and N * T
 _GRAM = 1.33e-10               # Gram product, per scheme and N * d * min(d, N)
 _EIGH = 1.5e-10                # full decomposition (rank-2 path, spectrum observable), per n^3
 _BISECT = 5.3e-9 * 80          # rank-2 bisection, per scheme, SNR value and n
-_RIDGE = 2.0e-10               # ridge solve, per scheme, SNR value and (N + test) d^2
-_SCORES = 1.0e-9               # attention scores of the gathered rows, per N T^2 d (not fitted: BLAS-rate estimate)
+# measured at d = 400-1600 on one core and doubled, as the fitted constants above run about twice what one
+# replicate takes alone (they hold what a worker beside others pays)
+_DIRECT = 4.0e-11              # a Gram and its Lanczos top-k (attention, ridge), per N * d * n
+_SCORES = 2.5e-10              # attention scores of the gathered rows, per N T^2 d
 
 
 @dataclass(frozen=True)
@@ -104,12 +107,13 @@ def point_cost(sweep: Sweep, d: int | None = None) -> PointCost:
     attention = sum(1 for w in g.weights if w.data_dependent)
     if attention:       # scores of the gathered rows once, then per SNR value a softmax, pooling and a direct solve
         by_T = by_T + attention * (_SCORES * T * T * d + n_snr * _POOL * T)
-        by_gamma = by_gamma + attention * n_snr * (_GRAM * N * d * n + _PER_SCHEME_SNR + _EIGH * n * n * k)
+        solve = np.where(n >= LANCZOS_MIN_N, _EIGH * n * n * k, _EIGH * n**3)     # Lanczos, else LAPACK's top-k
+        by_gamma = by_gamma + attention * n_snr * (_DIRECT * N * d * n + _PER_SCHEME_SNR + solve)
     obs = sweep.observables
     if obs.spectrum:
         by_gamma = by_gamma + S * n_snr * (_EIGH * n**3 + _GRAM * N * d * n)
     if obs.ridge:
-        by_gamma = by_gamma + S * n_snr * _RIDGE * (N + obs.ridge.test_samples) * d * d
+        by_gamma = by_gamma + S * n_snr * (_DIRECT * N * d * d + _EIGH * d**3)     # Gram and dense solve (measured)
     return PointCost(_TABLE * d * V, by_gamma, N, by_T)
 
 

@@ -50,9 +50,9 @@ class Plan:
         return math.ceil(tasks / max(threads, 1)) * self.core_seconds / max(self.tasks, 1)
 
     def wall_seconds(self, threads: int, startup: float, new_store: bool = True, left: float = 1.0) -> float:
-        """Estimated wall seconds of a run: ``startup`` (imports, the cluster), a new store's template and
-        theory, then the tasks left on ``threads`` worker threads."""
-        made = TEMPLATE_SECONDS + self.theory_seconds if new_store else 0.0
+        """Estimated wall seconds of a run: ``startup`` (imports, the cluster), a new store's template, then the
+        tasks left and a new store's theory, which runs beside them on the same ``threads`` worker threads."""
+        made = TEMPLATE_SECONDS + self.theory_seconds / max(threads, 1) if new_store else 0.0
         return startup + made + self.compute_seconds(threads, left)
 
 
