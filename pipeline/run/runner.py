@@ -86,7 +86,7 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     (``notes``: where a line goes before a theory computation of several seconds).
 
     With ``defer`` the theory at the store's own size is left out (``theory_pending``), where there is any to
-    compute: a run computes it as a task beside its first ones (:mod:`rmtsweep.store.pending`), so the store
+    compute: a run computes it as tasks beside its first ones (:mod:`rmtsweep.store.pending`), so the store
     exists from the start.
 
     The theory is bounded by the settings ``rmtsweep.theory.*`` now; they and ``rmtsweep.batching.*``, which

@@ -1,7 +1,7 @@
 """A store's theory at its own size, written after its template: the ``theory_pending`` flag and the write.
 
 A run makes a new store's template at once, with the theory that costs little (the limits), and computes
-the theory at the store's size (:data:`rmtsweep.theory.on_grid.SIZED`) as a task beside its first ones.
+the theory at the store's size (:data:`rmtsweep.theory.on_grid.SIZED`) as tasks beside its first ones.
 Until that is written the store's attribute ``theory_pending`` is true: ``status`` says so, and the
 comparison refuses in one line rather than compare with a theory that is not there yet.
 """
