@@ -5,13 +5,13 @@ squares fit of ``y(d) = y_inf + a d^(-b)`` with ``b`` fixed:
 
 - the **transition SNR**: the detection margin is ``O(d^-2/3)`` and the outlier leaves the bulk
   quadratically in ``rho - rho_c``, so the crossing of 1/2 moves by ``O(d^-1/3)`` as ``d -> inf``. At
-  the d of a sweep the corrections are not negligible: the derived finite-d prediction
-  (:func:`rmtsweep.theory.finite_d.detection_probability`, not fitted to anything) crosses 1/2 at
-  ``t(d)`` whose local exponent ``-dlog(t - t_inf)/dlog d`` is 0.39 at d = 100 and 0.36 at d = 800,
-  tending to 1/3 (0.34 at d = 10^6). :func:`transition_exponent` takes ``b`` as that prediction's
-  exponent over the sweep's own d values (a least-squares slope of ``log(t(d) - t_inf)``), so the same
-  fit applied to the prediction recovers its known limit; ``b`` is reported per line. The standard
-  error of the measured transition per ``d`` is the spread of a bootstrap over replicates (each
+  the d of a sweep the corrections are not negligible, and they depend on the test. So ``b`` is the
+  exponent of the store's own prediction (``theory_detection_rate``, under the comparison's test), found as
+  the data are: its crossings of 1/2 on the store's SNR grid at each ``d``, then the least-squares slope of
+  ``log(t(d) - t_inf)`` (:func:`prediction_exponent`). The same fit applied to the prediction then recovers
+  its known limit. Where the store has no such prediction, :func:`transition_exponent` gives ``b`` from the
+  cubic's finite-d prediction (0.39 at d = 100, 0.36 at d = 800, tending to 1/3). ``b`` is reported per
+  line. The standard error of the measured transition per ``d`` is the spread of a bootstrap over replicates (each
   replicate resampled with all its SNR values); lines where more than half of the resamples are
   censored are NaN;
 - ``lambda_1`` and the top alignment at each SNR, ``b = 1``: the bias of a mean of a smooth spectral
@@ -30,10 +30,10 @@ import xarray as xr
 from ..theory import finite_d, spikes
 from ..theory.null_law import tw_threshold
 from .detection import Detection
-from .transition import bootstrap_crossings, crossing
+from .transition import bootstrap_crossings, crossing, transition_snr
 
-__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "transition_exponent",
-           "transition_sem"]
+__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "prediction_exponent",
+           "transition_exponent", "transition_sem"]
 
 MIN_D = 3
 ASYMPTOTIC_EXPONENT = 1.0 / 3.0      # of the transition's approach to its limit, as d -> infinity
@@ -70,6 +70,21 @@ def transition_exponent(delta: float, gamma: float, d_values, rule: Detection | 
     if ok.sum() < 2:
         return ASYMPTOTIC_EXPONENT
     return float(-np.polyfit(np.log(d[ok]), np.log(t[ok] - rc), 1)[0])
+
+
+def prediction_exponent(t_pred: xr.DataArray, t_inf: xr.DataArray) -> xr.DataArray:
+    """Per line, ``b`` in ``t_pred(d) - t_inf ~ d^-b``: the least-squares slope of ``log(t_pred - t_inf)`` on ``log d``.
+
+    ``t_pred`` is where the store's own prediction (``theory_detection_rate``, under the test the comparison
+    uses) crosses 1/2 at each ``d``, found on the store's SNR grid as the measured crossing is. NaN where fewer
+    than two ``d`` values have a crossing above ``t_inf``.
+    """
+    log_d = np.log(t_pred["d"].values.astype(float))
+
+    def slope(t: np.ndarray, t0: float) -> float:
+        ok = np.isfinite(t) & (t > t0)
+        return float(-np.polyfit(log_d[ok], np.log(t[ok] - t0), 1)[0]) if ok.sum() >= 2 else np.nan
+    return xr.apply_ufunc(slope, t_pred, t_inf, input_core_dims=[["d"], []], vectorize=True)
 
 
 def fit_line(y: np.ndarray, se: np.ndarray, x: np.ndarray) -> tuple[float, float, float, float]:
@@ -139,9 +154,14 @@ def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, rule: Detection | None 
     d_values = cmp["d"].values
     b = xr.apply_ufunc(lambda dl, g: transition_exponent(dl, g, d_values, rule), cmp["delta"], cmp["gamma"],
                        vectorize=True)
+    if "theory_detection_rate" in cmp:        # the store's own prediction, under the store's own test
+        limit = cmp["transition_snr_theory"]
+        own = prediction_exponent(transition_snr(cmp["theory_detection_rate"]),
+                                  limit.isel(d=0, drop=True) if "d" in limit.dims else limit)
+        b = own.fillna(b)
     out["transition_snr_limit_exponent"] = b.assign_attrs(
-        long_name="exponent b of the transition fit: the derived finite-d prediction's over the store's d values",
-        units="1")
+        long_name="exponent b of the transition fit: that of the store's finite-d prediction (theory_detection_rate) "
+                  "over the store's d values", units="1")
     t_se = transition_sem(hits, n_boot, seed)
     out["transition_snr_sem"] = t_se.assign_attrs(
         long_name=f"bootstrap standard error of transition_snr_empirical ({n_boot} resamples)", units="snr")

@@ -43,3 +43,22 @@ def test_transition_bootstrap_error_matches_replication():
     da = xr.DataArray(hits[:20], dims=("line", "replicate", "snr"), coords={"snr": snr})
     boot = transition_sem(da, n_boot=400, seed=1).values
     assert abs(np.median(boot) / spread - 1) < 0.2, (np.median(boot), spread)
+
+
+def test_the_transition_exponent_is_the_stores_own_predictions():
+    """A prediction whose crossing moves as t(d) = 1 + 2 d^-0.55 (logistic rates on an SNR grid): its exponent is
+    recovered, and the fit with it puts the limit at 1; the cubic's exponent (about 0.38 here) would not."""
+    from rmtsweep.analysis.limits import prediction_exponent, transition_exponent
+    from rmtsweep.analysis.transition import transition_snr
+
+    snr = np.arange(0.5, 3.0, 0.05)
+    t = 1.0 + 2.0 * D ** -0.55
+    rate = 1.0 / (1.0 + np.exp(-(snr[None, :] - t[:, None]) / 0.05))
+    pred = xr.DataArray(rate, dims=("d", "snr"), coords={"d": D, "snr": snr})
+    crossings = transition_snr(pred)
+    b = float(prediction_exponent(crossings, xr.DataArray(1.0)))
+    assert abs(b - 0.55) < 0.01
+    se = xr.full_like(crossings, 0.01)
+    assert abs(float(extrapolate(crossings, se, b)[0]) - 1.0) < 0.01
+    cubic = transition_exponent(0.5, 0.5, D)
+    assert abs(float(extrapolate(crossings, se, cubic)[0]) - 1.0) > 0.03       # 4 % low
