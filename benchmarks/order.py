@@ -1,17 +1,19 @@
-"""The progressive order against the grid order: same sweep, same workers, the wall time of each.
+"""The progressive order and its batching against the grid order and the batching before it: wall times.
 
     python benchmarks/order.py                  # demo with 32 replicates and paper-phase, 2 workers (about 4 minutes)
     python benchmarks/order.py demo --repeats 5
 
-Each sweep runs as a process (``rmtsweep run SWEEP --order ORDER --no-progress``) into a new store, the two
-orders alternately (grid, progressive, grid, ...) so that load from other jobs hits both alike. Printed: the
-median wall time of each order, their ratio, and the task count of each (from the store's journal), which
-shows that both orders cut the same tasks.
+Each sweep runs as a process (``rmtsweep run SWEEP --order ORDER --no-progress``) into a new store, three ways
+in turn (so that load from other jobs hits all alike): the grid order with the batching before the progressive
+order (``rmtsweep.batching.progressive-blocks`` 1: a point's replicates in as few tasks as fit), the grid order,
+and the progressive order (both with the default of 4 replicate blocks per point). Printed: the median wall time
+of each, the ratios, and the task counts (from the store's journal).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -23,13 +25,18 @@ CLI = [sys.executable, "-m", "rmtsweep.cli"]
 CASES = {"demo": ["replicates=32"], "paper-phase": []}
 
 
-def one_run(name: str, order: str, workers: int) -> tuple[float, int]:
+WAYS = {"before": ("grid", "1"), "grid": ("grid", "4"), "progressive": ("progressive", "4")}
+
+
+def one_run(name: str, way: str, workers: int) -> tuple[float, int]:
     """Wall seconds of one run and the tasks it wrote."""
+    order, blocks = WAYS[way]
+    env = {**os.environ, "DASK_RMTSWEEP__BATCHING__PROGRESSIVE_BLOCKS": blocks}
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "s.zarr"
         start = time.perf_counter()
         subprocess.run([*CLI, "run", name, *CASES.get(name, []), "--store", str(store), "--order", order,
-                        "--workers", str(workers), "--no-progress"], check=True, capture_output=True)
+                        "--workers", str(workers), "--no-progress"], check=True, capture_output=True, env=env)
         wall = time.perf_counter() - start
         tasks = (store / ".rmtsweep-journal.log").read_text().count(" write ")
     return wall, tasks
@@ -42,18 +49,19 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     print(f"command: python benchmarks/order.py {' '.join(sys.argv[1:])}  ({args.workers} workers)")
-    print("| sweep | grid order s | progressive order s | progressive / grid | tasks (grid, progressive) |")
-    print("|---|---|---|---|---|")
+    print("| sweep | batching before, grid order s | grid order s | progressive order s | progressive / before | "
+          "progressive / grid | tasks (before, grid, progressive) |")
+    print("|---|---|---|---|---|---|---|")
     for name in args.sweeps:
-        runs: dict[str, list[float]] = {"grid": [], "progressive": []}
+        runs: dict[str, list[float]] = {way: [] for way in WAYS}
         tasks = {}
         for _ in range(args.repeats):
-            for order in runs:
-                wall, tasks[order] = one_run(name, order, args.workers)
-                runs[order].append(wall)
-        g, p = statistics.median(runs["grid"]), statistics.median(runs["progressive"])
-        print(f"| {name} {' '.join(CASES.get(name, []))} | {g:.1f} | {p:.1f} | {p / g:.2f} | "
-              f"{tasks['grid']}, {tasks['progressive']} |", flush=True)
+            for way in WAYS:
+                wall, tasks[way] = one_run(name, way, args.workers)
+                runs[way].append(wall)
+        b, g, p = (statistics.median(runs[way]) for way in WAYS)
+        print(f"| {name} {' '.join(CASES.get(name, []))} | {b:.1f} | {g:.1f} | {p:.1f} | {p / b:.2f} | {p / g:.2f} | "
+              f"{tasks['before']}, {tasks['grid']}, {tasks['progressive']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
    derived, not fitted) against the measured rate: the fraction of cells within
    ``3 sqrt(p (1 - p) / n) + 0.03`` (binomial error of ``n`` replicates at the predicted ``p``).
 2. The transition SNR per d (± bootstrap s.e.) and the comparison's ``transition_snr_limit``: a fit
-   ``t(d) = t_inf + a d^(-b)`` with ``b`` the derived finite-d prediction's exponent over these d
+   ``t(d) = t_inf + a d^(-b)`` with ``b`` the exponent of the store's own prediction over these d
    (``transition_snr_limit_exponent``; :mod:`rmtsweep.analysis.limits`), and with ``b = 1/3`` (the
    asymptotic exponent) and ``b`` free as checks.
 3. ``lambda_1`` and the top alignment at a fixed SNR above the transition: ``lambda1_limit`` and
@@ -81,7 +81,7 @@ def main(path: str) -> None:
             ys = " | ".join(f"{float(c[f'{name}_mean'].sel(d=x)) / k:.4f} ± {float(c[f'{name}_sem'].sel(d=x)) / k:.4f}"
                             for x in d)
             print(f"| {w} | {what} | {ys} | {float(c[f'{name}_limit']) / k:.4f} ± {float(c[f'{name}_limit_sem']) / k:.4f}"
-                  f" | {float(c[f'{name}_theory']) / k:.4f} | {float(c[f'{name}_limit_z']):+.1f} |")
+                  f" | {float(c[f'limit_{name}_theory']) / k:.4f} | {float(c[f'{name}_limit_z']):+.1f} |")
 
 
 if __name__ == "__main__":
