@@ -46,7 +46,7 @@ SPREAD = {"test_fault_table.py", "test_startup_failures.py", "test_object_storag
 # 12, d axis 11), the spread modules' tests (each a unit of its own, 1-20 s) after the modules of over 20 s; every
 # other module (unit tests, under 10 s each) after these, in the collection's order. Only the suite's time depends
 # on this order.
-LONGEST_FIRST = ("test_slurm.py", "test_plots.py", "test_job_array.py", "test_readme.py", "test_resume.py",
+LONGEST_FIRST = ("test_slurm.py", "test_serve.py", "test_plots.py", "test_job_array.py", "test_readme.py", "test_resume.py",
                  "test_faults.py", "test_local_security.py", *sorted(SPREAD), "test_statistical.py", "test_pipeline.py", "test_lock.py",
                  "test_store_protocol.py", "analysis.ipynb", "test_benchmarks.py", "test_browser.py", "test_elastic.py",
                  "test_docs.py", "test_compare.py", "test_d_axis_store.py", "test_batching.py")
