@@ -185,8 +185,7 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     path = locate(_store_path(sweep_file, store_path, create=False))    # the driver job makes it (a dry run, nothing)
     eng = make_engine(**engine)
     if not dry_run:
-        from ..store import Store
-        Store(path).check(sweep_file)                    # refused here, not in the driver job after its queue wait
+        _refuse_another_sweep(sweep_file, path)
     config = eng.batch_config()
     kind = cast("ClusterKind", eng.cluster)   # --cluster: slurm or pbs
     if elements is not None:
@@ -204,6 +203,22 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
         return
     job = submit_driver(kind, script, Path.cwd() if url else posix(path).absolute().parent)
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
+
+
+def _refuse_another_sweep(sweep_file: SweepFile, path) -> None:
+    """Refuse here, not in the driver job after its wait in the queue, a store that holds another sweep.
+
+    Only a store this node can read is checked: storage the compute nodes reach and this one cannot is left
+    to the driver job.
+    """
+    from ..errors import StorageUnavailableError
+    from ..store import is_store, open_group
+    from ..store.handle import sweep_plan
+    try:
+        if is_store(path):
+            sweep_plan(dict(open_group(path).attrs), sweep_file, path)
+    except StorageUnavailableError:
+        pass
 
 
 def _submit_array(sweep_file: SweepFile, path: Path, kind: ClusterKind, config, elements: int, max_running: int | None,

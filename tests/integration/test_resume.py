@@ -252,6 +252,18 @@ def test_the_cli_refuses_another_sweep_before_a_cluster_starts_and_names_both(re
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
 
+def test_submit_refuses_another_sweep_before_the_queue(reference, monkeypatch, tmp_path, capsys):
+    sweep_path, small = reference
+    store = tmp_path / "keep.zarr"
+    shutil.copytree(small, store)
+
+    def no_job(*args, **kwargs):
+        raise AssertionError("a driver job was submitted for a store that refuses its sweep")
+    monkeypatch.setattr("rmtsweep.clusters.submit_driver", no_job)
+    code, _, err = run_main(["submit", str(sweep_path), "seed=8", "--store", str(store), "--cluster", "slurm"], capsys)
+    assert code != 0 and "Traceback" not in err and "changes `seed`" in err and "overrides seed=8" in err, err
+
+
 def test_interrupted_extension_is_recovered(reference, sweep_data, write_sweep, client, tmp_path):
     """Killed between the two renames of the swap: the original store comes back."""
     _, small = reference
