@@ -16,12 +16,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, cast
 
-import click
 
 from .errors import ClusterError
 from .signals import Held
@@ -68,8 +66,10 @@ class Capacity:
 
 
 @contextmanager
-def connect(engine: Engine) -> Iterator:
+def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) -> Iterator:
     """A connected dask client for ``engine`` and its :class:`Capacity` (workers get one BLAS thread each).
+
+    ``notes`` gets a line for the user: where the cluster's dashboard is, the batch jobs' fate, warnings.
 
     Every scheduler started here serves only clients and workers that hold this run's TLS credentials:
     a batch-system cluster's (:mod:`rmtsweep.security`, unless ``insecure``) and the LocalCluster's
@@ -98,24 +98,22 @@ def connect(engine: Engine) -> Iterator:
         security = load_security(engine.security) if engine.security else None
         with _scheduler_client(engine.scheduler, security) as client:
             if security is None and (warning := exposure_warning(engine.scheduler)):
-                click.echo(warning, err=True)             # once connected: a wrong address is its own one line
+                notes(warning)                            # once connected: a wrong address is its own one line
             yield client, Capacity()
     elif engine.cluster in ("slurm", "pbs"):
         from .clusters import make_cluster, scale_cluster
         from .jobwatch import JobWatch
         system = cast(ClusterKind, engine.cluster)        # slurm or pbs, as the branch says
         config = engine.batch_config()
-        with _credentials(engine, config) as security, \
+        with _credentials(engine, config, notes) as security, \
                 _owned(lambda: make_cluster(system, config, security, engine.dashboard_address),
                        block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             scale_cluster(cluster, config, engine.jobs)
-            notes = partial(click.echo, err=True)
             watch = JobWatch(cluster, system, config.log_directory, notes)
             with watch.watching(interval=config.queue_poll):   # the first submission, then on
                 jobs = engine.jobs or config.max_jobs
-                click.echo(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), {_dashboard(client, engine)}",
-                           err=True)
+                notes(f"dask-jobqueue {engine.cluster} cluster: up to {jobs} job(s), {_dashboard(client, engine)}")
                 from dask.utils import parse_bytes
                 yield client, Capacity(jobs * config.cores, parse_bytes(config.memory) / config.cores)
     else:
@@ -127,7 +125,7 @@ def connect(engine: Engine) -> Iterator:
                 _owned(lambda: Client(cluster)) as client:
             client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
             kind = "thread(s) of this process" if engine.in_process else "worker(s)"
-            click.echo(f"dask LocalCluster: {n} {kind}, {_local_dashboard(cluster, engine)}", err=True)
+            notes(f"dask LocalCluster: {n} {kind}, {_local_dashboard(cluster, engine)}")
             yield client, Capacity()
 
 
@@ -187,12 +185,12 @@ def _local_dashboard(cluster: Any, engine: Engine) -> str:
 
 
 @contextmanager
-def _credentials(engine: Engine, config: Any) -> Iterator:
+def _credentials(engine: Engine, config: Any, notes: Callable[[str], None]) -> Iterator:
     """The run's own TLS ``Security`` (removed afterwards), or None with a warning for ``--insecure``."""
     from .security import credentials_parent, temporary_credentials
     if engine.insecure:
-        click.echo(f"warning: --insecure: the {engine.cluster} run's scheduler listens unencrypted on the cluster's "
-                   "network; anyone who can reach it can run code as you", err=True)
+        notes(f"warning: --insecure: the {engine.cluster} run's scheduler listens unencrypted on the cluster's "
+              "network; anyone who can reach it can run code as you")
         yield None
         return
     with temporary_credentials(credentials_parent(engine.cluster, config.credentials_directory)) as creds:

@@ -51,7 +51,7 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     if share is None:                     # a store another run of this host writes: refused before the cluster starts
         conflicts(path, None, lease=0.0, tidy=False)
     start = time.perf_counter()
-    with connect(engine) as (client, capacity):
+    with connect(engine, notes=lambda line: click.echo(line, err=True)) as (client, capacity):
         report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
                            expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
                            notes=lambda line: click.echo(line, err=True), share=share, order=order)
