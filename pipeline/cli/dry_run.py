@@ -27,7 +27,7 @@ def _threads(engine: Engine) -> int:
 
 # Seconds before the first task on the 2-core development machine: the command's imports, then the cluster
 IMPORT_SECONDS = 1.2
-CLUSTER_SECONDS = {"processes": (1.0, 0.3), "threads": (0.5, 0.0), "scheduler": (0.5, 0.0)}   # fixed, per worker
+CLUSTER_SECONDS = {"processes": (0.8, 0.2), "threads": (0.5, 0.0), "scheduler": (0.5, 0.0)}   # fixed, per worker
 
 
 def startup_seconds(engine: Engine, threads: int) -> float | None:

@@ -42,10 +42,10 @@ _POOL = 9.1e-8                 # sparse pooling, per scheme and N * T
 _GRAM = 1.33e-10               # Gram product, per scheme and N * d * min(d, N)
 _EIGH = 1.5e-10                # full decomposition (rank-2 path, spectrum observable), per n^3
 _BISECT = 5.3e-9 * 80          # rank-2 bisection, per scheme, SNR value and n
-# measured at d = 400-1600 on one core and doubled, as the fitted constants above run about twice what one
-# replicate takes alone (they hold what a worker beside others pays)
-_DIRECT = 4.0e-11              # a Gram and its Lanczos top-k (attention, ridge), per N * d * n
-_SCORES = 2.5e-10              # attention scores of the gathered rows, per N T^2 d
+# measured at d = 400-1600 on one core, then scaled by 1.3: a worker beside a busy neighbour runs that much slower
+# (benchmarks/start.py measures a run's tasks against this model)
+_DIRECT = 2.0e-11              # a Gram and its Lanczos top-k (attention, ridge), per N * d * n
+_SCORES = 1.5e-10              # attention scores of the gathered rows, per N T^2 d
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,10 @@ def point_cost(sweep: Sweep, d: int | None = None) -> PointCost:
     n = np.minimum(d, N)
     eig = (_PER_SCHEME_RANK2 + _EIGH * n**3 + _BISECT * n_snr * n) if rank2 else \
         n_snr * (_PER_SCHEME_SNR + _EIGH * n * n * k)
-    by_gamma = S * (_GRAM * N * d * n + eig)
-    by_T = S * _POOL * T
     attention = sum(1 for w in g.weights if w.data_dependent)
+    fixed = S - attention                   # the schemes of fixed weights: one Gram, then the SNR axis
+    by_gamma = fixed * (_GRAM * N * d * n + eig)
+    by_T = fixed * _POOL * T
     if attention:       # scores of the gathered rows once, then per SNR value a softmax, pooling and a direct solve
         by_T = by_T + attention * (_SCORES * T * T * d + n_snr * _POOL * T)
         solve = np.where(n >= LANCZOS_MIN_N, _EIGH * n * n * k, _EIGH * n**3)     # Lanczos, else LAPACK's top-k
