@@ -9,9 +9,10 @@ the ``1 - level`` quantile of the store's null (:func:`rmtsweep.theory.null_law.
 :func:`~rmtsweep.theory.null_law.pooled_null` beyond, the same seeded draws a store makes) with the bulk edge
 centred with ``n - 1/2``, ``d - 1/2`` over all the tokens (:func:`~rmtsweep.theory.null_law.half_corrected_edge`,
 the store's centring before) and with the centring of the matched white Wishart
-(:func:`~rmtsweep.theory.null_law.matched_edge`, the store's now), both over the store's 8 draws of the pooling
-matrix, and the matched one over 32 draws (at ``T = 1`` the store's 64 count draws throughout). Printed: per cell
-the false-alarm rates, then pooled with their binomial s.e., and the cells within 3 binomial s.e. of the level.
+(:func:`~rmtsweep.theory.null_law.matched_edge`, the store's now), the first over 8 draws of the pooling matrix
+(the store's before), the second over the store's :data:`~rmtsweep.theory.null_law.POOLED_DRAWS` and over 64 (at
+``T = 1`` the store's 64 count draws throughout). Printed: per cell the false-alarm rates, then pooled with their
+binomial s.e., and the cells within 3 binomial s.e. of the level.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from threadpoolctl import threadpool_limits
 from rmtsweep.model.correlation import make_correlation
 from rmtsweep.model.replicate import CellModel, simulate_replicate
 from rmtsweep.theory import null_law
-from rmtsweep.theory.null_law import count_null, mixture_quantile, pooled_null
+from rmtsweep.theory.null_law import POOLED_DRAWS, count_null, mixture_quantile, pooled_null
 
 LEVELS = (0.05, 0.01)
-VARIANTS = (("tokens", 8), ("matched", 8), ("matched", 32))     # (finite-size centring, draws of the pooling matrix)
-NAMES = {("tokens", 8): "n - 1/2 over the tokens, 8 draws", ("matched", 8): "matched Wishart, 8 draws",
-         ("matched", 32): "matched Wishart, 32 draws"}
+# (finite-size centring, draws of the pooling matrix): the store's before, the store's now, many draws
+VARIANTS = (("tokens", 8), ("matched", POOLED_DRAWS), ("matched", 64))
+NAMES = {("tokens", 8): "n - 1/2 over the tokens, 8 draws", ("matched", POOLED_DRAWS): f"matched, {POOLED_DRAWS} draws",
+         ("matched", 64): "matched, 64 draws"}
 
 
 def _weights(kind: str, T: int) -> np.ndarray:
