@@ -7,27 +7,33 @@ five correlation models; ``(delta, gamma)`` and ``d`` as listed in :data:`CELLS`
 of the model's own code (seed ``SEED`` + the cell's index) give ``lambda_1 / kappa``; each is held against
 the ``1 - level`` quantile of the store's null (:func:`rmtsweep.theory.null_law.count_null` at ``T = 1``,
 :func:`~rmtsweep.theory.null_law.pooled_null` beyond, the same seeded draws a store makes) with the bulk edge
-as derived (``as is``) and with the real-case finite-size centring (``n - 1/2``, ``d - 1/2``;
-:func:`~rmtsweep.theory.null_law.half_corrected_edge`), both over the store's 8 draws of the pooling matrix, and
-the centred one over 32 draws (at ``T = 1`` the store's 64 count draws throughout). Printed: per cell the
-false-alarm rates, then pooled with their binomial s.e., and the cells within 3 binomial s.e. of the level.
+centred with ``n - 1/2``, ``d - 1/2`` over all the tokens (:func:`~rmtsweep.theory.null_law.half_corrected_edge`,
+the store's centring before) and with the centring of the matched white Wishart
+(:func:`~rmtsweep.theory.null_law.matched_edge`, the store's now), the first over 8 draws of the pooling matrix
+(the store's before), the second over the store's :data:`~rmtsweep.theory.null_law.POOLED_DRAWS` and over 64 (at
+``T = 1`` the store's 64 count draws throughout). Printed: per cell the false-alarm rates, then pooled with their
+binomial s.e., and the cells within 3 binomial s.e. of the level.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from unittest import mock
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from rmtsweep.model.correlation import make_correlation
 from rmtsweep.model.replicate import CellModel, simulate_replicate
-from rmtsweep.theory.null_law import count_null, mixture_quantile, pooled_null
+from rmtsweep.theory import null_law
+from rmtsweep.theory.null_law import POOLED_DRAWS, count_null, mixture_quantile, pooled_null
 
 LEVELS = (0.05, 0.01)
-VARIANTS = ((False, 8), (True, 8), (True, 32))     # (finite-size centring, draws of the pooling matrix)
-NAMES = {(False, 8): "as is, 8 draws", (True, 8): "n - 1/2, d - 1/2, 8 draws", (True, 32): "n - 1/2, d - 1/2, 32 draws"}
+# (finite-size centring, draws of the pooling matrix): the store's before, the store's now, many draws
+VARIANTS = (("tokens", 8), ("matched", POOLED_DRAWS), ("matched", 64))
+NAMES = {("tokens", 8): "n - 1/2 over the tokens, 8 draws", ("matched", POOLED_DRAWS): f"matched, {POOLED_DRAWS} draws",
+         ("matched", 64): "matched, 64 draws"}
 
 
 def _weights(kind: str, T: int) -> np.ndarray:
@@ -60,12 +66,13 @@ def cell(i: int, d: int, reps: int, seed: int) -> dict:
     with threadpool_limits(limits=1):
         lam = np.array([simulate_replicate(model, np.zeros(1), rng).eigenvalues[0, 0] for _ in range(reps)]) / kappa
     out = {"d": d, "T": T, "corr": f"{model_name}{params or ''}", "weights": kind, "delta": delta, "gamma": gamma}
-    for half, draws in VARIANTS:
-        null = count_null(delta, gamma, d, half=half) if T == 1 else pooled_null(w, corr, delta, gamma, d, half=half,
-                                                                                 draws=draws)
+    for centring, draws in VARIANTS:
+        edge = null_law.half_corrected_edge if centring == "tokens" else null_law.matched_edge
+        with mock.patch.object(null_law, "matched_edge", edge):      # the store's centring, or the one before
+            null = count_null(delta, gamma, d) if T == 1 else pooled_null(w, corr, delta, gamma, d, draws=draws)
         for level in LEVELS:
             q = mixture_quantile(1.0 - level, null.location, null.scale)
-            out[(half, draws, level)] = float(np.mean(lam > q))
+            out[(centring, draws, level)] = float(np.mean(lam > q))
     out["reps"] = reps
     return out
 

@@ -29,10 +29,12 @@ the null law is its average over seeded draws of the counts (:func:`count_null`)
 so the same construction applies to ``D``'s eigenvalues (:func:`pooled_null`, averaged over seeded draws
 of the tokens and signs).
 
-**Finite-size centring** (:func:`half_corrected_edge`, the default of :func:`count_null` and
-:func:`pooled_null`). Johnstone's real-case centring and scaling with ``n - 1/2`` and ``d - 1/2`` (Ma 2012
-shows it cuts the error at conventional levels to second order) is applied to the bulk edge's candidate:
-without it the tests at level 0.05 were conservative (docs/theory.md §6.4).
+**Finite-size centring** (:func:`matched_edge`, the default of :func:`count_null` and :func:`pooled_null`).
+The bulk edge's candidate gets Johnstone's real-case centring and scaling with ``n - 1/2`` and ``d - 1/2`` (Ma
+2012 shows it cuts the error at conventional levels to second order) of the white Wishart whose edge has the
+same location, curvature and third derivative: few tokens make the edge, so the shift is larger than with ``n``
+all the tokens (:func:`half_corrected_edge`). Without it the tests at level 0.05 were conservative
+(docs/theory.md §6.4).
 
 Everything here is in units of ``kappa`` (eigenvalues of ``S / kappa``).
 """
@@ -57,8 +59,9 @@ from .token_law import DiscreteLaw, empirical_law
 from .tracy_widom import tw_cdf, tw_quantile
 
 __all__ = ["CANDIDATES", "POOLED_DRAWS", "POOLED_TAIL", "CountNull", "count_null", "count_null_draw", "gram",
-           "gram_eigenvalues", "mixture_cdf", "mixture_quantile", "null_parts", "pooled_model", "pooled_null",
-           "pooled_seed", "pooling_eigenvalues", "pooling_matrix", "population_null_draw", "tw_threshold"]
+           "gram_eigenvalues", "half_corrected_edge", "matched_edge", "mixture_cdf", "mixture_quantile", "null_parts",
+           "pooled_model", "pooled_null", "pooled_seed", "pooling_eigenvalues", "pooling_matrix",
+           "population_null_draw", "tw_threshold"]
 
 Float = NDArray[np.float64]
 
@@ -138,15 +141,12 @@ def population_null_draw(p: ArrayLike, delta: float, d: int, tail: float = 0.5, 
 
 
 def half_corrected_edge(nu: DiscreteLaw, delta: float, d: int, tail: float = 0.5) -> tuple[float, float]:
-    """The bulk edge and its Tracy-Widom scale with the real-case finite-size centring of Johnstone and Ma.
+    """The bulk edge and its Tracy-Widom scale with ``n - 1/2``, ``d - 1/2`` put into the law as it is.
 
     ``S / kappa = (1/V) sum_j p_j z_j z_j^T`` is a weighted sample covariance of the ``n`` tokens with
-    ``p_j > 0`` in dimension ``d``. For white real Wishart matrices the top eigenvalue is centred and scaled
-    far better at finite size with ``n - 1/2`` and ``d - 1/2`` in place of ``n`` and ``d`` (Johnstone 2001; Ma
-    2012, Bernoulli 18: the error at conventional levels falls from ``O(n^(-1/3))`` to ``O(n^(-2/3))``).
-    Here the same substitution is made in the deterministic equivalent: the law over the ``n`` nonzero ``p``
-    (rescaled to keep ``S``'s mean) at ratio ``(d - 1/2) / (n - 1/2)``, its edge and scale times
-    ``(n - 1/2) / n``. For ``nu = delta_1`` this is exactly Johnstone's ``mu_np`` and ``sigma_np``.
+    ``p_j > 0`` in dimension ``d``; here the law over those ``n`` (rescaled to keep ``S``'s mean) is taken at
+    ratio ``(d - 1/2) / (n - 1/2)`` and its edge and scale times ``(n - 1/2) / n``. Exact for ``nu = delta_1``
+    (Johnstone's ``mu_np``, ``sigma_np``); too small a correction otherwise, so the store uses :func:`matched_edge`.
     """
     p, wt = nu.points, nu.weights
     keep = p > 0
@@ -160,13 +160,50 @@ def half_corrected_edge(nu: DiscreteLaw, delta: float, d: int, tail: float = 0.5
     return top * shrink, sigma * shrink
 
 
+def _johnstone(n: float, p: float) -> tuple[float, float]:
+    """Johnstone's ``(mu_np, sigma_np)`` of a white real Wishart ``W_p(I, n)``, unnormalised."""
+    a, b = np.sqrt(n), np.sqrt(p)
+    return (a + b) ** 2, (a + b) * (1.0 / a + 1.0 / b) ** (1.0 / 3.0)
+
+
+def matched_edge(nu: DiscreteLaw, delta: float, d: int, tail: float = 0.5) -> tuple[float, float]:
+    """The bulk edge and its Tracy-Widom scale with the real-case finite-size centring of the matched white Wishart.
+
+    For white real Wishart matrices the top eigenvalue is centred and scaled far better at finite size with
+    ``n - 1/2`` and ``d - 1/2`` in place of ``n`` and ``d`` (Johnstone 2001; Ma 2012, Bernoulli 18: the error
+    at conventional levels falls from ``O(n^(-1/3))`` to ``O(n^(-2/3))``). For a general ``nu`` (derived here,
+    docs/theory.md §6.4) the edge of the deterministic equivalent is matched to a white Wishart's,
+    ``s W_d'(I, n') / n'``. Its ``l_w(G) = 1/G + s / (1 - c s G)`` has ``G_e l_w'''(G_e) / l_w''(G_e) =
+    3 (sqrt(c) - 1)`` whatever ``s``, so the shape ``rho = G_e l'''(G_e) / l''(G_e)`` of ``nu``'s edge fixes
+    ``c' = (1 + rho / 3)^2``; the edge fixes ``s = l_e / (1 + sqrt(c'))^2``; the Tracy-Widom scale (the
+    curvature ``l''``) fixes ``d' = d sqrt(l_w'' / l'')``, and ``n' = d' / c'``. That Wishart has the same
+    edge, scale and third derivative, and its correction (Johnstone's ``mu``, ``sigma`` with ``n' - 1/2``,
+    ``d' - 1/2`` against ``n'``, ``d'``) is added. ``n'`` counts the tokens that make the edge: where a few
+    large ``p`` hold it (``n'`` of 2-50 at these sizes) the shift is larger than ``n - 1/2`` over all the
+    tokens gives (:func:`half_corrected_edge`); for ``nu = delta_1`` the two agree (``n' = n``, ``d' = d``).
+    ``n'`` and ``d'`` are kept at 1 or more.
+    """
+    g_edge, top = edge_point(nu, delta, tail=tail)
+    beta = 1.0 / (1.0 - delta * nu.points * g_edge)
+    l2 = _second_derivative(g_edge, nu, delta)
+    l3 = float(-6.0 / g_edge**4 + 6.0 * delta**3 * (nu.points**4 * beta**4) @ nu.weights)
+    sigma = (np.sqrt(2.0 / l2) * d) ** (-2.0 / 3.0)
+    root_c = max(1.0 + g_edge * l3 / (3.0 * l2), 1e-6)        # sqrt(c'), from the shape at the edge
+    s = top / (1.0 + root_c) ** 2
+    l2_white = 2.0 * s**3 * root_c**3 * (1.0 + root_c) ** 4  # l_w''(G_e) = 2 s^3 c^(3/2) (1 + sqrt c)^4
+    d_w = max(d * np.sqrt(l2_white / l2), 1.0)
+    n_w = max(d_w / root_c**2, 1.0)
+    (mu, sd), (mu_h, sd_h) = _johnstone(n_w, d_w), _johnstone(n_w - 0.5, d_w - 0.5)
+    return top + s * (mu_h - mu) / n_w, sigma * sd_h / sd
+
+
 def null_parts(p: ArrayLike, delta: float, d: int, tail: float = 0.5, half: bool = False
                ) -> tuple[DiscreteLaw, float, Float, Float]:
     """``(nu, G_e, location, scale)``: :func:`population_null_draw`'s candidates with the bulk's law and edge point.
 
     ``nu`` is the empirical law of the ``p`` that form the main bulk and ``G_e`` its edge's ``G``
     (:func:`.finite_t.edge_point`): what a signal outlier over the same ``D`` needs (:mod:`.pooled_spikes`).
-    ``half``: the edge candidate with the finite-size centring of :func:`half_corrected_edge`.
+    ``half``: the edge candidate with the finite-size centring of :func:`matched_edge`.
     """
     p = np.asarray(p, float)
     with np.errstate(divide="ignore"):
@@ -177,7 +214,7 @@ def null_parts(p: ArrayLike, delta: float, d: int, tail: float = 0.5, half: bool
     loc, scale = np.full(1 + CANDIDATES, np.nan), np.full(1 + CANDIDATES, np.nan)
     loc[0], scale[0] = top, (np.sqrt(2.0 / _second_derivative(g_edge, nu, delta)) * d) ** (-2.0 / 3.0)
     if half:
-        loc[0], scale[0] = half_corrected_edge(nu, delta, d, tail)
+        loc[0], scale[0] = matched_edge(nu, delta, d, tail)
     G = np.sort(pole[pole < g_all])[:CANDIDATES]
     G = G[G < g_edge]
     if G.size:
@@ -192,7 +229,7 @@ def count_null(delta: float, gamma: float, d: int, *, draws: int = 64, seed: int
 
     Seeded like :func:`.token_counts.realised_count_spikes` (by ``seed`` and the values of ``delta``,
     ``gamma``, ``d``), from its own stream. ``half``: the bulk edge with the finite-size centring of
-    :func:`half_corrected_edge` (the default; ``False`` gives the edge of the deterministic equivalent as it is).
+    :func:`matched_edge` (the default; ``False`` gives the edge of the deterministic equivalent as it is).
     """
     V, N = round(d / delta), round(d / gamma)
     rng = np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma), int(d), 1]))
@@ -201,8 +238,11 @@ def count_null(delta: float, gamma: float, d: int, *, draws: int = 64, seed: int
     return CountNull(np.array([o[0] for o in out]), np.array([o[1] for o in out]))
 
 
-POOLED_DRAWS = 8
-"""Draws of the pooling matrix per cell of :func:`pooled_null` (measured with 8, docs/theory.md §6.4)."""
+POOLED_DRAWS = 16
+"""Draws of the pooling matrix per cell of :func:`pooled_null`. With 8 the 0.95 quantile of the mixture moved by
+up to 0.4 of the null's spread with the seed of the draws where a few tokens make the top of ``D``'s spectrum,
+and its noise raised the false alarms (docs/theory.md §6.4); 16 halve its variance and keep a store of
+d = 1000, ``V = N = 2000`` within :data:`.finite_size.POOLED_BUDGET`."""
 
 POOLED_TAIL = 16
 """Eigenvalues from the top within which :func:`pooled_null` looks for a gap of the support: on 36 cells at

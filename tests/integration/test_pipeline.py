@@ -15,6 +15,7 @@ from rmtsweep import load_sweep, open_store, run_sweep
 from rmtsweep.cli import main
 from rmtsweep.errors import StoreError
 from rmtsweep.testing import assert_stores_equal
+from rmtsweep.theory.null_law import POOLED_DRAWS
 
 def _run(sweep_path, store_path, workers: int):
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
@@ -44,7 +45,7 @@ def test_store_layout(stores):
     _, one, *_ = stores
     ds = open_store(one)
     assert dict(ds.sizes) == {"delta": 2, "gamma": 1, "snr": 2, "T": 1, "weights": 2, "replicate": 4, "k": 2,
-                              "pool_draw": 8, "null_candidate": 9}      # the detection null of the T = 4 cells
+                              "pool_draw": POOLED_DRAWS, "null_candidate": 9}      # the detection null of the T = 4 cells
     assert ds["eigenvalues"].dims == ("delta", "gamma", "T", "weights", "replicate", "snr", "k")
     for name in ("eigenvalues", "overlap", "alpha", "kappa", "done", "theory_rho", "theory_edge",
                  "theory_outlier", "theory_overlap", "theory_phase"):
