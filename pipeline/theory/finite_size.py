@@ -39,8 +39,8 @@ __all__ = ["BUDGET", "COUNTS", "DRAWS", "NONE", "POOLED_BUDGET", "POOLING", "Map
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
 BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
 ABS = "same units as the eigenvalues of S"
-POOLED_BUDGET = 2e11   # sum over cells of draws * (min(V, N)^3 + 100 V N + Lanczos) + POOLED_CELL: ~20 s; beyond,
-                       # the cubic
+POOLED_BUDGET = 4e11   # sum over cells of draws * (min(V, N)^3 + 100 V N + Lanczos) + POOLED_CELL: ~40 s of one core,
+                       # spread over the workers beside the first tasks; beyond, the cubic
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
 POOLED_SECONDS = 1e-10   # seconds per unit of that work on the 2-core development machine (one BLAS thread)
 POOLED_SAY = 3.0         # estimated seconds past which the nulls' computation is announced (``notes``)
