@@ -33,7 +33,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from distributed import Client
+from distributed import Client, Future
 from threadpoolctl import threadpool_limits
 
 from .. import config
@@ -220,9 +220,14 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
     opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new.as_tuple()) \
         if share is None else store.join(sweep_file, share, info)
     with opened as run:
-        # the theory at the store's size: a task beside the first ones, written as soon as it is back
-        theory = _TheoryTask(client, sweep, path, note) if share is None and theory_pending(
+        # the theory at the store's size: tasks beside the first ones, written as soon as they are back
+        theory = _TheoryTask(client, sweep, path, note, threads) if share is None and theory_pending(
             dict(open_group(path).attrs)) else None
+
+        def submitted(task: Task) -> None:
+            run.log("submit", task.key)
+            if theory is not None and threads > 1:       # once a first Monte Carlo task is out
+                theory.start()                            # (one thread: after them, see _TheoryTask.write)
         blocking = Blocking(*run.blocking)
         done = run.writer.done_mask() if share is None else \
             share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done_in)
@@ -259,7 +264,7 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
 
         try:
             report = run_tasks(client, todo, finished, store.path, run.index, writes=writes,
-                               window=Window(client, expected_threads), on_submit=lambda t: run.log("submit", t.key),
+                               window=Window(client, expected_threads), on_submit=submitted,
                                fence=run.token, share=run.share)
             if theory is not None:
                 run.check()
@@ -275,22 +280,33 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
 class _TheoryTask:
     """The store's theory at its own size, computed on the cluster as one task and written by this process."""
 
-    def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None]) -> None:
-        self.path, self.note, self.written = path, note, False
+    def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None], threads: int) -> None:
+        self.client, self.sweep, self.path, self.note, self.threads = client, sweep, path, note, threads
+        self.written = False
+        self.future: Future | None = None
         self.early = locate(path).renames         # written as soon as it is back (see write_if_ready)
-        self.future = client.submit(_theory_on_cluster, sweep, theory_budgets(), pure=False,
-                                    key=f"rmtsweep-theory-{uuid.uuid4().hex[:8]}")
-        note(f"{path}: computing the theory at the store's size beside the first tasks")
+
+    def start(self) -> None:
+        """Submit it (once). A run on one worker thread submits it after its Monte Carlo tasks, whose results
+        then come first for the same total; on more threads it runs beside them."""
+        if self.future is not None:
+            return
+        self.future = self.client.submit(_theory_on_cluster, self.sweep, theory_budgets(), pure=False,
+                                         key=f"rmtsweep-theory-{uuid.uuid4().hex[:8]}")
+        where = "after the tasks" if self.threads == 1 else "beside the first tasks"
+        self.note(f"{self.path}: computing the theory at the store's size {where}")
 
     def write_if_ready(self) -> None:
         # on object storage the theory is written once the tasks are: its listing and writes of many objects
         # would otherwise run beside every worker's conditional chunk writes on the same service
-        if not self.written and self.future.done() and self.early:
+        if not self.written and self.future is not None and self.future.done() and self.early:
             self.write()
 
     def write(self) -> None:
         if self.written:
             return
+        self.start()                              # one thread, or no Monte Carlo task left: the theory now
+        assert self.future is not None
         try:
             theory = self.future.result()
         except Exception as exc:  # noqa: BLE001 - whatever the task raised, in one line
@@ -301,7 +317,7 @@ class _TheoryTask:
         self.note(f"{self.path}: the theory at the store's size is written")
 
     def cancel(self) -> None:
-        if not self.written:
+        if not self.written and self.future is not None:
             self.future.cancel()
 
 
