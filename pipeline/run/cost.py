@@ -39,7 +39,7 @@ _PER_SCHEME_RANK2 = 1.1e-3     # Python overhead of the rank-2 path (bisection s
 _PER_SCHEME_SNR = 9.7e-5       # one direct top-k solve of a small matrix, per scheme and SNR value
 _TABLE = 2.24e-8               # Gaussian table draw, per d * V
 _POOL = 9.1e-8                 # sparse pooling, per scheme and N * T
-_GRAM = 1.33e-10               # Gram product, per scheme and N * d * min(d, N)
+_GRAM = 5.0e-11                # Gram product, per scheme and N * d * min(d, N) (syrk measured at d = 400-1600, x 2)
 _EIGH = 1.5e-10                # full decomposition (rank-2 path, spectrum observable), per n^3
 _BISECT = 5.3e-9 * 80          # rank-2 bisection, per scheme, SNR value and n
 # measured at d = 400-1600 on one core, then scaled by 1.3: a worker beside a busy neighbour runs that much slower
