@@ -62,6 +62,7 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
             "replicates_per_task": b.replicate, "memory_per_task_bytes": the_plan.memory_per_task,
             "core_seconds": the_plan.core_seconds, "worker_threads": threads, "startup_seconds": startup,
             "theory_seconds": 0.0 if same else the_plan.theory_seconds,
+            "theory_serial_seconds": 0.0 if same else the_plan.theory_serial_seconds,
             "compute_seconds": the_plan.compute_seconds(threads, left) if threads else None,
             "estimated_wall_seconds": wall}, indent=2))
         return

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..spec import Sweep, SweepFile, as_sweep
 from .. import config
-from ..theory.estimate import theory_seconds
+from ..theory.estimate import theory_parts
 from ..theory.on_grid import TheoryBudgets
 from .cost import Blocking, choose_blocking, point_cost, task_target
 from .grid import n_tasks, task_memory_bytes
@@ -35,6 +35,7 @@ class Plan:
     memory_per_task: int        # bytes, an upper estimate (the largest point)
     core_seconds: float
     theory_seconds: float = 0.0  # a new store's theory, on one core (rmtsweep.theory.estimate)
+    theory_serial_seconds: float = 0.0   # the part of it one task computes (the rest spreads over the workers)
 
     @property
     def core_hours(self) -> float:
@@ -51,9 +52,13 @@ class Plan:
 
     def wall_seconds(self, threads: int, startup: float, new_store: bool = True, left: float = 1.0) -> float:
         """Estimated wall seconds of a run: ``startup`` (imports, the cluster), a new store's template, then the
-        tasks left and a new store's theory, which runs beside them on the same ``threads`` worker threads."""
-        made = TEMPLATE_SECONDS + self.theory_seconds / max(threads, 1) if new_store else 0.0
-        return startup + made + self.compute_seconds(threads, left)
+        tasks left and a new store's theory, which runs beside them on the same ``threads`` worker threads; its
+        one-task part can outlast them."""
+        work = self.compute_seconds(threads, left)
+        if not new_store:
+            return startup + work
+        shared = work + self.theory_seconds / max(threads, 1)
+        return startup + TEMPLATE_SECONDS + max(shared, self.theory_serial_seconds)
 
 
 def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None, threads: int = 0) -> Plan:
@@ -70,7 +75,7 @@ def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None
     return Plan(points=per_d * len(sweep.d_values), cells=per_d * len(sweep.d_values) * len(g.weights) * len(g.snr),
                 replicates=sweep.replicates, tasks=n_tasks(sweep, blocking), blocking=blocking,
                 memory_per_task=task_memory_bytes(sweep, blocking), core_seconds=seconds,
-                theory_seconds=theory_seconds(sweep, theory_budgets()))
+                theory_seconds=sum(parts := theory_parts(sweep, theory_budgets())), theory_serial_seconds=parts[0])
 
 
 def theory_budgets() -> TheoryBudgets:

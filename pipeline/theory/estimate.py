@@ -18,7 +18,7 @@ from .on_grid import HISTOGRAM_SECONDS, TheoryBudgets, _finite_t_cells, _spectru
 from .pooled_spikes import LANCZOS_STEPS
 
 __all__ = ["FINITE_SIZE_POINT_SECONDS", "LIMIT_SECONDS", "ONE_TOKEN_POINT_SECONDS", "spectrum_seconds",
-           "theory_seconds"]
+           "theory_parts", "theory_seconds"]
 
 LIMIT_SECONDS = 0.3                # the limit formulas on any grid: closed forms and small root finds
 ONE_TOKEN_POINT_SECONDS = 0.03     # the exact one-token law's edge and threshold, per (delta, gamma)
@@ -27,9 +27,15 @@ FINITE_SIZE_POINT_SECONDS = 0.5    # the finite-size laws over token counts, per
 
 def theory_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
     """Estimated seconds of the theory a new store of ``sweep`` computes, on one core."""
+    return sum(theory_parts(sweep, budgets))
+
+
+def theory_parts(sweep: Sweep, budgets: TheoryBudgets | None = None) -> tuple[float, float]:
+    """:func:`theory_seconds` in two parts: what one task computes, and the pooled nulls' (point, weights)
+    pairs, which a run spreads over its workers as tasks of their own."""
     budgets = budgets or TheoryBudgets()
     if sweep.table_centering != "class":
-        return LIMIT_SECONDS + spectrum_seconds(sweep, budgets)
+        return LIMIT_SECONDS + spectrum_seconds(sweep, budgets), 0.0
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, float)
     pairs = len(g.delta) * len(g.gamma)
@@ -47,8 +53,8 @@ def theory_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
                            for d in d_values for dl in g.delta for gm in g.gamma
                            for V, N in [(round(d / dl), round(d / gm))])
         if work <= budgets.pooled_budget:
-            seconds += work * POOLED_SECONDS
-    return float(seconds)
+            return float(seconds), float(work * POOLED_SECONDS)
+    return float(seconds), 0.0
 
 
 def spectrum_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
