@@ -56,6 +56,23 @@ def test_limit_variables_on_a_d_axis(tmp_path):
     assert abs(z - float(top["lambda1_limit_z"])) < 1e-9 and abs(z) < 4
 
 
+def test_the_transition_limit_takes_the_exponent_of_the_stores_own_prediction(tmp_path):
+    """On a d axis at T = 4 the exponent is the slope of theory_detection_rate's crossings of 1/2 over log d,
+    recomputed here from the comparison's own rates (interpolated on the store's SNR grid)."""
+    data = {**copy.deepcopy(ONE_TOKEN), "name": "d-exponent", "replicates": 4}
+    data.pop("d")
+    data["grid"] = {**data["grid"], "d": [20, 40, 80], "T": [4], "snr": [0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 9.0]}
+    cmp = compare(build_store(tmp_path / "e.zarr", data))
+    line = cmp.sel(T=4, weights="mean", delta=0.5, gamma=0.5)
+    rate, snr = line["theory_detection_rate"].transpose("d", "snr").values, line["snr"].values
+    t_inf = float(line["transition_snr_theory"].max())
+    t = np.array([np.interp(0.5, r, snr) if r[0] < 0.5 <= r[-1] else np.nan for r in rate])
+    ok = np.isfinite(t) & (t > t_inf)
+    assert ok.sum() >= 2
+    slope = -np.polyfit(np.log(line["d"].values[ok].astype(float)), np.log(t[ok] - t_inf), 1)[0]
+    assert float(line["transition_snr_limit_exponent"]) == pytest.approx(slope, rel=1e-6)
+
+
 def test_finite_d_figure(tmp_path):
     """Figure (g) is drawn for a store with three d values, and its note states the comparison's limit."""
     from rmtsweep.analysis.figures import figures
