@@ -41,6 +41,7 @@ _TABLE = 2.24e-8               # Gaussian table draw, per d * V
 _POOL = 9.1e-8                 # sparse pooling, per scheme and N * T
 _GRAM = 5.0e-11                # Gram product, per scheme and N * d * min(d, N) (syrk measured at d = 400-1600, x 2)
 _EIGH = 1.5e-10                # full decomposition (rank-2 path, spectrum observable), per n^3
+_SUBSET = 7.0e-11              # LAPACK's top-k (syevr, below LANCZOS_MIN_N), per n^3: 66 ms at n = 1000
 _BISECT = 5.3e-9 * 80          # rank-2 bisection, per scheme, SNR value and n
 # measured at d = 400-1600 on one core, then scaled by 1.3: a worker beside a busy neighbour runs that much slower
 # (benchmarks/start.py measures a run's tasks against this model)
@@ -100,15 +101,14 @@ def point_cost(sweep: Sweep, d: int | None = None) -> PointCost:
     N = np.array([sizes(d, 1.0, x)[1] for x in g.gamma], float)
     T = np.array(g.T, float)
     n = np.minimum(d, N)
-    eig = (_PER_SCHEME_RANK2 + _EIGH * n**3 + _BISECT * n_snr * n) if rank2 else \
-        n_snr * (_PER_SCHEME_SNR + _EIGH * n * n * k)
+    solve = np.where(n >= LANCZOS_MIN_N, _EIGH * n * n * k, _SUBSET * n**3)     # one direct top-k: Lanczos, or LAPACK
+    eig = (_PER_SCHEME_RANK2 + _EIGH * n**3 + _BISECT * n_snr * n) if rank2 else n_snr * (_PER_SCHEME_SNR + solve)
     attention = sum(1 for w in g.weights if w.data_dependent)
     fixed = S - attention                   # the schemes of fixed weights: one Gram, then the SNR axis
     by_gamma = fixed * (_GRAM * N * d * n + eig)
     by_T = fixed * _POOL * T
     if attention:       # scores of the gathered rows once, then per SNR value a softmax, pooling and a direct solve
         by_T = by_T + attention * (_SCORES * T * T * d + n_snr * _POOL * T)
-        solve = np.where(n >= LANCZOS_MIN_N, _EIGH * n * n * k, _EIGH * n**3)     # Lanczos, else LAPACK's top-k
         by_gamma = by_gamma + attention * n_snr * (_DIRECT * N * d * n + _PER_SCHEME_SNR + solve)
     obs = sweep.observables
     if obs.spectrum:
