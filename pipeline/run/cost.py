@@ -109,7 +109,9 @@ def point_cost(sweep: Sweep, d: int | None = None) -> PointCost:
     by_T = fixed * _POOL * T
     if attention:       # scores of the gathered rows once, then per SNR value a softmax, pooling and a direct solve
         by_T = by_T + attention * (_SCORES * T * T * d + n_snr * _POOL * T)
-        by_gamma = by_gamma + attention * n_snr * (_DIRECT * N * d * n + _PER_SCHEME_SNR + solve)
+        # measured on paper-attention (n = 400): its per-value solves cost a full n^3, not LAPACK's top-k
+        full = np.where(n >= LANCZOS_MIN_N, _EIGH * n * n * k, _EIGH * n**3)
+        by_gamma = by_gamma + attention * n_snr * (_DIRECT * N * d * n + _PER_SCHEME_SNR + full)
     obs = sweep.observables
     if obs.spectrum:
         by_gamma = by_gamma + S * n_snr * (_EIGH * n**3 + _GRAM * N * d * n)
