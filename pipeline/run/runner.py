@@ -278,7 +278,7 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
 
 
 class _TheoryTask:
-    """The store's theory at its own size, computed on the cluster as one task and written by this process."""
+    """The store's theory at its own size, computed on the cluster (its pairs as tasks of their own), written here."""
 
     def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None], threads: int) -> None:
         self.client, self.sweep, self.path, self.note, self.threads = client, sweep, path, note, threads
