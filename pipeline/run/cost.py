@@ -4,7 +4,9 @@ A task should run about ``rmtsweep.batching.target-task-seconds`` (:mod:`rmtswee
 long enough that dask's per-task overhead (about a millisecond of scheduler time, plus the driver's ``done`` write) is
 noise, short enough that the work spreads over many workers and a kill loses little. The model
 below predicts one replicate of one ``(delta, gamma, T)`` point with every weights scheme; its
-constants were fitted on a 2-core development machine with one BLAS thread per task, from d = 8 to 300.
+constants were fitted on a 2-core development machine with one BLAS thread per task, from d = 8 to 300, and
+those of the Gram, attention, ridge and direct solves measured from d = 400 to 1600 (``benchmarks/start.py``
+holds the whole run against the model).
 A faster or slower machine shifts every task by the same factor, which keeps tasks within the
 0.5-2 s band on any ordinary CPU.
 """
