@@ -52,7 +52,7 @@ def test_dry_run_says_what_a_run_would_do_and_writes_nothing(half, tmp_path, cap
     tasks = int(re.search(r"tasks: (\d+) of up to", out)[1])
     assert re.search(r"cost model: .* of one core", out)
     assert re.search(r"estimate: about .* end to end on 2 worker threads "
-                     r"\(start-up .*, the store.s theory .*, tasks .*\)", out)
+                     r"\(start-up .*, tasks .*; the store.s theory .* of one core beside them\)", out)
     assert f"store: {store} (new)" in out and out.rstrip().endswith("dry run: nothing was started or written")
     monkeypatch.delenv("RMTSWEEP_DASHBOARD_ADDRESS")          # the default, a dashboard on loopback (conftest.py)
     main(["run", str(half), "grid.T=[4, 8]", "--store", str(store), "--workers", "1", "--no-progress"])
