@@ -43,7 +43,7 @@ from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, d
 from .limits import MIN_D, limit_variables
 from .mask import only_done
 from .reference import NO_LAW, REFERENCES, SHORT, finite_size_z, hold_against, no_law_cells, reference_text
-from .source import GROUP, done_digest, open_source
+from .source import GROUP, done_digest, open_source, with_options
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
@@ -142,8 +142,7 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
     if reference not in REFERENCES:
         raise SelectionError(f"reference {reference!r}: unknown (valid: {', '.join(REFERENCES)})")
     rule = detection_rule(false_alarm, margin_factor)
-    if storage_options is not None and not isinstance(source, xr.Dataset):
-        source = locate(source, storage_options)
+    source = with_options(source, storage_options)
     ds = open_source(source)
     if theory_pending(ds.attrs):
         raise StoreError(f"{source}: its theory at the store's size is not written yet: the run computes it beside "

@@ -28,10 +28,11 @@ import xarray as xr
 
 from ..dims import TIDY_ORDER
 from ..errors import ArgumentError
-from ..store import Location, locate
+from ..store import Location
 from ..theory import finite_d, spikes
 from ..theory.null_law import tw_threshold
 from .compare import REFERENCES, d_of, detected, detection_rule, open_source
+from .source import with_options
 from .detection import Detection
 from .transition import bootstrap_intervals, crossing
 
@@ -142,8 +143,7 @@ def phase_diagram(source: str | Path | Location | xr.Dataset, n_boot: int = 1000
     if reference not in REFERENCES:
         raise ArgumentError(f"reference {reference!r}: unknown (valid: {', '.join(REFERENCES)})")
     rule = detection_rule(false_alarm, margin_factor)
-    if storage_options is not None and not isinstance(source, xr.Dataset):
-        source = locate(source, storage_options)
+    source = with_options(source, storage_options)
     ds = open_source(source)
     hits = detected(ds, rule).load()
     snr = hits["snr"].values.astype(float)

@@ -32,8 +32,9 @@ import xarray as xr
 from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
-from ..store import Location, locate
+from ..store import Location
 from .compare import GROUP, SHORT, compare, open_source
+from .source import with_options
 from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
 from .map_html import _holomap, _save_html, title_points
@@ -373,7 +374,6 @@ def plot_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str,
     >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "maps/")  # doctest: +SKIP
     >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "paper/overlap.pdf", clim=(0, 1))  # doctest: +SKIP
     """
-    if storage_options is not None and not isinstance(path, xr.Dataset):
-        path = locate(path, storage_options)
+    path = with_options(path, storage_options)
     return make_map(path, x, y, var, select, clim).save(out, widgets, formats=formats, max_panels=max_panels,
                                                          notes=notes)

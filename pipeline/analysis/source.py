@@ -16,10 +16,18 @@ import zarr
 from ..errors import SelectionError
 from ..store import Location, locate, open_dataset, open_zarr
 
-__all__ = ["GROUP", "done_digest", "open_source"]
+__all__ = ["GROUP", "done_digest", "open_source", "with_options"]
 
 GROUP = "comparison"
 """The store group :func:`rmtsweep.analysis.compare.write_comparison` writes."""
+
+
+def with_options(source: str | Path | Location | xr.Dataset,
+                 storage_options: dict | None) -> str | Path | Location | xr.Dataset:
+    """``source`` located with the ``storage_options`` of its filesystem when they are given; else as it is."""
+    if storage_options is None or isinstance(source, xr.Dataset):
+        return source
+    return locate(source, storage_options)
 
 
 def open_source(source: str | Path | Location | xr.Dataset, group: str | None = None) -> xr.Dataset:
