@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas
 import pytest
 import xarray as xr
 import yaml
@@ -70,6 +71,11 @@ def test_a_store_in_a_bucket_opens_as_on_disk_and_with_plain_xarray(bucket, tiny
     a, b = there.rmt.compare(), on_disk.rmt.compare()            # the accessor on the bucket's dataset
     for name in ("lambda1_z", "overlap_mean", "detection_rate"):
         np.testing.assert_array_equal(a[name].values, b[name].values)
+    # the readers of the Python API take the bucket's options as open_store does
+    c, d = rmtsweep.compare(url, storage_options=options), rmtsweep.compare(tiny_store)
+    np.testing.assert_allclose(c["lambda1_z"].values, d["lambda1_z"].values, rtol=1e-12)
+    pandas.testing.assert_frame_equal(rmtsweep.phase_diagram(url, n_boot=50, storage_options=options),
+                                      rmtsweep.phase_diagram(tiny_store, n_boot=50))
 
 
 def test_the_reading_commands_answer_from_a_bucket_as_from_the_disk(bucket, tiny_store, tmp_path, capsys,
