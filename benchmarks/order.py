@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rmtsweep.store import JOURNAL_NAME
+
 CLI = [sys.executable, "-m", "rmtsweep.cli"]
 CASES = {"demo": ["replicates=32"], "paper-phase": []}
 
@@ -38,7 +40,7 @@ def one_run(name: str, way: str, workers: int) -> tuple[float, int]:
         subprocess.run([*CLI, "run", name, *CASES.get(name, []), "--store", str(store), "--order", order,
                         "--workers", str(workers), "--no-progress"], check=True, capture_output=True, env=env)
         wall = time.perf_counter() - start
-        tasks = (store / ".rmtsweep-journal.log").read_text().count(" write ")
+        tasks = (store / JOURNAL_NAME).read_text().count(" write ")
     return wall, tasks
 
 

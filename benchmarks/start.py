@@ -29,6 +29,8 @@ import threading
 import time
 from pathlib import Path
 
+from rmtsweep.store import JOURNAL_NAME
+
 HERE = Path(__file__).resolve().parent
 CLI = [sys.executable, "-m", "rmtsweep.cli"]
 ONE_POINT = ["d=1000", "grid.delta=0.5", "grid.gamma=0.5", "grid.T=16", "grid.weights=mean", "replicates=4",
@@ -67,7 +69,7 @@ def timed_run(args: list[str], store: Path) -> dict[str, float]:
                 seen["cluster"] = time.perf_counter() - start
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
-    journal = store / ".rmtsweep-journal.log"
+    journal = store / JOURNAL_NAME
     writes = 0
     while proc.poll() is None:
         now = time.perf_counter() - start

@@ -370,7 +370,7 @@ def _theory_on_cluster(sweep: Sweep, budgets: TheoryBudgets) -> Any:
 
     def mapper(fn: Callable, items: list) -> list:
         if len(items) < 2:
-            return [fn(item) for item in items]
+            return list(map(fn, items))
         tag = uuid.uuid4().hex[:8]
         keys = [f"rmtsweep-theory-{tag}-{n}" for n in range(len(items))]
         # ahead of the Monte Carlo tasks already queued: the theory would otherwise trail the run

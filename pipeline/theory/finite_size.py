@@ -164,7 +164,8 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     where = [(i, j, k, a, b) for i in range(d_values.size) for j in range(delta.size) for k in range(gamma.size)
              for a, b, _ in cells]
     pairs = [(float(delta[j]), float(gamma[k]), int(d_values[i]), cells_w[(a, b)]) for i, j, k, a, b in where]
-    found = (mapper or _serial)(partial(_pooled_pair, snr=snr, correlation=sweep.correlation), pairs)
+    pair = partial(_pooled_pair, snr=snr, correlation=sweep.correlation)
+    found = mapper(pair, pairs) if mapper else list(map(pair, pairs))
     for (i, j, k, a, b), ps in zip(where, found, strict=True):
         if ps is None:                        # a tiny V, N: no main gap in some draw
             continue
@@ -191,10 +192,6 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     if not sweep.d_axis:
         out = {k: v.isel({D: 0}, drop=True).assign_attrs(v.attrs) for k, v in out.items()}
     return out
-
-
-def _serial(fn: Callable, items: list) -> list:
-    return [fn(item) for item in items]
 
 
 def _pooled_pair(pair: tuple[float, float, int, np.ndarray], snr: np.ndarray, correlation) -> PooledSpikes | None:
