@@ -10,9 +10,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from docutils import nodes
-from sphinx.util.docutils import SphinxDirective
-
 import rmtsweep
 
 project = "rmtsweep"
@@ -87,41 +84,5 @@ def _mathjax(app, exception) -> None:
                         ignore=shutil.ignore_patterns("*.eot", "*.otf"))
 
 
-def _schema_table(kind: str) -> list[str]:
-    """A list-table of the correlation models or weights schemes, from the classes' own docstrings."""
-    from pydantic_core import PydanticUndefined
-
-    from rmtsweep.model import correlation
-    from rmtsweep.model.schemes import SCHEMES
-    if kind == "weights":
-        classes, tag = SCHEMES, "scheme"
-    else:
-        base = correlation.Correlation
-        classes = [c for c in vars(correlation).values() if isinstance(c, type) and issubclass(c, base) and c is not base]
-        tag = "model"
-    rows = [".. list-table::", "   :header-rows: 1", "   :widths: 15 30 55", "", f"   * - ``{tag}``",
-            "     - parameters", "     - what it is"]
-    for cls in classes:
-        fields = cls.model_fields
-        params = [f"``{k}``" + ("" if v.default is PydanticUndefined else f" (default ``{v.default!r}``)")
-                  for k, v in fields.items() if k not in (tag, "name")]
-        doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
-        rows += [f"   * - ``{fields[tag].default}``", f"     - {', '.join(params) or '(none)'}", f"     - {doc}"]
-    return rows
-
-
-class SchemaTable(SphinxDirective):
-    """``{rmtsweep-schema} weights`` or ``{rmtsweep-schema} correlation``: the table the code defines."""
-
-    required_arguments = 1
-
-    def run(self):
-        from docutils.statemachine import StringList
-        node = nodes.container()
-        self.state.nested_parse(StringList(_schema_table(self.arguments[0])), self.content_offset, node)
-        return node.children
-
-
 def setup(app) -> None:
-    app.add_directive("rmtsweep-schema", SchemaTable)
     app.connect("build-finished", _mathjax)

@@ -84,6 +84,22 @@ def test_the_site_has_every_page_and_a_search_box(site):
     assert 'type="search"' in (site / "index.html").read_text()
 
 
+def test_no_page_shows_raw_markup_or_a_table_as_text(site):
+    """A directive MyST did not run, or a table whose rows and header disagree, shows as text on the page."""
+    raw = (".. list-table", ":header-rows:", "```{", "{eval-rst}", "{list-table}")
+    shown = []
+    for page in site.rglob("*.html"):
+        if "_static" in page.relative_to(site).parts:
+            continue
+        text = "".join(_parse(page.read_text()).text)
+        shown += [f"{page.relative_to(site)}: {marker!r}" for marker in raw if marker in text]
+        shown += [f"{page.relative_to(site)}: {line.strip()[:60]!r}" for line in text.splitlines()
+                  if line.strip().startswith("|---") or line.strip().startswith("| ---")]
+    assert not shown, "\n".join(shown[:40])
+    sweep_files = (site / "user-guide" / "sweep-files.html").read_text()
+    assert sweep_files.count("<table") >= 3, "the field, correlation and weights tables"
+
+
 def test_every_relative_link_of_the_site_resolves(site):
     """Every relative href and src of every built page names a file of the site, and its #fragment an id there."""
     pages = {p: _parse(p.read_text()) for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts}
@@ -231,6 +247,16 @@ def test_the_gallery_shows_every_picture_with_its_command():
             shown[image] = re.search(r"```bash\n.*rmtsweep .*\n", section, flags=re.S) is not None
     assert set(shown) == {p.name for p in DOCS.glob("*.png")}
     assert all(shown.values()), [image for image, has in shown.items() if not has]
+
+
+def test_the_gallery_names_the_files_where_figures_writes_them():
+    """``rmtsweep figures S.zarr --out DIR`` writes ``DIR/S/fig-*.png``; the gallery's comments say that path."""
+    figures_py = (ROOT / "pipeline" / "analysis" / "figures.py").read_text()
+    said = re.findall(r"rmtsweep figures store/([\w.-]+)\.zarr --out (\S+?)/?\s+# (\S+)", (DOCS / "gallery.md").read_text())
+    assert len(said) >= 5
+    for stem, out, path in said:
+        assert path == f"{out}/{stem}/{Path(path).name}", path
+        assert f'"{Path(path).name}"' in figures_py, path
 
 
 def test_the_pages_keep_their_sentences_short():
