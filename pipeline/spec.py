@@ -44,7 +44,7 @@ from .errors import ArgumentError, SweepDefinitionError
 from .model import CorrelationSpec, WeightsSpec
 from .overrides import apply_overrides
 from .shipped import resolve_sweep
-from .sweep_errors import messages
+from .sweep_errors import glued_colons, messages
 from .types import Centering
 
 __all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "as_sweep",
@@ -104,6 +104,8 @@ class Grid(BaseModel):
     @classmethod
     def _names(cls, v: Any) -> Any:
         v = [v] if isinstance(v, (str, dict)) else v
+        if isinstance(v, (list, tuple)) and not v:
+            raise ValueError("needs at least one weights scheme, e.g. [mean]")
         return [{"scheme": x} if isinstance(x, str) else x for x in v]
 
     @field_validator("d", "delta", "gamma", "snr", "T")
@@ -317,6 +319,8 @@ def parse_sweep(data: Any, source: str = "<sweep>") -> Sweep:
     """Validate already-loaded YAML data; errors name ``source``."""
     if not isinstance(data, dict):
         raise SweepDefinitionError(f"{source}: expected a mapping of sweep fields, got {type(data).__name__}")
+    if glued := glued_colons(data):
+        raise SweepDefinitionError(f"{source}: " + "; ".join(glued))
     try:
         sweep = Sweep.model_validate(data)
     except ValidationError as exc:

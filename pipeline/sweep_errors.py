@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from .model import CORRELATIONS, SCHEMES
 
-__all__ = ["messages"]
+__all__ = ["glued_colons", "messages"]
 
 
 def messages(errors: list[dict], data: dict, root: type[BaseModel]) -> list[str]:
@@ -100,3 +100,27 @@ def _on_ranges(errs: list[dict], data: dict) -> list[dict]:
             seen.add((loc[1], end))
             out.append({**err, "loc": ("grid", loc[1], end), "input": axis[end]})
     return out or errs
+
+
+def glued_colons(data: Any, where: str = "") -> list[str]:
+    """One message per mapping key that YAML read as ``key:value`` with no value: a colon without its space.
+
+    ``{model:markov}`` is the mapping ``{"model:markov": None}`` in YAML; the message names the field and
+    the fix (``{model: markov}``) rather than the errors that follow from the lost key.
+    """
+    out: list[str] = []
+    if isinstance(data, dict):
+        glued = [k for k, v in data.items() if isinstance(k, str) and ":" in k.strip(":") and v is None]
+        if glued:
+            fixed = ", ".join(": ".join(k.split(":", 1)) for k in glued)
+            keys = ", ".join(f"`{k}`" for k in glued)
+            out.append(f"{where or '(top level)'}: {keys} read{'s' if len(glued) == 1 else ''} as "
+                       f"{'a key' if len(glued) == 1 else 'keys'} with no value; YAML needs a space after the "
+                       f"colon: `{{{fixed}}}`")
+        for key, value in data.items():
+            if key not in glued:
+                out += glued_colons(value, f"{where}.{key}" if where else str(key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            out += glued_colons(value, f"{where}[{i}]")
+    return out

@@ -9,9 +9,9 @@ import click
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..spec import SweepFile
+    from ..spec import Sweep, SweepFile
 
-__all__ = ["CLUSTER_SECONDS", "IMPORT_SECONDS", "dry_run", "duration", "startup_seconds"]
+__all__ = ["CLUSTER_SECONDS", "IMPORT_SECONDS", "dry_run", "duration", "refuse_impossible", "startup_seconds"]
 
 
 def _threads(engine: Engine) -> int:
@@ -23,6 +23,35 @@ def _threads(engine: Engine) -> int:
         return engine.workers or os.cpu_count() or 1
     config = engine.batch_config()
     return (engine.jobs or config.max_jobs) * config.cores
+
+
+def _memory(engine: Engine, threads: int) -> tuple[float | None, float | None, str]:
+    """Bytes a worker thread has and this machine has, as known before a cluster starts (None: unknown), and
+    where the first comes from. A LocalCluster gives each worker an equal share of the machine."""
+    import os
+    total = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    if engine.scheduler or not threads:
+        return None, total, ""
+    if engine.cluster == "local":
+        return total / threads, total, f"this machine's memory shared by {threads} worker thread(s)"
+    from dask.utils import parse_bytes
+    config = engine.batch_config()
+    return parse_bytes(config.memory) / config.cores, total, "the cluster config's memory per core"
+
+
+def refuse_impossible(sweep: Sweep, engine: Engine) -> None:
+    """Refuse, before anything starts, a new store's sweep that cannot run on ``engine``'s workers.
+
+    Raises
+    ------
+    UserError
+        A task needs more memory than a worker thread has, or the ``done`` mask more than the driver can hold.
+    """
+    from ..errors import UserError
+    from ..run.plan import impossible, plan
+    threads = _threads(engine)
+    if (why := impossible(plan(sweep, threads=threads), *_memory(engine, threads))) is not None:
+        raise UserError(f"{why}, or pass --force to run anyway")
 
 
 # Seconds before the first task on the 2-core development machine: the command's imports, then the cluster
@@ -53,6 +82,9 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     startup = startup_seconds(engine, threads)
     wall = None if startup is None or not threads else the_plan.wall_seconds(threads, startup, not same, left)
     g, b = sweep.grid, the_plan.blocking
+    from ..run.plan import impossible, too_long
+    problem = None if exists else impossible(the_plan, *_memory(engine, threads))
+    long = too_long(wall, threads)
     if as_json:
         import json
         click.echo(json.dumps({
@@ -64,7 +96,9 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
             "theory_seconds": 0.0 if same else the_plan.theory_seconds,
             "theory_serial_seconds": 0.0 if same else the_plan.theory_serial_seconds,
             "compute_seconds": the_plan.compute_seconds(threads, left) if threads else None,
-            "estimated_wall_seconds": wall}, indent=2))
+            "estimated_wall_seconds": wall, "impossible": problem, "too_long": long}, indent=2))
+        if problem is not None:
+            raise SystemExit(2)
         return
     d = f"d axis {', '.join(map(str, sweep.d_values))}" if sweep.d_axis else f"d = {sweep.d}"
     with_overrides = f" with {' '.join(sweep_file.overrides)}" if sweep_file.overrides else ""
@@ -88,7 +122,12 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     else:
         click.echo(f"store: {path} exists, {st.tasks_done}/{st.tasks_total} tasks done; a run "
                    f"{'computes the rest' if same else 'extends it to this sweep, or says why it cannot'}")
+    if long is not None:
+        click.echo(f"note: {long}")
     click.echo("dry run: nothing was started or written")
+    if problem is not None:
+        from ..errors import UserError
+        raise UserError(f"{sweep.name}: a run would be refused: {problem}")
 
 
 def _bytes(n: int) -> str:

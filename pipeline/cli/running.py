@@ -48,6 +48,9 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     from ..store.lock import conflicts
     path = _store_path(sweep_file, store_path)
     store.Store(store.locate(path)).check(sweep_file)   # a store this sweep cannot resume: refused before the cluster
+    if not force and not store.is_store(path):          # a new store's tasks must fit the workers it will have
+        from .dry_run import refuse_impossible
+        refuse_impossible(sweep_file.sweep, engine)
     if share is None:                     # a store another run of this host writes: refused before the cluster starts
         conflicts(path, None, lease=0.0, tidy=False)
     start = time.perf_counter()

@@ -228,14 +228,10 @@ def grid_shape(sweep: Sweep) -> tuple[int, int, int, int]:
     return len(g.delta), len(g.gamma), len(g.T), sweep.replicates
 
 
-def _starts(n: int, size: int) -> list[int]:
-    return list(range(0, n, size))
-
-
 def _chunk_counts(sweep: Sweep, blocking: Blocking) -> tuple[int, ...]:
     """Tasks along ``(d, delta, gamma, T, replicate)``: the chunk grid, one ``d`` value per task."""
     per_d = zip(grid_shape(sweep), blocking.as_tuple(), strict=True)
-    return (len(sweep.d_values), *(len(_starts(n, c)) for n, c in per_d))
+    return (len(sweep.d_values), *(-(-n // c) for n, c in per_d))     # counted, not listed: any replicate count
 
 
 def n_tasks(sweep: Sweep, blocking: Blocking) -> int:

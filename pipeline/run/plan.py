@@ -14,9 +14,10 @@ from ..theory.on_grid import TheoryBudgets
 from .cost import Blocking, choose_blocking, point_cost, task_target
 from .grid import n_tasks, task_memory_bytes
 
-__all__ = ["TEMPLATE_SECONDS", "Plan", "plan"]
+__all__ = ["LONG_SECONDS", "TEMPLATE_SECONDS", "Plan", "impossible", "plan", "too_long"]
 
 TEMPLATE_SECONDS = 0.5      # writing a new store's template and provenance, beside its theory
+LONG_SECONDS = 365 * 86400  # a run estimated to take longer is named as such by the dry run and the run
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Plan:
     tasks: int
     blocking: Blocking
     memory_per_task: int        # bytes, an upper estimate (the largest point)
+    done_bytes: int             # bytes of the store's ``done`` mask, which the driver reads whole
     core_seconds: float
     theory_seconds: float = 0.0  # a new store's theory, on one core (rmtsweep.theory.estimate)
     theory_serial_seconds: float = 0.0   # the part of it one task computes (the rest spreads over the workers)
@@ -75,9 +77,40 @@ def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None
     return Plan(points=per_d * len(sweep.d_values), cells=per_d * len(sweep.d_values) * len(g.weights) * len(g.snr),
                 replicates=sweep.replicates, tasks=n_tasks(sweep, blocking), blocking=blocking,
                 memory_per_task=task_memory_bytes(sweep, blocking), core_seconds=seconds,
+                done_bytes=per_d * len(sweep.d_values) * len(g.weights) * sweep.replicates,
                 theory_seconds=sum(parts := theory_parts(sweep, theory_budgets())), theory_serial_seconds=parts[0])
 
 
 def theory_budgets() -> TheoryBudgets:
     """The budgets of a new store's theory, from the settings ``rmtsweep.theory.*``."""
     return TheoryBudgets(**{name.replace("-", "_"): value for name, value in config.settings("theory").items()})
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.2f} GiB"
+
+
+def impossible(the_plan: Plan, memory_per_thread: float | None, driver_memory: float | None,
+               source: str = "") -> str | None:
+    """Why ``the_plan`` cannot run where a worker thread has ``memory_per_thread`` bytes (as ``source`` says) and
+    the driver ``driver_memory`` (None: unknown), in one line naming what to change; None when it can.
+
+    The driver reads the store's ``done`` mask whole, so it must fit in a quarter of the driver's memory.
+    """
+    if memory_per_thread and the_plan.memory_per_task > memory_per_thread:
+        return (f"estimated memory per task {the_plan.memory_per_task / 2**30:.2f} GiB exceeds the "
+                f"{memory_per_thread / 2**30:.2f} GiB a worker thread has ({source or 'before the cluster starts'}); "
+                "lower d or raise the workers' memory")
+    if driver_memory and the_plan.done_bytes > driver_memory / 4:
+        return (f"the store's done mask would hold {_gib(the_plan.done_bytes)} ({the_plan.replicates:,} replicates "
+                f"x {the_plan.done_bytes // max(the_plan.replicates, 1):,} points and schemes), more than a quarter "
+                f"of this machine's {_gib(driver_memory)}: lower replicates or the grid")
+    return None
+
+
+def too_long(wall_seconds: float | None, threads: int) -> str | None:
+    """A line saying that a run of ``wall_seconds`` on ``threads`` worker threads would take over a year."""
+    if wall_seconds is None or wall_seconds <= LONG_SECONDS:
+        return None
+    return (f"this run would take about {wall_seconds / LONG_SECONDS:,.0f} years on {threads} worker threads: "
+            "lower replicates, d or the grid, or run on more workers")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -148,6 +149,10 @@ class Store:
             raise StoreError(f"{path}: cannot create the store: {existing} is not a directory")
         if not os.access(existing, os.W_OK):
             raise StoreWriteError(f"{path}: cannot create the store in {existing}: {_unwritable(existing)}")
+        try:            # root passes os.access everywhere: /proc or a read-only mount answer only an attempt
+            os.rmdir(tempfile.mkdtemp(prefix=f".{path.name}.probe-", dir=existing))
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot create the store in {existing}: {exc.strerror or exc}") from None
 
     def create_if_missing(self, make_template: Callable[[Blocking], Template], blocking: Blocking) -> None:
         """Write the template if there is no store yet (refuses a path that is something else).

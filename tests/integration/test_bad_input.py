@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,48 @@ def test_store_path_not_writable(good, tmp_path, capsys):
     blocker.write_text("not a directory")
     _expect_exit_2(["run", str(good), "--store", str(blocker / "s.zarr")], capsys,
                    r"cannot create the store: .*a-file is not a directory")
+
+
+def _no_cluster(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cluster was started for a run that is refused")
+    monkeypatch.setattr("rmtsweep.engine.connect", refuse)
+
+
+def test_a_store_path_no_directory_can_be_made_in_is_refused_before_the_cluster(good, capsys, monkeypatch):
+    """/proc passes every permission check for root, yet holds no new directory: an attempt tells."""
+    _no_cluster(monkeypatch)
+    _expect_exit_2(["run", str(good), "--store", "/proc/x.zarr"], capsys,
+                   r"^rmtsweep: error: /proc/x\.zarr: cannot create the store in /proc: ")
+    assert not Path("/proc/x.zarr").exists()
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("d=10000000", r"estimated memory per task [\d.]+ GiB exceeds the [\d.]+ GiB a worker thread has \(this "
+                   r"machine's memory shared by 1 worker thread\(s\)\); lower d .*--force"),
+    ("replicates=1000000000000", r"the store's done mask would hold [\d,.]+ GiB \(1,000,000,000,000 replicates x "
+                                 r"\d+ points and schemes\), more than a quarter of this machine's"),
+])
+def test_a_plan_the_machine_cannot_hold_is_refused_before_anything_starts(override, message, good, tmp_path,
+                                                                         capsys, monkeypatch):
+    _no_cluster(monkeypatch)
+    store = tmp_path / "big.zarr"
+    _expect_exit_2(["run", str(good), override, "--store", str(store), "--workers", "1"], capsys, message)
+    _expect_exit_2(["run", str(good), override, "--store", str(store), "--workers", "1", "--dry-run"], capsys,
+                   "a run would be refused: " + message.split(r" \(this")[0].split(r" \(1,")[0])
+    assert not store.exists()
+
+
+def test_the_dry_run_of_a_huge_sweep_is_bounded_and_says_it_would_take_years(good, tmp_path, capsys):
+    """10^9 replicates: the tasks are counted, not listed (this took 5 GB of memory), and the time is named."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    main(["run", str(good), "replicates=1000000000", "d=400", "--store", str(tmp_path / "s.zarr"), "--dry-run",
+          "--workers", "1"])
+    out = capsys.readouterr().out
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024 < 2**30, "a GiB more for a dry run"
+    assert re.search(r"^note: this run would take about [\d,]+ years on 1 worker threads: lower replicates", out,
+                     flags=re.M), out
 
 
 def test_path_that_is_not_a_store(good, tmp_path, capsys):

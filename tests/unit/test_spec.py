@@ -44,6 +44,12 @@ def _set(path: str, value):
 
 BAD = [
     ("unknown key", _set("colour", "red"), r"colour: unknown key"),
+    ("no weights", _set("grid.weights", []), r"grid\.weights: needs at least one weights scheme"),
+    ("a colon without its space", _set("correlation", {"model:markov": None}),
+     r"correlation: `model:markov` reads as a key with no value; YAML needs a space after the colon: "
+     r"`\{model: markov\}`"),
+    ("colons without spaces in a range", _set("grid.snr", {"start:0": None, "stop:-1": None, "num:5": None}),
+     r"grid\.snr: (`\w+:-?\d`, ){2}`\w+:-?\d` read as keys with no value; .*`\{\w+: -?\d, \w+: -?\d, \w+: -?\d\}`"),
     ("unknown grid key", _set("grid.eta", [1]), r"grid\.eta: unknown key"),
     ("delta <= 0", _set("grid.delta", [0.5, -1.0]), r"grid\.delta\[1\]: .*greater than 0 \(got -1\.0\)"),
     ("gamma <= 0", _set("grid.gamma", 0), r"grid\.gamma\[0\]: .*greater than 0 \(got 0\)"),
