@@ -54,6 +54,21 @@ def refuse_impossible(sweep: Sweep, engine: Engine) -> None:
         raise UserError(f"{why}, or pass --force to run anyway")
 
 
+def busy_factor(threads: int, load: float, cores: int) -> float:
+    """How much longer ``threads`` busy worker threads take beside a run-queue ``load`` on ``cores`` cores.
+
+    The kernel shares the cores evenly among runnable threads, so each gets ``cores / (load + threads)`` of
+    one once they outnumber the cores.
+    """
+    return max(1.0, (load + threads) / max(cores, 1))
+
+
+def _machine() -> tuple[int, float]:
+    """The cores this process may use and the machine's one-minute load average."""
+    import os
+    return len(os.sched_getaffinity(0)), os.getloadavg()[0]
+
+
 # Seconds before the first task on the 2-core development machine: the command's imports, then the cluster
 IMPORT_SECONDS = 1.2
 CLUSTER_SECONDS = {"processes": (0.8, 0.2), "threads": (0.5, 0.0), "scheduler": (0.5, 0.0)}   # fixed, per worker
@@ -84,7 +99,10 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     g, b = sweep.grid, the_plan.blocking
     from ..run.plan import impossible, too_long
     problem = None if exists else impossible(the_plan, *_memory(engine, threads))
-    long = too_long(wall, threads)
+    cores, load = _machine()
+    local = engine.cluster == "local" and not engine.scheduler    # a batch job's node is not this machine
+    factor = busy_factor(threads, load, cores) if local and threads else 1.0
+    long = too_long(None if wall is None else wall * factor, threads)
     if as_json:
         import json
         click.echo(json.dumps({
@@ -96,7 +114,9 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
             "theory_seconds": 0.0 if same else the_plan.theory_seconds,
             "theory_serial_seconds": 0.0 if same else the_plan.theory_serial_seconds,
             "compute_seconds": the_plan.compute_seconds(threads, left) if threads else None,
-            "estimated_wall_seconds": wall, "impossible": problem, "too_long": long}, indent=2))
+            "estimated_wall_seconds": wall, "cores": cores, "load": load, "busy_factor": factor,
+            "estimated_wall_seconds_at_load": None if wall is None else wall * factor,
+            "impossible": problem, "too_long": long}, indent=2))
         if problem is not None:
             raise SystemExit(2)
         return
@@ -114,6 +134,8 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
         theory = "" if same else f"; the store's theory {duration(the_plan.theory_seconds)} of one core beside them"
         click.echo(f"estimate: about {duration(wall)} end to end on {threads} worker threads (start-up "
                    f"{duration(startup)}, tasks {duration(the_plan.compute_seconds(threads, left))}{theory})")
+        if local:
+            click.echo(f"machine: {_machine_text(cores, load, factor, wall)}")
     elif threads:
         click.echo(f"estimate: about {duration(the_plan.compute_seconds(threads, left))} of tasks on {threads} worker "
                    "threads, once the batch system has started the workers")
@@ -128,6 +150,14 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     if problem is not None:
         from ..errors import UserError
         raise UserError(f"{sweep.name}: a run would be refused: {problem}")
+
+
+def _machine_text(cores: int, load: float, factor: float, wall: float) -> str:
+    """What the estimate assumed of this machine: its cores and load, and the slowdown the load implies."""
+    if factor < 1.2:
+        return f"{cores} cores, load {load:.1f}: the estimate holds on an idle machine like this one"
+    return (f"{cores} cores, busy: load {load:.1f}; expect at least {factor:.1f}x the idle estimate, "
+            f"{duration(wall * factor)} or more")
 
 
 def _bytes(n: int) -> str:

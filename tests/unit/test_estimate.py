@@ -57,3 +57,23 @@ def test_the_dry_run_prints_the_estimate_and_its_json(tmp_path, capsys):
     assert got["tasks"] >= 1 and got["worker_threads"] == 2 and not (tmp_path / "s.zarr").exists()
     code, out, err = run_main(["run", str(sweep), "--store", str(tmp_path / "s.zarr"), "--json"], capsys)
     assert code == 2 and "--json goes with --dry-run" in err
+
+
+@pytest.mark.parametrize(("load", "line"), [
+    (0.3, r"machine: 2 cores, load 0\.3: the estimate holds on an idle machine like this one"),
+    (12.0, r"machine: 2 cores, busy: load 12\.0; expect at least 7\.0x the idle estimate, .* or more"),
+])
+def test_the_dry_run_says_what_it_assumed_of_the_machines_load(load, line, tmp_path, capsys, monkeypatch):
+    """Two worker threads beside a run queue of 12 on 2 cores get 2/14 of the machine: 7x the idle time."""
+    import re
+    monkeypatch.setattr("rmtsweep.cli.dry_run._machine", lambda: (2, load))
+    sweep = tmp_path / "tiny.yaml"
+    sweep.write_text(json.dumps(BASE))
+    argv = ["run", str(sweep), "--store", str(tmp_path / "s.zarr"), "--dry-run", "--workers", "2"]
+    code, out, err = run_main(argv, capsys)
+    assert code == 0 and re.search(line, out), out + err
+    code, out, err = run_main([*argv, "--json"], capsys)
+    got = json.loads(out)
+    factor = max(1.0, (load + 2) / 2)
+    assert got["load"] == load and got["cores"] == 2 and got["busy_factor"] == pytest.approx(factor)
+    assert got["estimated_wall_seconds_at_load"] == pytest.approx(factor * got["estimated_wall_seconds"])
