@@ -37,8 +37,14 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 myst_dmath_double_inline = True
 
-# The notebook is shown as it is stored; the tests execute it (nbmake), the build does not.
-nb_execution_mode = "off"
+# The notebook runs at build, so its page shows what it computes; jupyter-cache keeps the outputs under
+# docs/_build until its code changes (a second build, such as the docs test's, reuses them).
+nb_execution_mode = "cache"
+nb_execution_cache_path = str(Path(__file__).resolve().parent / "_build" / ".jupyter_cache")
+nb_execution_timeout = 600
+nb_execution_raise_on_error = True
+# The interactive map's loader outputs (holoviews' own MIME types) have no static form; the page shows its PNG.
+suppress_warnings = ["mystnb.unknown_mime_type"]
 
 # API reference: one page per public name (docs/reference.md), from numpydoc docstrings
 autosummary_generate = True

@@ -100,6 +100,14 @@ def test_no_page_shows_raw_markup_or_a_table_as_text(site):
     assert sweep_files.count("<table") >= 3, "the field, correlation and weights tables"
 
 
+def test_the_analysis_page_shows_what_its_notebook_computes(site):
+    """The notebook runs at build: its page holds the cells' outputs, the phase plot and the map among them."""
+    page = (site / "analysis.html").read_text()
+    assert page.count("cell_output") >= 8
+    assert len(re.findall(r'<img[^>]+src="_images/[0-9a-f]{16,}\.png"', page)) >= 2
+    assert "tasks, " in page and " points in " in page        # the run cell's printed line
+
+
 def test_every_relative_link_of_the_site_resolves(site):
     """Every relative href and src of every built page names a file of the site, and its #fragment an id there."""
     pages = {p: _parse(p.read_text()) for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts}
