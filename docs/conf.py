@@ -69,11 +69,13 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"rmtsweep {version}"
 html_theme_options = {
     "navigation_with_keys": False,
-    "show_toc_level": 2,
+    "show_toc_level": 1,           # the long pages' "On this page" lists their sections; subsections open on scroll
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
-html_sidebars = {"index": [], "getting-started": [], "changelog": []}
+# Pages without children of their own get no left sidebar, which would be empty
+html_sidebars = {page: [] for page in ("index", "getting-started", "theory", "results", "gallery", "performance",
+                                       "reference", "glossary", "changelog", "contributing")}
 html_last_updated_fmt = None
 html_show_sourcelink = False
 

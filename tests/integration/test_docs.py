@@ -245,6 +245,17 @@ def test_the_math_renders_offline(site, page, tmp_path):
     shutil.copy(shot, keep / shot.name)
 
 
+def test_the_math_asks_for_no_font_the_site_lacks():
+    """The site ships MathJax's STIX-Web fonts only; a double-struck, Fraktur or script letter makes MathJax's
+    hidden MathML copy ask for its TeX AMS font, which is a 404 on the offline site."""
+    pages = [p for p in DOCS.rglob("*.md") if "_build" not in p.parts]
+    found = [f"{p.relative_to(ROOT)}: {m}" for p in pages
+             for m in re.findall(r"\\(?:mathbb|mathfrak|mathscr)\b", p.read_text())]
+    assert not found, found
+    static = Path(__import__("jupyter_server_mathjax").__file__).parent / "static" / "fonts" / "HTML-CSS"
+    assert sorted(p.name for p in static.iterdir()) == ["STIX-Web"]
+
+
 def test_the_gallery_shows_every_picture_with_its_command():
     """Every PNG in docs/ is in the gallery, each followed by the shell command that makes it."""
     text = (DOCS / "gallery.md").read_text()
