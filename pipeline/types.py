@@ -8,14 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["AttentionScale", "Centering", "ClusterKind", "CorrelationName", "ExportFormat", "Method", "SchemeName",
-           "Writes"]
-
-CorrelationName = Literal["prefix", "iid", "full", "decay", "label", "markov"]
-"""The correlation models of the sign sequences."""
-
-SchemeName = Literal["mean", "optimal", "harmonic", "harmonic_paper", "causal", "custom", "attention"]
-"""The pooling-weight schemes (one class each in :mod:`rmtsweep.model.weights`)."""
+__all__ = ["AttentionScale", "Centering", "ClusterKind", "ExportFormat", "Method", "Writes"]
 
 AttentionScale = Literal["d", "sqrt_d"]
 """Score scale of finite-d attention: ``tau / d`` (the paper's regime) or ``tau / sqrt(d)`` (transformers)."""

@@ -37,12 +37,6 @@ def test_public_api_has_all():
         assert not missing, f"{name}.__all__ names missing attributes {missing}"
 
 
-def test_no_module_over_400_lines():
-    too_long = {str(p.relative_to(ROOT)): n for p in [*ROOT.glob("pipeline/**/*.py"), *ROOT.glob("benchmarks/*.py")]
-                if (n := len(p.read_text().splitlines())) > 400}
-    assert not too_long, too_long
-
-
 def test_nothing_imports_pipeline():
     """The import name is rmtsweep: no code, test or benchmark imports `pipeline`."""
     offenders = []
