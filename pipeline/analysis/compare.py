@@ -32,18 +32,18 @@ import xarray as xr
 import zarr
 
 from .. import theory
-from ..errors import SelectionError, StoreError
+from ..errors import SelectionError
 from ..dims import D, has_d_axis, store_dims
 from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
 from ..store.io import edit_consolidated, read_object
 from ..store.location import zarr_target
-from ..store.pending import theory_pending
+from ..store.pending import require_theory
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
                         signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
 from .reference import NO_LAW, REFERENCES, SHORT, finite_size_z, hold_against, no_law_cells, reference_text
-from .source import GROUP, done_digest, open_source, with_options
+from .source import GROUP, done_digest, open_source, store_name, with_options
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
@@ -144,10 +144,7 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
     rule = detection_rule(false_alarm, margin_factor)
     source = with_options(source, storage_options)
     ds = open_source(source)
-    if theory_pending(ds.attrs):
-        raise StoreError(f"{source}: its theory at the store's size is not written yet: the run computes it beside "
-                         "its first tasks (a run stopped before then leaves it to the next `rmtsweep run`); compare "
-                         "once it is written")
+    require_theory(ds.attrs, store_name(source), "compare")
     centering = ds.attrs.get("table_centering", "class")
     d = d_of(ds)
     dims = store_dims(has_d_axis(ds.dims))
