@@ -173,8 +173,12 @@ def test_an_export_of_the_monte_carlo_of_a_pending_store_says_so(stores, compari
                                comparison["lambda1_mean"].reset_coords(drop=True).astype(lam1.dtype))
 
 
-def test_an_export_of_the_finished_store_holds_the_theory_the_comparison_holds(stores, comparison, tmp_path, capsys):
-    finished = stores[1]
+def test_an_export_refuses_a_pending_stores_theory_and_the_finished_ones_is_the_comparisons(
+        stores, comparison, tmp_path, capsys):
+    pending, finished = stores
+    code, _, err = run_main(["export", str(pending), "--format", "netcdf", "--out", str(tmp_path / "p.nc")], capsys)
+    _refused(code, err, pending)
+    assert "--var eigenvalues" in err                                   # what exports now
     out = tmp_path / "f.nc"
     code, _, err = run_main(["export", str(finished), "--format", "netcdf", "--out", str(out)], capsys)
     assert code == 0 and NOT_YET not in err, err
