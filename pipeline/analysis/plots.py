@@ -88,7 +88,7 @@ def map_data(path: str | Path | Location | xr.Dataset, var: str,
             cmp = compare(ds)                  # written before the best prediction was the default reference
         if var not in cmp.data_vars:
             choices = sorted(map(str, set(ds.data_vars) | set(cmp.data_vars)))
-            raise SelectionError(f"--var {var!r}: not a variable of {path} (valid: {', '.join(choices)})")
+            raise SelectionError(f"--var {var!r}: not a variable of {store_name(path)} (valid: {', '.join(choices)})")
         da = cmp[var]
     done = ds["done"]
     for dim, value in (select or {}).items():

@@ -187,3 +187,13 @@ def test_an_export_refuses_a_pending_stores_theory_and_the_finished_ones_is_the_
     xr.testing.assert_allclose(got["theory_snr_sample"].broadcast_like(comparison["transition_snr_theory"])
                                .transpose(*comparison["transition_snr_theory"].dims).reset_coords(drop=True),
                                comparison["transition_snr_theory"].reset_coords(drop=True))
+
+
+def test_a_map_of_an_unknown_variable_names_an_opened_store_in_one_line(stores):
+    import rmtsweep
+    from rmtsweep.errors import SelectionError
+    finished = stores[1]
+    with pytest.raises(SelectionError) as info:
+        rmtsweep.open_store(finished).rmt.plot("snr", "delta", "no_such_variable")
+    assert "\n" not in str(info.value) and str(info.value).startswith(
+        f"--var 'no_such_variable': not a variable of {finished} (valid: ")
