@@ -38,7 +38,7 @@ from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from ..store import Location
 from ..store.pending import PENDING_MARK, pending_note, require_theory, theory_pending
-from .compare import GROUP, SHORT, compare, open_source
+from .compare import GROUP, SHORT, compare, measured, open_source
 from .source import monte_carlo, store_name, with_options
 from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
@@ -65,18 +65,22 @@ def map_data(path: str | Path | Location | xr.Dataset, var: str,
     ``map_statistic`` attr says what is shown, e.g. ``overlap (k=1), mean over 8 replicates``; for a value
     computed from the replicates, ``replicates_not_done`` and ``replicates_total`` say how many of those
     selected were left out as not done. On a store whose theory at its size is not written yet, only a Monte
-    Carlo variable is mapped (its ``theory`` attr says so); any other is refused.
+    Carlo variable is mapped (a store's per-replicate one, or :func:`~rmtsweep.analysis.compare.measured`'s; its
+    ``theory`` attr says so); any other is refused.
     """
     ds = open_source(path)
-    if var not in monte_carlo(ds):
-        require_theory(ds.attrs, store_name(path), f"plot a Monte Carlo variable now ({', '.join(monte_carlo(ds))}; "
-                                                   f"lambda_1 is eigenvalues at k = 1), {var}")
+    pending = theory_pending(ds.attrs)
+    own = measured(ds) if pending else None
+    if own is not None and var not in (mc := monte_carlo(ds) + list(map(str, own.data_vars))):
+        require_theory(ds.attrs, store_name(path), f"plot a Monte Carlo variable now ({', '.join(mc)}), {var}")
     per_replicate = False
     if var in ds.data_vars:
         da = ds[var]
         if "replicate" in da.dims:
             per_replicate = True
             da = only_done(da, ds["done"]).mean("replicate").assign_attrs(da.attrs)
+    elif own is not None:                                 # the comparison's Monte Carlo side: no theory needed
+        da = own[var]
     else:
         try:
             cmp = open_source(path, GROUP) if not isinstance(path, xr.Dataset) else compare(ds)
@@ -120,7 +124,7 @@ def map_data(path: str | Path | Location | xr.Dataset, var: str,
     if per_replicate or var not in ds.data_vars:                  # a store variable's mean, or the comparison's
         nd = not_done(done)
         da.attrs.update(replicates_not_done=nd.count, replicates_total=nd.total)
-    if theory_pending(ds.attrs):
+    if pending:
         da.attrs.update(theory=PENDING_MARK, caption=f"theory {PENDING_MARK}")
     return da, ds
 

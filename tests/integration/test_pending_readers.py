@@ -54,7 +54,7 @@ def _refused(code: int, err: str, store) -> None:
     ["export", "{store}", "--out", "{out}/table.csv", "--phase-diagram", "--bootstrap", "20"],
     ["plot", "{store}", "--x", "snr", "--y", "delta", "--var", "detection_rate", "--out", "{out}"],
     ["plot", "{store}", "--x", "snr", "--y", "delta", "--var", "theory_phase", "--out", "{out}"],
-    ["plot", "{store}", "--x", "snr", "--y", "delta", "--var", "lambda1_mean", "--out", "{out}"],
+    ["plot", "{store}", "--x", "snr", "--y", "delta", "--var", "lambda1_z", "--out", "{out}"],
     ["figures", "{store}", "--out", "{out}"],
 ], ids=["csv", "netcdf", "a-theory-var", "comparison-group", "phase-diagram", "plot-detection", "plot-theory",
         "plot-comparison", "figures"])
@@ -133,6 +133,20 @@ def test_a_map_of_detection_refuses_a_pending_store_and_on_the_finished_one_is_t
     _refused(code, err, pending)
     da, _ = map_data(finished, "detection_rate")
     xr.testing.assert_allclose(da.reset_coords(drop=True), comparison["detection_rate"].reset_coords(drop=True))
+
+
+@pytest.mark.parametrize("var", ["lambda1_mean", "overlap_sem", "n_done"])
+def test_a_map_of_the_comparisons_monte_carlo_on_a_pending_store_says_so_and_is_the_finished_ones(
+        stores, comparison, var):
+    import rmtsweep
+    from rmtsweep.analysis.plots import map_data
+    pending = stores[0]
+    da, _ = map_data(pending, var)
+    assert da.attrs["theory"].startswith("pending:")
+    want = comparison[var].reset_coords(drop=True)
+    xr.testing.assert_allclose(da.reset_coords(drop=True).transpose(*want.dims), want.astype(da.dtype))
+    m = rmtsweep.open_store(pending).rmt.plot("snr", "delta", "lambda1_mean")
+    assert m.attrs["theory"].startswith("pending:") and not m.figure.transitions
 
 
 def test_a_map_of_the_monte_carlo_of_a_pending_store_says_so_and_is_the_finished_ones_mean(
