@@ -15,8 +15,9 @@ Registered when :mod:`rmtsweep` is imported (this module is imported when ``ds.r
 Every result shows a per-replicate value only where its ``done`` flag is set
 (:func:`rmtsweep.analysis.mask.only_done`, the rule the CLI's readers follow too). On a store whose theory at
 its size is not written yet (``theory_pending``), ``compare``, ``transition``, ``phase_diagram`` and a ``plot`` of
-a theory or comparison variable raise a one-line :class:`~rmtsweep.errors.StoreError`; a ``plot`` of a
-per-replicate variable is drawn with no theory, and its ``attrs["theory"]`` says so.
+a variable of the theory raise a one-line :class:`~rmtsweep.errors.StoreError`; a ``plot`` of a Monte Carlo
+variable (per replicate, or :func:`~rmtsweep.analysis.compare.measured`'s) is drawn with no theory, and its
+``attrs["theory"]`` says so.
 """
 
 from __future__ import annotations
