@@ -62,6 +62,34 @@ def build_store(path: Path, data: dict = TINY) -> Path:
     return path
 
 
+def build_pending(path: Path, data: dict, tasks_done: int = 1) -> tuple[Path, Path]:
+    """A store whose run stopped after its first ``tasks_done`` tasks, before its theory at its size was written
+    (``theory_pending``), at ``path / "pending.zarr"``; and its finished counterpart at ``path / "finished.zarr"``:
+    the same done replicates, that theory written as a run writes it."""
+    from rmtsweep.run.cost import Blocking, choose_blocking
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.run.runner import make_template, run_info
+    from rmtsweep.run.work import compute_task
+    from rmtsweep.spec import SweepFile, parse_sweep
+    from rmtsweep.store import Store, Writer, blocking_of
+    from rmtsweep.store.pending import write_theory
+    from rmtsweep.theory.on_grid import sized_theory
+
+    sweep = parse_sweep(data)
+    sweep_file = SweepFile(sweep, str(path / "pending.yaml"), yaml.safe_dump(data))
+    pending, finished = path / "pending.zarr", path / "finished.zarr"
+    with Store(pending).prepare(sweep_file, lambda b: make_template(sweep_file, b, defer=True), run_info(sweep_file),
+                                choose_blocking(sweep).as_tuple()):
+        pass                                                    # the template, its theory at its size left out
+    writer = Writer(pending)
+    for task in list(tasks(sweep, Blocking(*blocking_of(pending))))[:tasks_done]:
+        writer.write_block(task.region, compute_task(task), task.todo, run=0)
+        writer.mark_done(task.region)
+    shutil.copytree(pending, finished)
+    write_theory(finished, sized_theory(sweep))
+    return pending, finished
+
+
 def run_main(argv: list[str], capsys) -> tuple[int, str, str]:
     """``rmtsweep ARGV`` in this process (:func:`rmtsweep.cli.main`, output caught by pytest's ``capsys``): its exit
     status, stdout and stderr."""

@@ -13,7 +13,11 @@ Registered when :mod:`rmtsweep` is imported (this module is imported when ``ds.r
     m.save("maps/")                              # its HTML + PNG files; m.hv is the holoviews object
 
 Every result shows a per-replicate value only where its ``done`` flag is set
-(:func:`rmtsweep.analysis.mask.only_done`, the rule the CLI's readers follow too).
+(:func:`rmtsweep.analysis.mask.only_done`, the rule the CLI's readers follow too). On a store whose theory at
+its size is not written yet (``theory_pending``), ``compare``, ``transition``, ``phase_diagram`` and a ``plot`` of
+a variable of the theory raise a one-line :class:`~rmtsweep.errors.StoreError`; a ``plot`` of a Monte Carlo
+variable (per replicate, or :func:`~rmtsweep.analysis.compare.measured`'s) is drawn with no theory, and its
+``attrs["theory"]`` says so.
 """
 
 from __future__ import annotations

@@ -32,35 +32,79 @@ import xarray as xr
 import zarr
 
 from .. import theory
-from ..errors import SelectionError, StoreError
+from ..errors import SelectionError
 from ..dims import D, has_d_axis, store_dims
 from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
 from ..store.io import edit_consolidated, read_object
 from ..store.location import zarr_target
-from ..store.pending import theory_pending
+from ..store.pending import require_theory
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
                         signal_pair, theory_detection_rate, threshold)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
 from .reference import NO_LAW, REFERENCES, SHORT, finite_size_z, hold_against, no_law_cells, reference_text
-from .source import GROUP, done_digest, open_source, with_options
+from .source import GROUP, done_digest, open_source, store_name, with_options
 from .stats import mean_sem
 from .transition import crossing, transition_snr
 
 __all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "NO_LAW", "REFERENCES", "SHORT", "Detection", "bulk_distance",
            "compare", "crossing", "d_of", "detected", "detection_margin", "detection_rule", "done_digest",
-           "false_alarm_lines", "no_law_cells", "open_source",
+           "false_alarm_lines", "measured", "no_law_cells", "open_source",
            "reference_text", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
 
 LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
 LIST_ALL = 24          # the summary lists every SNR line up to this many, else the worst ones
 
 
-def _held(name: str, mean, sem, theory, what: str, units: str) -> dict[str, xr.DataArray]:
+S_UNITS = "same units as the eigenvalues of S"
+
+
+def _observed(ds: xr.Dataset, centering: str) -> dict[str, tuple[xr.DataArray, str, str]]:
+    """Per replicate (lazy), what the comparison averages: name -> (values, what they are, units)."""
+    eig, ov = ds["eigenvalues"], ds["overlap"]     # lazy: dask-chunked as stored, computed chunk by chunk
+    out = {"lambda1": (eig.sel(k=1, drop=True), "lambda_1", S_UNITS)}
+    if centering == "none":
+        sig_lam, sig_ov, best = signal_pair(eig, ov)
+        out["signal_lambda"] = (sig_lam, "the signal eigenvalue (top-k eigenvector best aligned with u)", S_UNITS)
+        out["signal_rank"] = ((best + 1).astype(float), "rank k of the eigenvector best aligned with u", "1")
+        out["overlap"] = (sig_ov, "alignment of the top-k eigenvector best aligned with u", "1")
+    else:
+        out["overlap"] = (ov.sel(k=1, drop=True), "top alignment |u_hat_1^T u|^2", "1")
+    return out
+
+
+def _averaged(name: str, x: xr.DataArray, done: xr.DataArray, what: str, units: str) -> dict[str, xr.DataArray]:
+    """``{name}_mean`` and ``{name}_sem`` over the done replicates (``signal_rank``: its mean alone)."""
+    mean, sem = mean_sem(x, done)
+    if name == "signal_rank":
+        return {name: mean.assign_attrs(long_name=f"mean {what}", units=units)}
+    return {f"{name}_mean": mean.assign_attrs(long_name=f"Monte Carlo mean of {what}", units=units),
+            f"{name}_sem": sem.assign_attrs(long_name=f"standard error of the mean of {what}", units=units)}
+
+
+def measured(source: str | Path | Location | xr.Dataset) -> xr.Dataset:
+    """The comparison's Monte Carlo side, which needs no theory, lazy: ``lambda1_mean``, ``lambda1_sem``,
+    ``overlap_mean``, ``overlap_sem`` and ``n_done`` (on an uncentred table also ``signal_lambda_*`` and
+    ``signal_rank``), equal to :func:`compare`'s. It reads a store whose theory at its size is not written yet.
+
+    Examples
+    --------
+    >>> float(measured("store/demo.zarr")["lambda1_mean"].max())   # doctest: +SKIP
+    """
+    ds = open_source(source)
+    done = ds["done"]
+    out: dict[str, xr.DataArray] = {}
+    for name, observed in _observed(ds, ds.attrs.get("table_centering", "class")).items():
+        out.update(_averaged(name, observed[0], done, *observed[1:]))
+    out["n_done"] = done.sum("replicate").assign_attrs(long_name="replicates done", units="1")
+    return xr.Dataset(out).transpose(*store_dims(has_d_axis(ds.dims)).cell, ...)
+
+
+def _held(name: str, averaged: dict[str, xr.DataArray], theory, what: str, units: str) -> dict[str, xr.DataArray]:
+    mean, sem = averaged[f"{name}_mean"], averaged[f"{name}_sem"]
     err = mean - theory
     z = xr.where(sem > 0, err / sem.where(sem > 0), np.nan)
-    return {f"{name}_mean": mean.assign_attrs(long_name=f"Monte Carlo mean of {what}", units=units),
-            f"{name}_sem": sem.assign_attrs(long_name=f"standard error of the mean of {what}", units=units),
+    return {f"{name}_mean": mean, f"{name}_sem": sem,
             f"{name}_theory": theory.assign_attrs(long_name=f"theory value of {what}", units=units),
             f"{name}_error": err.assign_attrs(long_name=f"Monte Carlo minus theory, {what}", units=units),
             f"{name}_z": z.assign_attrs(long_name=f"z-score (error / standard error), {what}", units="1")}
@@ -144,10 +188,7 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
     rule = detection_rule(false_alarm, margin_factor)
     source = with_options(source, storage_options)
     ds = open_source(source)
-    if theory_pending(ds.attrs):
-        raise StoreError(f"{source}: its theory at the store's size is not written yet: the run computes it beside "
-                         "its first tasks (a run stopped before then leaves it to the next `rmtsweep run`); compare "
-                         "once it is written")
+    require_theory(ds.attrs, store_name(source), "compare")
     centering = ds.attrs.get("table_centering", "class")
     d = d_of(ds)
     dims = store_dims(has_d_axis(ds.dims))
@@ -156,31 +197,26 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
         return ds[name] if lazy else ds[name].load()
 
     done = ds["done"] if lazy else ds["done"].load()   # a flag per replicate; its count goes in the attrs
-    eig, ov = ds["eigenvalues"], ds["overlap"]     # lazy: dask-chunked as stored, computed chunk by chunk
-    lam1 = eig.sel(k=1, drop=True)
+    observed = _observed(ds, centering)
+    avg: dict[str, xr.DataArray] = {}
+    for name, (x, what, units) in observed.items():
+        avg.update(_averaged(name, x, done, what, units))
     out: dict[str, xr.DataArray] = {}
-    out.update(_held("lambda1", *mean_sem(lam1, done), arr("theory_outlier"), "lambda_1",
-                     "same units as the eigenvalues of S"))
+    out.update(_held("lambda1", avg, arr("theory_outlier"), *observed["lambda1"][1:]))
     out["lambda1_rel_error"] = (out["lambda1_error"] / out["lambda1_theory"]).assign_attrs(
         long_name="relative error of lambda_1, (MC - theory) / theory", units="1")
     if centering == "none":
-        sig_lam, sig_ov, best = signal_pair(eig, ov)
-        out.update(_held("signal_lambda", *mean_sem(sig_lam, done), arr("theory_signal_outlier"),
-                         "the signal eigenvalue (top-k eigenvector best aligned with u)",
-                         "same units as the eigenvalues of S"))
-        out["signal_rank"] = mean_sem((best + 1).astype(float), done)[0].assign_attrs(
-            long_name="mean rank k of the eigenvector best aligned with u", units="1")
-        out.update(_held("overlap", *mean_sem(sig_ov, done), arr("theory_overlap"),
-                         "alignment of the top-k eigenvector best aligned with u", "1"))
+        out.update(_held("signal_lambda", avg, arr("theory_signal_outlier"), *observed["signal_lambda"][1:]))
+        out["signal_rank"] = avg["signal_rank"]
+        out.update(_held("overlap", avg, arr("theory_overlap"), *observed["overlap"][1:]))
         for what, ref in (("lambda1", "paper_outlier"), ("overlap", "paper_overlap")):
             e = out[f"{what}_mean"] - arr(ref)
             out[f"paper_{what}_error"] = e.assign_attrs(
                 long_name=f"Monte Carlo minus the paper's uncorrected {ref}", units=out[f"{what}_mean"].attrs["units"])
-        tested = sig_lam
+        tested = observed["signal_lambda"][0]
     else:
-        out.update(_held("overlap", *mean_sem(ov.sel(k=1, drop=True), done), arr("theory_overlap"),
-                         "top alignment |u_hat_1^T u|^2", "1"))
-        tested = lam1
+        out.update(_held("overlap", avg, arr("theory_overlap"), *observed["overlap"][1:]))
+        tested = observed["lambda1"][0]
     limit = threshold(ds if lazy else ds.assign({k: arr(k) for k in ("theory_edge", "theory_kappa") if k in ds}),
                       d, rule, lazy)
     uncalibrated = limit.attrs.pop("uncalibrated_cells", 0)

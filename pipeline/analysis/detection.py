@@ -32,8 +32,9 @@ from ..theory.bulk import edge as bulk_edge
 from ..theory.null_law import mixture_quantile, tw_threshold
 from ..theory.on_grid import pooled_kurtosis
 from ..store import stored_sweep
+from ..store.pending import require_theory
 from .mask import only_done
-from .source import open_source
+from .source import open_source, store_name
 
 __all__ = ["FALSE_ALARM", "MARGIN_FACTOR", "Detection", "d_of", "detected", "detection_margin", "detection_rule",
            "hits", "signal_pair", "tested_eigenvalue", "theory_detection_rate", "threshold"]
@@ -165,9 +166,11 @@ def tested_eigenvalue(ds: xr.Dataset) -> xr.DataArray:
 def detected(source: str | Path | xr.Dataset, rule: Detection | None = None) -> xr.DataArray:
     """Per replicate and SNR: 1 where the tested eigenvalue clears the rule's threshold, 0 where not, NaN if not done.
 
-    ``rule`` defaults to the false-alarm level 0.05. Lazy.
+    ``rule`` defaults to the false-alarm level 0.05. Lazy. Refuses a store whose theory at its size is not
+    written yet (its threshold needs it).
     """
     ds = open_source(source)
+    require_theory(ds.attrs, store_name(source), "detect")
     rule = rule or Detection()
     return hits(tested_eigenvalue(ds), threshold(ds, d_of(ds), rule), ds["done"])
 

@@ -8,6 +8,10 @@ by their draws and candidates; ask for them with ``variables=["spectrum"]``). ne
 dataset as it is (netCDF3 through scipy, so no extra library is needed): booleans become int8,
 string coordinates fixed-width characters, and it reads back with ``xr.open_dataset``.
 
+A store whose theory at its size is not written yet (``theory_pending``) exports its Monte Carlo variables
+alone, and says so (netCDF: the attribute ``theory``; both: a line in ``notes``); asked for a theory variable or
+the comparison group, or for the phase diagram, it refuses (:func:`rmtsweep.store.pending.require_theory`).
+
 Both show a per-replicate value only where its ``done`` flag is set (:func:`rmtsweep.analysis.mask.only_done`):
 a replicate not done (an interrupted run, a chunk written but not marked done) is left empty (NaN;
 ``run`` -1), and ``done`` and ``run`` are written beside any per-replicate variable, so a table
@@ -28,9 +32,11 @@ import xarray as xr
 from ..dims import NULL_DIMS, TIDY_ORDER
 from ..errors import SelectionError
 from ..store import locate
+from ..store.pending import PENDING_MARK, pending_note, require_theory, theory_pending
 from ..types import ExportFormat
 from .compare import open_source
 from .mask import mask_not_done, not_done, not_done_note, per_replicate
+from .source import FLAGS, monte_carlo, store_name
 
 if TYPE_CHECKING:
     import pandas
@@ -97,8 +103,18 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
     """
     if fmt not in FORMATS:
         raise SelectionError(f"--format {fmt!r}: unknown format (valid: {', '.join(FORMATS)})")
-    # validates path and group first
-    ds = select(open_source(locate(path, storage_options), group), variables, cast("ExportFormat", fmt))
+    where = locate(path, storage_options)
+    store = open_source(where)                              # validates the path first, then the group
+    pending = theory_pending(store.attrs)
+    if pending and group is not None:
+        require_theory(store.attrs, where, "compare and export its comparison")
+    ds = select(store if group is None else open_source(where, group), variables, cast("ExportFormat", fmt))
+    if pending:
+        if theory := [str(v) for v in ds.data_vars if v not in FLAGS and "replicate" not in ds[v].dims]:
+            mc = " ".join(f"--var {v}" for v in monte_carlo(store))
+            require_theory(store.attrs, where, f"export the Monte Carlo alone now ({mc}), {theory[0]} and the "
+                                               "other theory variables")
+        ds.attrs["theory"] = PENDING_MARK
     ds = mask_not_done(ds).load()                           # one read: the mask and `done` agree
     nd = not_done(ds) if per_replicate(ds) else None
     out = output_file(out)
@@ -114,6 +130,8 @@ def export(path: str | Path, out: str | Path, fmt: str = "csv", group: str | Non
         _write_atomically(out, lambda tmp: ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT"))
     if nd and notes:
         notes(not_done_note(path, nd, "their values are left empty"))
+    if pending and notes:
+        notes(pending_note(where, f"{out} is written"))
     return out
 
 
@@ -128,8 +146,9 @@ def export_phase_diagram(path: str | Path, out: str | Path, n_boot: int = 1000, 
     the prediction of ``theory_snr_best`` (``best``: the finite-d one where derived; ``limit``).
     """
     from .phase import phase_diagram
-    out = output_file(out)
     ds = open_source(path)
+    require_theory(ds.attrs, store_name(path), "export its phase diagram")
+    out = output_file(out)
     ds = ds.assign(done=ds["done"].load())                   # one read: the table and the count agree
     table = phase_diagram(ds, n_boot=n_boot, level=level, seed=seed, false_alarm=false_alarm,
                           margin_factor=margin_factor, reference=reference)

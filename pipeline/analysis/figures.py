@@ -33,10 +33,12 @@ import xarray as xr
 from .. import theory
 from ..dims import ALL_AXES, D
 from ..errors import SelectionError
+from ..store.pending import require_theory
 from ..theory import cell_law
 from .compare import compare, d_of, open_source
 from .limits import fit_line
 from .mask import only_done
+from .source import store_name
 from .stats import mean_sem
 
 __all__ = ["accuracy_figure", "alignment_figure", "attention_figure", "figures", "finite_d_figure", "phase_figure",
@@ -338,7 +340,9 @@ def figures(paths: list[str | Path], out: str | Path, select: dict | None = None
     out = Path(out)
     files, notes = [], []
     for path in paths:
-        ds = select_cells(open_source(path), select, path)
+        ds = open_source(path)
+        require_theory(ds.attrs, store_name(path), "draw its figures")
+        ds = select_cells(ds, select, path)
         cmp = compare(ds)
         at_d = {}
         sub = out / Path(str(path)).stem

@@ -29,10 +29,11 @@ import xarray as xr
 from ..dims import TIDY_ORDER
 from ..errors import ArgumentError
 from ..store import Location
+from ..store.pending import require_theory
 from ..theory import finite_d, spikes
 from ..theory.null_law import tw_threshold
 from .compare import REFERENCES, d_of, detected, detection_rule, open_source
-from .source import with_options
+from .source import store_name, with_options
 from .detection import Detection
 from .transition import bootstrap_intervals, crossing
 
@@ -131,6 +132,11 @@ def phase_diagram(source: str | Path | Location | xr.Dataset, n_boot: int = 1000
     pandas.DataFrame
         The line's coordinates, then :data:`COLUMNS`; ``attrs`` hold the method and its settings.
 
+    Raises
+    ------
+    StoreError
+        When the store's theory at its size is not written yet (``theory_pending``): detection needs it.
+
     Examples
     --------
     >>> table = phase_diagram("store/demo.zarr", n_boot=200)          # doctest: +SKIP
@@ -145,6 +151,7 @@ def phase_diagram(source: str | Path | Location | xr.Dataset, n_boot: int = 1000
     rule = detection_rule(false_alarm, margin_factor)
     source = with_options(source, storage_options)
     ds = open_source(source)
+    require_theory(ds.attrs, store_name(source), "make its phase diagram")
     hits = detected(ds, rule).load()
     snr = hits["snr"].values.astype(float)
     line_dims = [d for d in TIDY_ORDER if d in hits.dims and d not in ("snr", "replicate")]

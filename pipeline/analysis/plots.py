@@ -16,6 +16,10 @@ drawn as curves in the plotted plane: SNR against delta or gamma, or contours in
 plane; not over a categorical axis (T, weights), where a line between categories means nothing.
 They pass through the store's values, and between grid points follow the function that wrote them.
 
+A store whose theory at its size is not written yet (``theory_pending``) maps a Monte Carlo variable with no
+transitions and says so (the map's caption and ``StoreMap.attrs["theory"]``, a line in ``notes``); any other
+variable it refuses (:func:`rmtsweep.store.pending.require_theory`).
+
 Plotting libraries are imported inside the functions, so ``rmtsweep run`` never loads them.
 """
 
@@ -33,8 +37,9 @@ from ..theory import cell_law
 from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from ..store import Location
-from .compare import GROUP, SHORT, compare, open_source
-from .source import with_options
+from ..store.pending import PENDING_MARK, pending_note, require_theory, theory_pending
+from .compare import GROUP, SHORT, compare, measured, open_source
+from .source import monte_carlo, store_name, with_options
 from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
 from .map_html import _holomap, _save_html, title_points
@@ -59,15 +64,23 @@ def map_data(path: str | Path | Location | xr.Dataset, var: str,
     group when present and it states its detection rule, computed on the fly otherwise). The result's
     ``map_statistic`` attr says what is shown, e.g. ``overlap (k=1), mean over 8 replicates``; for a value
     computed from the replicates, ``replicates_not_done`` and ``replicates_total`` say how many of those
-    selected were left out as not done.
+    selected were left out as not done. On a store whose theory at its size is not written yet, only a Monte
+    Carlo variable is mapped (a store's per-replicate one, or :func:`~rmtsweep.analysis.compare.measured`'s; its
+    ``theory`` attr says so); any other is refused.
     """
     ds = open_source(path)
+    pending = theory_pending(ds.attrs)
+    own = measured(ds) if pending else None
+    if own is not None and var not in (mc := monte_carlo(ds) + list(map(str, own.data_vars))):
+        require_theory(ds.attrs, store_name(path), f"plot a Monte Carlo variable now ({', '.join(mc)}), {var}")
     per_replicate = False
     if var in ds.data_vars:
         da = ds[var]
         if "replicate" in da.dims:
             per_replicate = True
             da = only_done(da, ds["done"]).mean("replicate").assign_attrs(da.attrs)
+    elif own is not None:                                 # the comparison's Monte Carlo side: no theory needed
+        da = own[var]
     else:
         try:
             cmp = open_source(path, GROUP) if not isinstance(path, xr.Dataset) else compare(ds)
@@ -79,7 +92,7 @@ def map_data(path: str | Path | Location | xr.Dataset, var: str,
             cmp = compare(ds)                  # written before the best prediction was the default reference
         if var not in cmp.data_vars:
             choices = sorted(map(str, set(ds.data_vars) | set(cmp.data_vars)))
-            raise SelectionError(f"--var {var!r}: not a variable of {path} (valid: {', '.join(choices)})")
+            raise SelectionError(f"--var {var!r}: not a variable of {store_name(path)} (valid: {', '.join(choices)})")
         da = cmp[var]
     done = ds["done"]
     for dim, value in (select or {}).items():
@@ -111,6 +124,8 @@ def map_data(path: str | Path | Location | xr.Dataset, var: str,
     if per_replicate or var not in ds.data_vars:                  # a store variable's mean, or the comparison's
         nd = not_done(done)
         da.attrs.update(replicates_not_done=nd.count, replicates_total=nd.total)
+    if pending:
+        da.attrs.update(theory=PENDING_MARK, caption=f"theory {PENDING_MARK}")
     return da, ds
 
 
@@ -227,7 +242,8 @@ def map_figure(da: xr.DataArray, ds: xr.Dataset, x: str, y: str,
     fixed.update({d: da[d].values[0] for d in rest if da.sizes[d] == 1})
     fixed = {a: fixed[a] for a in ALL_AXES if a in fixed}
     varying = [d for d in rest if da.sizes[d] > 1]
-    transitions = not ticks and ("snr" in (x, y) or {x, y} == {"delta", "gamma"})
+    # a store whose theory is pending: its map holds the Monte Carlo alone
+    transitions = not ticks and ("snr" in (x, y) or {x, y} == {"delta", "gamma"}) and not theory_pending(ds.attrs)
     head = da.attrs.get("map_statistic", name)
     title = head + ("; " + ", ".join(f"{a}={_fmt(v)}" for a, v in fixed.items()) if fixed else "")
     panels = []
@@ -271,11 +287,14 @@ class StoreMap:
     """A map of one store variable: a notebook shows it; :meth:`save` writes its files.
 
     ``ds.rmt.plot(...)`` and :func:`make_map` return one. ``hv`` is the ``holoviews.HoloMap`` (one heat
-    map per value of the other axes, with the transition lines) for anything holoviews does next.
+    map per value of the other axes, with the transition lines) for anything holoviews does next. ``attrs``
+    holds ``theory`` (:data:`rmtsweep.store.pending.PENDING_MARK`) for a map of a theory-pending store.
     """
 
-    def __init__(self, fig: MapFigure, stem: str, source: str | Path | Location | xr.Dataset, nd: NotDone) -> None:
+    def __init__(self, fig: MapFigure, stem: str, source: str | Path | Location | xr.Dataset, nd: NotDone,
+                 attrs: dict | None = None) -> None:
         self.figure, self.stem, self._source, self._not_done = fig, stem, source, nd
+        self.attrs = dict(attrs or {})
 
     @property
     def hv(self):
@@ -310,7 +329,9 @@ class StoreMap:
         if pages > 1:
             say(f"{len(fig.panels)} panels: each static format on {pages} pages of up to {max_panels} panels, "
                 f"whole groups of facets a page ({static[0].name} ... {static[pages - 1].name})")
-        if not fig.transitions and "snr" in (fig.x, fig.y):
+        if "theory" in self.attrs:
+            say(pending_note(store_name(self._source), "the map is drawn"))
+        elif not fig.transitions and "snr" in (fig.x, fig.y):
             cat = ", ".join(a for a in (fig.x, fig.y) if a in CATEGORICAL)
             say(f"transitions not drawn: {cat} is categorical (see theory_snr_sample / theory_snr_population)")
         return tuple(paths)
@@ -327,7 +348,7 @@ def make_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str,
     da, ds = map_data(path, var, select)
     fig = map_figure(da.rename(var), ds, x, y, parse_clim(clim))
     nd = NotDone(da.attrs.get("replicates_not_done", 0), da.attrs.get("replicates_total", 0))
-    return StoreMap(fig, f"{name}-{var}-{x}-{y}", path, nd)
+    return StoreMap(fig, f"{name}-{var}-{x}-{y}", path, nd, {k: da.attrs[k] for k in ("theory",) if k in da.attrs})
 
 
 def plot_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str, out: str | Path,

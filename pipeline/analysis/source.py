@@ -16,10 +16,12 @@ import zarr
 from ..errors import SelectionError
 from ..store import Location, locate, open_dataset, open_zarr
 
-__all__ = ["GROUP", "done_digest", "open_source", "with_options"]
+__all__ = ["FLAGS", "GROUP", "done_digest", "monte_carlo", "open_source", "store_name", "with_options"]
 
 GROUP = "comparison"
 """The store group :func:`rmtsweep.analysis.compare.write_comparison` writes."""
+FLAGS = ("done", "run")
+"""The per-replicate variables that say which replicates were computed, and by which run."""
 
 
 def with_options(source: str | Path | Location | xr.Dataset,
@@ -49,6 +51,18 @@ def open_source(source: str | Path | Location | xr.Dataset, group: str | None = 
                              f"{sub.attrs['done_total']} replicates done and the store now has {now}: rerun "
                              f"`rmtsweep compare {location}`")
     return sub
+
+
+def monte_carlo(ds: xr.Dataset) -> list[str]:
+    """The store's Monte Carlo variables: those per replicate (less :data:`FLAGS`); every other one is theory."""
+    return [str(v) for v in ds.data_vars if "replicate" in ds[v].dims and v not in FLAGS]
+
+
+def store_name(source: str | Path | Location | xr.Dataset) -> str:
+    """What names ``source`` in a message: its path or URL; for an opened store, the path it was opened from."""
+    if isinstance(source, xr.Dataset):
+        return str(source.encoding.get("source") or f"the store of sweep {source.attrs.get('sweep_name', '?')}")
+    return str(source)
 
 
 def done_digest(done: np.ndarray) -> str:

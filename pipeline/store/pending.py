@@ -2,8 +2,9 @@
 
 A run makes a new store's template at once, with the theory that costs little (the limits), and computes
 the theory at the store's size (:data:`rmtsweep.theory.on_grid.SIZED`) as tasks beside its first ones.
-Until that is written the store's attribute ``theory_pending`` is true: ``status`` says so, and the
-comparison refuses in one line rather than compare with a theory that is not there yet.
+Until that is written the store's attribute ``theory_pending`` is true: ``status`` says so. Every reader
+whose output holds anything derived from the theory refuses in one line (:func:`require_theory`); a reader
+of the Monte Carlo alone computes from what is written and says so (:data:`PENDING_MARK`, :func:`pending_note`).
 """
 
 from __future__ import annotations
@@ -14,19 +15,53 @@ from typing import Any
 
 import xarray as xr
 
+from ..errors import StoreError
 from .io import consolidate, open_group
 from .layout import ZARR_FORMAT
 from .location import locate, zarr_target
 from .metalock import metadata_lock
 
-__all__ = ["PENDING", "theory_pending", "write_theory"]
+__all__ = ["PENDING", "PENDING_MARK", "pending_note", "require_theory", "theory_pending", "write_theory"]
 
 PENDING = "theory_pending"
+PENDING_MARK = "pending: the store's theory at its size is not written yet; this is the Monte Carlo alone"
+"""The ``theory`` attribute of what a reader computed from a theory-pending store's Monte Carlo alone."""
+_NOT_YET = "its theory at the store's size is not written yet"
 
 
 def theory_pending(attrs: dict[str, Any]) -> bool:
     """Whether a store with these attributes still waits for its theory at its own size."""
     return bool(attrs.get(PENDING, False))
+
+
+def require_theory(attrs: dict[str, Any], store: object, doing: str) -> None:
+    """Raise :class:`~rmtsweep.errors.StoreError` if the store with these attributes still waits for its theory.
+
+    Parameters
+    ----------
+    attrs
+        The store's attributes.
+    store
+        What names the store in the message (its path or URL).
+    doing
+        What the reader does, said as the user's next step, e.g. ``"compare"``.
+
+    Examples
+    --------
+    >>> require_theory({}, "run.zarr", "compare")                # its theory is written: nothing to say
+    >>> require_theory({PENDING: True}, "run.zarr", "compare")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rmtsweep.errors.StoreError: run.zarr: its theory at the store's size is not written yet: ... once it is written
+    """
+    if theory_pending(attrs):
+        raise StoreError(f"{store}: {_NOT_YET}: the run computes it beside its first tasks (a run stopped before "
+                         f"then leaves it to the next `rmtsweep run`); {doing} once it is written")
+
+
+def pending_note(store: object, what: str) -> str:
+    """The line a reader prints when it computed ``what`` from a theory-pending store's Monte Carlo alone."""
+    return f"{store}: {_NOT_YET}: {what} from the Monte Carlo alone, with no theory (the next `rmtsweep run` writes it)"
 
 
 def write_theory(path: str | Path, theory: xr.Dataset) -> None:
