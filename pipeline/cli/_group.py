@@ -111,16 +111,23 @@ def _stopping(process_ends: bool) -> bool:
 # the signal, and Python then raises in the main thread wherever it is. Commands that start work import the
 # whole run side, so that no compiled module is imported later, unheld; those that read a store, and a dry
 # run, import what they start with, so that they answer at once. --help and --version need none of them.
+# rmtsweep.config comes first: it imports dask, which reads the YAML files of its config, and a malformed
+# one is then refused in one line before any other module imports dask.
 _STARTS_WORK = {"run", "demo", "submit", "work"}
-_HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine", "rmtsweep.run.runner",
-                 "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr", "scipy.optimize",
-                 "scipy.sparse.linalg", "dask.array", "cryptography.x509",
+_HEAVY = {True: ("rmtsweep.config", "rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine",
+                 "rmtsweep.run.runner", "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr",
+                 "scipy.optimize", "scipy.sparse.linalg", "dask.array", "cryptography.x509",
                  "cryptography.hazmat.primitives.asymmetric.rsa"),
-          False: ("rmtsweep.spec", "rmtsweep.store")}
+          False: ("rmtsweep.config", "rmtsweep.spec", "rmtsweep.store")}
+
+
+def _answers_at_once(argv: list[str]) -> bool:
+    """Whether the command line only asks for help or the version (no command runs)."""
+    return not argv or bool({"-h", "--help", "--version"} & set(argv))
 
 
 def _import_heavy(argv: list[str]) -> None:
-    if not argv or {"-h", "--help", "--version"} & set(argv):
+    if _answers_at_once(argv):
         return
     import importlib
 
@@ -149,7 +156,11 @@ def main(argv: list[str] | None = None) -> None:
         else None
     ignored = False
     try:
-        _import_heavy(sys.argv[1:] if argv is None else argv)
+        args = sys.argv[1:] if argv is None else argv
+        _import_heavy(args)
+        if not _answers_at_once(args):
+            from .. import config
+            config.check()                      # every setting, before any command touches a cluster or a store
         cli.main(args=argv, standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         ignored = _stopping(argv is None)

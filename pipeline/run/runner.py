@@ -151,11 +151,16 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path | Loc
     StoreError
         The path is not a store, holds an incompatible sweep, or another run is writing it; or a URL whose
         filesystem is not installed.
+    SettingsError
+        A setting ``rmtsweep.*`` out of its range (:func:`rmtsweep.config.check`), before a cluster starts.
     UserError
         The memory estimate exceeds the workers' (unless ``force``).
     TaskFailedError
         A task kept failing; finished tasks stay done.
+    RunError
+        Tasks were left uncomputed though none failed (nothing could be handed to the scheduler).
     """
+    config.check()                                       # every setting, before a cluster starts
     sweep_file, path = _as_sweep_file(sweep_file), locate(path, storage_options)
     try:
         # One BLAS thread for the whole run, set from this thread: OpenBLAS has one thread pool per process and
@@ -266,6 +271,10 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
             report = run_tasks(client, todo, finished, store.path, run.index, writes=writes,
                                window=Window(client, expected_threads), on_submit=submitted,
                                fence=run.token, share=run.share)
+            if report.tasks_computed < left:             # nothing failed, yet tasks are left: never a success
+                raise RunError(f"{path}: {left - report.tasks_computed} of {left} tasks were left uncomputed "
+                               f"though none failed (at most {report.in_flight} in flight); check the settings "
+                               f"rmtsweep.run.*; finished tasks are in the store: rerun to resume")
             if theory is not None:
                 run.check()
                 theory.write()
