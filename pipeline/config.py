@@ -236,7 +236,10 @@ def _source(parts: tuple[str, ...], value: Any) -> str:
     """Where the value ``value`` of ``rmtsweep.<parts>`` came from, in a few words ("" if not found)."""
     key = ".".join(("rmtsweep", *parts))
     for name, raw in os.environ.items():
-        if name.startswith("DASK_") and _hyphens(name[5:].lower().replace("__", ".")) == key:
+        spelled = _hyphens(name[5:].lower().replace("__", ".")) if name.startswith("DASK_") else ""
+        if isinstance(value, dict) and spelled.startswith(f"{key}."):
+            return f" (environment variable {name})"              # a key below an unknown section
+        if spelled == key:
             try:
                 seen = ast.literal_eval(raw)
             except (SyntaxError, ValueError):

@@ -111,14 +111,14 @@ def _stopping(process_ends: bool) -> bool:
 # the signal, and Python then raises in the main thread wherever it is. Commands that start work import the
 # whole run side, so that no compiled module is imported later, unheld; those that read a store, and a dry
 # run, import what they start with, so that they answer at once. --help and --version need none of them.
-# rmtsweep.config comes first: it imports dask, which reads the YAML files of its config, and a malformed
-# one is then refused in one line before any other module imports dask.
+# rmtsweep.config comes first, alone: it imports dask, which reads the YAML files of its config (a malformed
+# one is refused in one line before any other module imports dask), and the settings are checked before the rest.
 _STARTS_WORK = {"run", "demo", "submit", "work"}
-_HEAVY = {True: ("rmtsweep.config", "rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine",
+_HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine",
                  "rmtsweep.run.runner", "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr",
                  "scipy.optimize", "scipy.sparse.linalg", "dask.array", "cryptography.x509",
                  "cryptography.hazmat.primitives.asymmetric.rsa"),
-          False: ("rmtsweep.config", "rmtsweep.spec", "rmtsweep.store")}
+          False: ("rmtsweep.spec", "rmtsweep.store")}
 
 
 def _answers_at_once(argv: list[str]) -> bool:
@@ -126,16 +126,24 @@ def _answers_at_once(argv: list[str]) -> bool:
     return not argv or bool({"-h", "--help", "--version"} & set(argv))
 
 
-def _import_heavy(argv: list[str]) -> None:
-    if _answers_at_once(argv):
-        return
+def _imported(names: tuple[str, ...]) -> None:
     import importlib
 
     from ..signals import Held
     with Held(block=True) as held:            # blocked too: the threads the imports start never receive them
-        for name in _HEAVY[argv[0] in _STARTS_WORK and "--dry-run" not in argv]:
+        for name in names:
             importlib.import_module(name)
     held.deliver()                            # a Ctrl-C held meanwhile is raised here
+
+
+def _import_heavy(argv: list[str]) -> None:
+    """Import what the command needs, having checked every setting first (:func:`rmtsweep.config.check`)."""
+    if _answers_at_once(argv):
+        return
+    _imported(("rmtsweep.config",))
+    from .. import config
+    config.check()                            # before anything else is imported or started: refused at once
+    _imported(_HEAVY[argv[0] in _STARTS_WORK and "--dry-run" not in argv])
 
 
 def _os_error(exc: OSError) -> str:
@@ -156,11 +164,7 @@ def main(argv: list[str] | None = None) -> None:
         else None
     ignored = False
     try:
-        args = sys.argv[1:] if argv is None else argv
-        _import_heavy(args)
-        if not _answers_at_once(args):
-            from .. import config
-            config.check()                      # every setting, before any command touches a cluster or a store
+        _import_heavy(sys.argv[1:] if argv is None else argv)    # and check every setting first
         cli.main(args=argv, standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         ignored = _stopping(argv is None)
