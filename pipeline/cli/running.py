@@ -45,9 +45,11 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
+    from ..run.recorded import resume_check
     from ..store.lock import conflicts
     path = _store_path(sweep_file, store_path)
     store.Store(store.locate(path)).check(sweep_file)   # a store this sweep cannot resume: refused before the cluster
+    resume_check(sweep_file, path)                      # ... or whose theory cannot be computed as it recorded
     if share is None:                     # a store another run of this host writes: refused before the cluster starts
         conflicts(path, None, lease=0.0, tidy=False)
     start = time.perf_counter()
