@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``rmtsweep`` script.
 
     Exit status: 0 done; 1 a run failure (a task that keeps failing, an I/O error such as a full disk,
-    a lost lock, a batch system that cannot run the workers); 2 a user mistake (bad sweep file, option,
+    a lost lock, a batch system that cannot run the workers); 2 a user mistake (bad sweep file, option, setting,
     store path or --scheduler address); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM. Each failure
     prints one line, never a traceback; finished tasks stay in the store and rerunning the same command
     resumes.
