@@ -317,7 +317,28 @@ def check() -> None:
     SettingsError
         In one line, naming the key, the value, where it was set, and what it may be.
     """
+    _no_section_replaced()
     current()
+
+
+def _no_section_replaced() -> None:
+    """Refuse a section set to a value in a file or the environment (``DASK_RMTSWEEP__LOCK=5``): dask's merge
+    with the shipped defaults drops such a value without a word, so :func:`current` never sees it."""
+    raw = {_hyphens(str(k)): v for k, v in dask.config.collect().items()}.get("rmtsweep")
+
+    def walk(node: Any, parts: tuple[str, ...], model: type[BaseModel]) -> None:
+        if node is None:
+            return
+        if not isinstance(node, dict):
+            key = ".".join(("rmtsweep", *parts))
+            fields = ", ".join(_hyphens(n) for n in model.model_fields)
+            raise SettingsError(f"{key} = {node!r}{_source(parts, node)}: must be a mapping of {fields}")
+        spelled = {_hyphens(str(k)): v for k, v in node.items()}
+        for name, field in model.model_fields.items():
+            sub = field.annotation
+            if isinstance(sub, type) and issubclass(sub, BaseModel):
+                walk(spelled.get(_hyphens(name)), (*parts, _hyphens(name)), sub)
+    walk(raw, (), Settings)
 
 
 def get(key: str) -> Any:

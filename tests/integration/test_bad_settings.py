@@ -44,6 +44,8 @@ CASES = [
     ("a typo", {"DASK_RMTSWEEP__LOCK__LEASES": "30"},
      r"rmtsweep\.lock\.leases: no such setting \(environment variable DASK_RMTSWEEP__LOCK__LEASES\); did you mean "
      r"rmtsweep\.lock\.lease\? \(the settings of rmtsweep\.lock: lease, heartbeat\)$"),
+    ("a section set to a value", {"DASK_RMTSWEEP__LOCK": "5"},       # dask's merge would drop it without a word
+     r"rmtsweep\.lock = 5 \(environment variable DASK_RMTSWEEP__LOCK\): must be a mapping of lease, heartbeat$"),
     ("an unknown section", {"DASK_RMTSWEEP__LOCKS__LEASE": "30"},
      r"rmtsweep\.locks: no such setting .*; did you mean rmtsweep\.lock\? \(the settings of rmtsweep: run, batching, "
      r"lock, "),
@@ -143,7 +145,7 @@ def test_a_run_that_can_submit_nothing_is_an_error_not_a_success(tmp_path, monke
 
     monkeypatch.setattr(Window, "size", lambda self: 0)
     sweep = parse_sweep(copy.deepcopy(BASE))
-    with Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
+    with Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0") as client:
         with pytest.raises(RunError, match=r"(\d+) of \1 tasks were left uncomputed though none failed") as exc:
             run_sweep(sweep, tmp_path / "s.zarr", client, progress=False)
     done, total = tasks_done(tmp_path / "s.zarr")
