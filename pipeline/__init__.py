@@ -37,8 +37,8 @@ from importlib import metadata as _metadata
 from importlib import util as _util
 from typing import TYPE_CHECKING, Any
 
-from .errors import (BatchSystemError, ClusterError, RmtsweepError, RunError, SelectionError, StoreError,
-                     StoreWriteError, SweepDefinitionError, TaskFailedError, UserError)
+from .errors import (BatchSystemError, ClusterError, RmtsweepError, RunError, SelectionError, SettingsError,
+                     StoreError, StoreWriteError, SweepDefinitionError, TaskFailedError, UserError)
 from .lazy import lazy_names
 
 try:
@@ -126,9 +126,9 @@ else:
     _sys.meta_path.insert(0, _OnXarrayImport())
 
 __all__ = [
-    "__version__", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "StoreError",
-    "StoreStatus", "StoreWriteError", "Sweep", "SweepDefinitionError", "SweepFile", "TaskFailedError", "UserError",
-    "compare",
+    "__version__", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "SettingsError",
+    "StoreError", "StoreStatus", "StoreWriteError", "Sweep", "SweepDefinitionError", "SweepFile", "TaskFailedError",
+    "UserError", "compare",
     "export", "load_sweep", "open_store", "parse_sweep", "phase_diagram", "plan", "plot_map", "run_sweep", "status",
     "theory", "theory_dataset", "verify", "write_comparison",
 ]

@@ -15,8 +15,8 @@ Two branches, which the CLI maps to one line on stderr and no traceback:
 from __future__ import annotations
 
 __all__ = ["ArgumentError", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError",
-           "StorageUnavailableError", "StoreError", "StoreWriteError", "SweepDefinitionError", "TaskFailedError",
-           "UserError"]
+           "SettingsError", "StorageUnavailableError", "StoreError", "StoreWriteError", "SweepDefinitionError",
+           "TaskFailedError", "UserError"]
 
 
 class RmtsweepError(Exception):
@@ -41,6 +41,10 @@ class ClusterError(UserError):
 
 class SelectionError(UserError):
     """A variable, axis, group or format that the store or command does not have."""
+
+
+class SettingsError(UserError):
+    """A setting of rmtsweep (dask's config under ``rmtsweep``) out of its range, unknown, or in a malformed file."""
 
 
 class ArgumentError(UserError):

@@ -111,24 +111,39 @@ def _stopping(process_ends: bool) -> bool:
 # the signal, and Python then raises in the main thread wherever it is. Commands that start work import the
 # whole run side, so that no compiled module is imported later, unheld; those that read a store, and a dry
 # run, import what they start with, so that they answer at once. --help and --version need none of them.
+# rmtsweep.config comes first, alone: it imports dask, which reads the YAML files of its config (a malformed
+# one is refused in one line before any other module imports dask), and the settings are checked before the rest.
 _STARTS_WORK = {"run", "demo", "submit", "work"}
-_HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine", "rmtsweep.run.runner",
-                 "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr", "scipy.optimize",
-                 "scipy.sparse.linalg", "dask.array", "cryptography.x509",
+_HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine",
+                 "rmtsweep.run.runner", "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr",
+                 "scipy.optimize", "scipy.sparse.linalg", "dask.array", "cryptography.x509",
                  "cryptography.hazmat.primitives.asymmetric.rsa"),
           False: ("rmtsweep.spec", "rmtsweep.store")}
 
 
-def _import_heavy(argv: list[str]) -> None:
-    if not argv or {"-h", "--help", "--version"} & set(argv):
-        return
+def _answers_at_once(argv: list[str]) -> bool:
+    """Whether the command line only asks for help or the version (no command runs)."""
+    return not argv or bool({"-h", "--help", "--version"} & set(argv))
+
+
+def _imported(names: tuple[str, ...]) -> None:
     import importlib
 
     from ..signals import Held
     with Held(block=True) as held:            # blocked too: the threads the imports start never receive them
-        for name in _HEAVY[argv[0] in _STARTS_WORK and "--dry-run" not in argv]:
+        for name in names:
             importlib.import_module(name)
     held.deliver()                            # a Ctrl-C held meanwhile is raised here
+
+
+def _import_heavy(argv: list[str]) -> None:
+    """Import what the command needs, having checked every setting first (:func:`rmtsweep.config.check`)."""
+    if _answers_at_once(argv):
+        return
+    _imported(("rmtsweep.config",))
+    from .. import config
+    config.check()                            # before anything else is imported or started: refused at once
+    _imported(_HEAVY[argv[0] in _STARTS_WORK and "--dry-run" not in argv])
 
 
 def _os_error(exc: OSError) -> str:
@@ -140,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``rmtsweep`` script.
 
     Exit status: 0 done; 1 a run failure (a task that keeps failing, an I/O error such as a full disk,
-    a lost lock, a batch system that cannot run the workers); 2 a user mistake (bad sweep file, option,
+    a lost lock, a batch system that cannot run the workers); 2 a user mistake (bad sweep file, option, setting,
     store path or --scheduler address); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM. Each failure
     prints one line, never a traceback; finished tasks stay in the store and rerunning the same command
     resumes.
@@ -149,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
         else None
     ignored = False
     try:
-        _import_heavy(sys.argv[1:] if argv is None else argv)
+        _import_heavy(sys.argv[1:] if argv is None else argv)    # and check every setting first
         cli.main(args=argv, standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         ignored = _stopping(argv is None)

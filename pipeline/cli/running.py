@@ -45,9 +45,11 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     from .. import store
     from ..engine import connect
     from ..run import run_sweep
+    from ..run.recorded import resume_check
     from ..store.lock import conflicts
     path = _store_path(sweep_file, store_path)
     store.Store(store.locate(path)).check(sweep_file)   # a store this sweep cannot resume: refused before the cluster
+    resume_check(sweep_file, path)                      # ... or whose theory cannot be computed as it recorded
     if not force and not store.is_store(path):          # a new store's tasks must fit the workers it will have
         from .dry_run import refuse_impossible
         refuse_impossible(sweep_file.sweep, engine)

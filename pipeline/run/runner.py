@@ -53,6 +53,7 @@ from .execute import RunReport, Window, check_memory, run_tasks
 from .grid import Order, Task, n_tasks, share_done, share_tasks, task_memory_bytes, tasks, tasks_left
 from .work import WORKER_ENV
 from .plan import theory_budgets
+from .recorded import recorded_budgets, resume_check
 from .progress import Progress
 
 __all__ = ["git_revision", "make_template", "package_version", "prepare_store", "ready_store", "run_info",
@@ -151,12 +152,18 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path | Loc
     StoreError
         The path is not a store, holds an incompatible sweep, or another run is writing it; or a URL whose
         filesystem is not installed.
+    SettingsError
+        A setting ``rmtsweep.*`` out of its range (:func:`rmtsweep.config.check`), before a cluster starts.
     UserError
         The memory estimate exceeds the workers' (unless ``force``).
     TaskFailedError
         A task kept failing; finished tasks stay done.
+    RunError
+        Tasks were left uncomputed though none failed (nothing could be handed to the scheduler).
     """
+    config.check()                                       # every setting, before a cluster starts
     sweep_file, path = _as_sweep_file(sweep_file), locate(path, storage_options)
+    resume_check(sweep_file, path)
     try:
         # One BLAS thread for the whole run, set from this thread: OpenBLAS has one thread pool per process and
         # threadpoolctl lets only the thread that set a limit change it, so the tasks' own limits do not hold
@@ -221,8 +228,13 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
         if share is None else store.join(sweep_file, share, info)
     with opened as run:
         # the theory at the store's size: tasks beside the first ones, written as soon as they are back
-        theory = _TheoryTask(client, sweep, path, note, threads) if share is None and theory_pending(
-            dict(open_group(path).attrs)) else None
+        attrs = dict(open_group(path).attrs)
+        theory = None
+        if share is None and theory_pending(attrs):
+            budgets, differ = recorded_budgets(attrs, path)      # the store's own, whatever the settings say now
+            if differ:
+                note(differ)
+            theory = _TheoryTask(client, sweep, path, note, threads, budgets)
 
         def submitted(task: Task) -> None:
             run.log("submit", task.key)
@@ -266,6 +278,10 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
             report = run_tasks(client, todo, finished, store.path, run.index, writes=writes,
                                window=Window(client, expected_threads), on_submit=submitted,
                                fence=run.token, share=run.share)
+            if report.tasks_computed < left:             # nothing failed, yet tasks are left: never a success
+                raise RunError(f"{path}: {left - report.tasks_computed} of {left} tasks were left uncomputed "
+                               f"though none failed (at most {report.in_flight} in flight); check the settings "
+                               f"rmtsweep.run.*; finished tasks are in the store: rerun to resume")
             if theory is not None:
                 run.check()
                 theory.write()
@@ -280,8 +296,10 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
 class _TheoryTask:
     """The store's theory at its own size, computed on the cluster (its pairs as tasks of their own), written here."""
 
-    def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None], threads: int) -> None:
+    def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None], threads: int,
+                 budgets: TheoryBudgets) -> None:
         self.client, self.sweep, self.path, self.note, self.threads = client, sweep, path, note, threads
+        self.budgets = budgets
         self.written = False
         self.future: Future | None = None
         self.early = locate(path).renames         # written as soon as it is back (see write_if_ready)
@@ -291,7 +309,7 @@ class _TheoryTask:
         then come first for the same total; on more threads it runs beside them."""
         if self.future is not None:
             return
-        self.future = self.client.submit(_theory_on_cluster, self.sweep, theory_budgets(), pure=False,
+        self.future = self.client.submit(_theory_on_cluster, self.sweep, self.budgets, pure=False,
                                          key=f"rmtsweep-theory-{uuid.uuid4().hex[:8]}")
         where = "after the tasks" if self.threads == 1 else "beside the first tasks"
         self.note(f"{self.path}: computing the theory at the store's size {where}")

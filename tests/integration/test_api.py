@@ -42,7 +42,8 @@ def test_run_sweep_from_a_sweep_object_uses_the_current_client(reference, tmp_pa
 
 
 def test_one_error_root_with_two_branches():
-    user = (rmtsweep.SweepDefinitionError, rmtsweep.StoreError, rmtsweep.SelectionError, rmtsweep.ClusterError)
+    user = (rmtsweep.SweepDefinitionError, rmtsweep.StoreError, rmtsweep.SelectionError, rmtsweep.ClusterError,
+            rmtsweep.SettingsError)
     run = (rmtsweep.TaskFailedError, rmtsweep.StoreWriteError, rmtsweep.BatchSystemError)
     assert all(issubclass(e, rmtsweep.UserError) and not issubclass(e, rmtsweep.RunError) for e in user)
     assert all(issubclass(e, rmtsweep.RunError) and not issubclass(e, rmtsweep.UserError) for e in run)

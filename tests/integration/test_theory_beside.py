@@ -87,3 +87,78 @@ def test_a_store_waiting_for_its_theory_says_so_and_the_next_run_writes_it(tmp_p
     assert "theory_pending" not in open_store(store).attrs
     code, out, err = run_main(["compare", str(store)], capsys)
     assert code == 0, err
+
+
+def _pending_store(tmp_path):
+    """A store stopped as soon as it existed, under the shipped settings: its theory at its size still to compute."""
+    from rmtsweep import open_store
+    from rmtsweep.run.cost import choose_blocking
+    from rmtsweep.run.runner import make_template, run_info
+    from rmtsweep.store import Store
+    sf = _sweep_file(tmp_path)
+    store = tmp_path / "s.zarr"
+    with Store(store).prepare(sf, lambda b: make_template(sf, b, defer=True), run_info(sf),
+                              choose_blocking(sf.sweep).as_tuple()):
+        pass
+    assert open_store(store).attrs["theory_pending"] is True
+    return sf, store
+
+
+# Every theory budget at 0 (and the finite-T law nowhere): the sized theory would hold no finite-size or pooled
+# arrays under these settings.
+OTHER_BUDGETS = {"DASK_RMTSWEEP__THEORY__FINITE_T_BELOW": "0", "DASK_RMTSWEEP__THEORY__FINITE_T_BUDGET": "0",
+                 "DASK_RMTSWEEP__THEORY__ONE_TOKEN_BUDGET": "0", "DASK_RMTSWEEP__THEORY__FINITE_SIZE_BUDGET": "0",
+                 "DASK_RMTSWEEP__THEORY__POOLED_BUDGET": "0"}
+
+
+def test_a_resume_computes_the_theory_its_store_recorded(tmp_path):
+    """Resumed with other budgets in the environment, a pending store gets the theory of its recorded ones: the
+    arrays and values of a store made at once under the shipped budgets, which its record still names."""
+    import os
+    import subprocess
+    import sys
+
+    from rmtsweep import open_store
+    from rmtsweep.theory.on_grid import TheoryBudgets, theory_dataset
+    sf, store = _pending_store(tmp_path)
+    recorded = dict(open_store(store).attrs["config"])
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DASK_RMTSWEEP")}, **OTHER_BUDGETS}
+    proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", sf.path, "--store", str(store), "--workers",
+                           "2", "--in-process", "--no-progress"], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ds = open_store(store)
+    assert "theory_pending" not in ds.attrs and ds.attrs["config"] == recorded
+    reference = _theory(theory_dataset(sf.sweep, budgets=TheoryBudgets()))      # the shipped budgets, at once
+    assert sum(v.startswith(("finite_size_", "pooled_null_")) for v in reference.data_vars) >= 7
+    assert set(_theory(ds).data_vars) == set(reference.data_vars)
+    xr.testing.assert_equal(_theory(ds), reference)
+    assert (f"{store}: the store's recorded theory settings are used: finite-t-below 8 (now 0), finite-t-budget 25 "
+            f"(now 0), one-token-budget 256 (now 0), finite-size-budget 64 (now 0), pooled-budget 4e+11 (now 0)\n"
+            in proc.stderr), proc.stderr
+
+
+@pytest.mark.parametrize("damage, why", [
+    ("out of range", "the recorded rmtsweep.theory.finite-size-budget is -1, not a whole number >= 0"),
+    ("no record", "the store records no rmtsweep.theory settings (attrs['config']['theory'])")])
+def test_a_pending_store_whose_record_cannot_be_used_is_refused_before_a_cluster_starts(damage, why, tmp_path,
+                                                                                       monkeypatch, capsys):
+    from rmtsweep.store import consolidate, open_group
+    sf, store = _pending_store(tmp_path)
+    group = open_group(store, mode="r+")
+    if damage == "no record":
+        del group.attrs["config"]
+    else:
+        group.attrs["config"] = {**group.attrs["config"], "theory": {**group.attrs["config"]["theory"],
+                                                                     "finite-size-budget": -1}}
+    consolidate(store)
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a cluster was started for a store whose theory cannot be computed as recorded")
+    monkeypatch.setattr("rmtsweep.engine.connect", no_cluster)
+    code, _, err = run_main(["run", sf.path, "--store", str(store), "--no-progress"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err == (f"rmtsweep: error: {store}: its theory at its own size is still to be computed, but {why}; move "
+                   f"the store aside and rerun to start a new one\n")
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before

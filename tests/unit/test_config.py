@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from rmtsweep import config
+from rmtsweep.errors import SettingsError
 from tests.helpers import BASE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,15 +70,99 @@ def test_the_shipped_defaults_are_the_documented_constants():
     assert TheoryBudgets(**{k.replace("-", "_"): v for k, v in shipped["theory"].items()}) == TheoryBudgets()
 
 
-def test_every_key_is_documented():
+def test_every_key_is_documented_with_its_range():
+    """The page's table gives every key of the shipped file, its default and the range the schema checks."""
     page = (ROOT / "docs" / "user-guide" / "configuration.md").read_text()
 
     def keys(tree: dict, prefix: str) -> list[str]:
         return [k for name, value in tree.items()
                 for k in (keys(value, f"{prefix}.{name}") if isinstance(value, dict) else [f"{prefix}.{name}"])]
 
-    missing = [k for k in keys(config.defaults()["rmtsweep"], "rmtsweep") if f"`{k}`" not in page]
+    shipped = keys(config.defaults()["rmtsweep"], "rmtsweep")
+    assert [f"rmtsweep.{k}" for k in config.keys()] == shipped
+    rows = {m.group(1): (m.group(2), m.group(3)) for m in
+            re.finditer(r"^\| `(rmtsweep\.[a-z.-]+)` \| `([^`]*)` \| ([^|]+) \|", page, re.MULTILINE)}
+    missing = [k for k in shipped if k not in rows]
     assert not missing, f"docs/user-guide/configuration.md does not describe {missing}"
+    assert not set(rows) - set(shipped), "the page describes keys the shipped file does not have"
+    for key in shipped:
+        default, allowed = rows[key]
+        assert yaml.safe_load(default) == config.get(key.removeprefix("rmtsweep.")), key
+        assert allowed.strip() == config.allowed(key.removeprefix("rmtsweep.")), key
+
+
+def test_the_shipped_defaults_are_in_their_ranges():
+    config.check()                 # without any setting changed: the shipped file
+    assert config.current()["lock"] == {"lease": 60.0, "heartbeat": 5.0}
+
+
+# The schema, written out here as the page states it: (key, a value inside, values outside).
+RANGES = [
+    ("run.window.min-in-flight", 1, [0, -1, 1.5, "x", True]),
+    ("run.window.per-thread", 1, [0]),
+    ("run.window.adaptive-per-thread", 1, [0]),
+    ("run.window.refresh", 0.01, [0, -1.0, float("inf"), float("nan")]),
+    ("run.submit-batch", 1, [0]),
+    ("run.retries", 0, [-1, 0.5]),
+    ("batching.target-task-seconds", 1e-9, [0.0, float("inf")]),
+    ("batching.progressive-blocks", 1, [0]),
+    ("batching.driver-tasks-per-second", 0.5, [0, -1]),
+    ("lock.lease", 6.0, [0, -60.0, float("inf"), "abc", None, [1]]),
+    ("lock.heartbeat", 59.9, [0, -1, 60.0, 61]),
+    ("progress.line-seconds", 0.1, [0]),
+    ("theory.finite-t-below", 0, [-1, float("inf")]),
+    ("theory.finite-t-budget", 0, [-0.5]),
+    ("theory.one-token-budget", 0, [-1, 2.5]),
+    ("theory.finite-size-budget", 0, [-1]),
+    ("theory.pooled-budget", 0.0, [-1.0, float("inf")]),
+    ("store.done-writers", 1, [0]),
+    ("batch-system.submit-timeout", 0.5, [0]),
+    ("scheduler.connect-timeout", 0.5, [0, "soon"]),
+]
+
+
+@pytest.mark.parametrize("key, inside, outside", RANGES, ids=[r[0] for r in RANGES])
+def test_each_setting_is_checked_against_its_range(key, inside, outside):
+    with dask.config.set({f"rmtsweep.{key}": inside}):
+        assert config.get(key) == inside
+    for value in outside:
+        with dask.config.set({f"rmtsweep.{key}": value}):
+            with pytest.raises(SettingsError, match=rf"^rmtsweep\.{re.escape(key)} = .*: must be "):
+                config.get("run.retries")               # any read checks every setting
+            with pytest.raises(SettingsError):
+                config.check()
+    assert {r[0] for r in RANGES} == set(config.keys())
+
+
+def test_values_are_typed_whatever_their_source():
+    with dask.config.set({"rmtsweep.lock.lease": "60", "rmtsweep.run.retries": 3.0,
+                          "rmtsweep.batching.target-task-seconds": "1e-1"}):
+        lease, retries, target = config.get("lock.lease"), config.get("run.retries"), \
+            config.get("batching.target-task-seconds")
+    assert (lease, retries, target) == (60.0, 3, 0.1)
+    assert (type(lease), type(retries), type(target)) == (float, int, float)
+
+
+def test_an_unknown_key_is_refused_with_the_closest_one():
+    with dask.config.set({"rmtsweep.run.window.per-threads": 8}):
+        with pytest.raises(SettingsError, match=r"^rmtsweep\.run\.window\.per-threads: no such setting; did you mean "
+                                                r"rmtsweep\.run\.window\.per-thread\? \(the settings of "
+                                                r"rmtsweep\.run\.window: min-in-flight, per-thread, "):
+            config.check()
+    with dask.config.set({"rmtsweep.lock": 5}):
+        with pytest.raises(SettingsError, match=r"^rmtsweep\.lock = 5: must be a mapping of lease, heartbeat$"):
+            config.check()
+
+
+def test_a_stores_record_is_checked_as_the_settings_are():
+    shipped = config.defaults()["rmtsweep"]["theory"]
+    assert config.recorded("theory", {**shipped, "one-token-budget": 1})["one-token-budget"] == 1
+    for record, why in [({**shipped, "finite-size-budget": -1}, r"finite-size-budget is -1, not a whole number >= 0"),
+                        ({k: v for k, v in shipped.items() if k != "pooled-budget"}, r"pooled-budget is missing"),
+                        ({**shipped, "new-budget": 1}, r"new-budget is not a setting"),
+                        ("64", r"rmtsweep\.theory is '64', not a mapping")]:
+        with pytest.raises(SettingsError, match=why):
+            config.recorded("theory", record)
 
 
 class _Threads:
