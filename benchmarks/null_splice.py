@@ -20,8 +20,8 @@ from threadpoolctl import threadpool_limits
 
 from rmtsweep.model.correlation import make_correlation
 from rmtsweep.model.schemes import make_scheme
-from rmtsweep.theory.null_law import (POOLED_DRAWS, POOLED_TAIL, draw_eigenvalues, mixture_quantile, null_parts,
-                                      pooled_model, pooled_seed, pooling_draw)
+from rmtsweep.theory.null_law import POOLED_DRAWS, POOLED_TAIL, mixture_quantile, null_parts, pooled_model, pooled_seed
+from rmtsweep.theory.pooling import draw_eigenvalues, pooling_draw
 
 POINTS = [("mean", "decay", 16, 1000), ("harmonic", "decay", 4, 1000), ("mean", "markov", 2, 1000)]
 VARIANTS = [(64, 1), (64, 2), (128, 1), (128, 2)]

@@ -41,13 +41,10 @@ Everything here is in units of ``kappa`` (eigenvalues of ``S / kappa``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-import scipy.linalg
-import scipy.sparse
 from scipy.special import ndtr
 from threadpoolctl import threadpool_limits
 
@@ -57,14 +54,15 @@ from ._common import broadcast
 from .bulk import edge
 from .finite_d import tw_scale
 from .finite_t import _moments_g, edge_point
+from .pooling import _padded, draw_eigenvalues, pooled_spectra, pooling_draw
 from .token_counts import _seed_words
 from .token_law import DiscreteLaw, empirical_law
 from .tracy_widom import tw_cdf, tw_quantile
 
-__all__ = ["CANDIDATES", "POOLED_DRAWS", "POOLED_TAIL", "CountNull", "PoolingDraw", "count_null", "count_null_draw",
-           "draw_eigenvalues", "gram", "gram_eigenvalues", "half_corrected_edge", "matched_edge", "mixture_cdf",
-           "mixture_quantile", "null_parts", "pooled_model", "pooled_null", "pooled_seed", "pooled_spectra",
-           "pooling_draw", "pooling_eigenvalues", "pooling_matrix", "population_null_draw", "tw_threshold"]
+__all__ = ["CANDIDATES", "POOLED_DRAWS", "POOLED_TAIL", "CountNull", "count_null", "count_null_draw", "gram",
+           "gram_eigenvalues", "half_corrected_edge", "matched_edge", "mixture_cdf", "mixture_quantile", "null_parts",
+           "pooled_model", "pooled_null", "pooled_seed", "pooling_eigenvalues", "pooling_matrix",
+           "population_null_draw", "tw_threshold"]
 
 Float = NDArray[np.float64]
 
@@ -258,7 +256,7 @@ def pooling_matrix(model: CellModel, rng: np.random.Generator) -> tuple[Float, F
     (:func:`.token_weight_matrix`) centred within each class, as the class-centred table is, and the
     pooled signs ``a = xi w`` (the signal's coefficient of each sequence, ``A s`` before the centring).
 
-    The dense float64 reference of :func:`pooling_draw` (the same generator calls), with :func:`gram` and
+    The dense float64 reference of :func:`.pooling.pooling_draw` (the same generator calls), with :func:`gram` and
     :func:`gram_eigenvalues`."""
     xi, _ = draw_signs(model.correlation, model.T, model.N, rng)
     A = token_weight_matrix(draw_tokens(model, xi, rng), model.w, model.V).toarray()
@@ -275,109 +273,17 @@ def gram(A: Float) -> Float:
 
 def gram_eigenvalues(K: Float, model: CellModel) -> Float:
     """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` from :func:`gram` ``K`` (zeros for the rest), in
-    float64: the reference of :func:`draw_eigenvalues`."""
+    float64: the reference of :func:`.pooling.draw_eigenvalues`."""
     return _padded(np.linalg.eigvalsh(K), model)
-
-
-def _padded(ev: ArrayLike, model: CellModel) -> Float:
-    """Eigenvalues of a Gram matrix as ``D``'s ``V``: clipped at 0, scaled, zeros for the rest."""
-    p = np.clip(np.asarray(ev, float), 0.0, None) * model.V / (model.N * float(model.w @ model.w))
-    return np.concatenate([p, np.zeros(model.V - p.size)])
-
-
-@dataclass(frozen=True)
-class PoolingDraw:
-    """One draw of the cell's token-weight matrix, kept sparse, with its class centring as a low-rank correction.
-
-    The centred matrix (:func:`pooling_matrix`'s) is ``A - M E^T``: ``E`` (``V x 2``) the indicators of the two
-    classes' tokens and ``M`` (``N x 2``) each sequence's mean weight over them. Since ``A E = M diag(n)``
-    (``n`` the classes' sizes), ``(A - M E^T)(A - M E^T)^T = A A^T - M diag(n) M^T``.
-
-    Attributes
-    ----------
-    A : scipy.sparse.csr_array (N, V)
-        The token weights, uncentred (:func:`.token_weight_matrix`).
-    means : ndarray (N, 2)
-        ``M``.
-    n_pos : int
-        Tokens of class +1 (the first ``n_pos`` columns).
-    a : ndarray (N,)
-        The pooled signs ``xi w``.
-    """
-
-    A: scipy.sparse.csr_array
-    means: Float
-    n_pos: int
-    a: Float
-
-    def _classes(self) -> Float:
-        """``E``, dense ``V x 2``."""
-        E = np.zeros((self.A.shape[1], 2))
-        E[:self.n_pos, 0] = E[self.n_pos:, 1] = 1.0
-        return E
-
-    def _sizes(self) -> Float:
-        return np.array([self.n_pos, self.A.shape[1] - self.n_pos], float)
-
-    def centred(self) -> Float:
-        """The dense centred ``N x V`` matrix."""
-        return self.A.toarray() - self.means @ self._classes().T
-
-    def gram(self) -> Float:
-        """:func:`gram` of the centred matrix (dense float64, ``min(N, V)`` square), from the sparse ``A``."""
-        A, M = self.A, self.means
-        if A.shape[0] <= A.shape[1]:
-            return (A @ A.T).toarray() - (M * self._sizes()) @ M.T
-        E, B = self._classes(), np.asarray(A.T @ M)
-        return (A.T @ A).toarray() - B @ E.T - E @ B.T + E @ (M.T @ M) @ E.T
-
-    def matvec(self, v: Float) -> Float:
-        """``(A - M E^T)(A - M E^T)^T v`` (``N``-vectors) through the sparse ``A``."""
-        return np.asarray(self.A @ (self.A.T @ v)) - self.means @ (self._sizes() * (self.means.T @ v))
-
-
-def pooling_draw(model: CellModel, rng: np.random.Generator) -> PoolingDraw:
-    """One draw of the cell's signs and tokens as a :class:`PoolingDraw` (the generator calls of
-    :func:`pooling_matrix`)."""
-    xi, _ = draw_signs(model.correlation, model.T, model.N, rng)
-    A = token_weight_matrix(draw_tokens(model, xi, rng), model.w, model.V)
-    n = np.array([model.n_pos, model.V - model.n_pos], float)
-    E = np.zeros((model.V, 2))
-    E[:model.n_pos, 0] = E[model.n_pos:, 1] = 1.0
-    return PoolingDraw(A, np.asarray(A @ E) / n, model.n_pos, xi @ model.w)
-
-
-def draw_eigenvalues(draw: PoolingDraw, model: CellModel) -> Float:
-    """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` for one :class:`PoolingDraw`.
-
-    The Gram matrix's eigenvalues in single precision (LAPACK's divide and conquer, ``evd``): about half the
-    time of double at ``min(N, V) = 2000``. The detection thresholds and ``lambda_1`` moved by at most 1e-5 of
-    the null's Tracy-Widom scale from those of double precision (:func:`gram_eigenvalues`) in the cells
-    measured at d = 100-1000; the tests hold them to 0.01.
-    """
-    return _padded(_gram_eigenvalues32(draw), model)
-
-
-def _gram_eigenvalues32(draw: PoolingDraw) -> Float:
-    """:meth:`PoolingDraw.gram`'s eigenvalues, ascending, computed in single precision (LAPACK's ``evd``)."""
-    return scipy.linalg.eigvalsh(draw.gram().astype(np.float32), driver="evd", check_finite=False).astype(float)
 
 
 def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
     """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` for one draw of the cell's signs and tokens.
 
-    ``A`` (``N x V``) holds each sequence's pooling weights on its tokens (:func:`pooling_draw`),
+    ``A`` (``N x V``) holds each sequence's pooling weights on its tokens (:func:`.pooling.pooling_draw`),
     centred within each class as the class-centred table is; the table's noise ``Z`` is independent of it.
     """
     return draw_eigenvalues(pooling_draw(model, rng), model)
-
-
-def pooled_spectra(model: CellModel, rng: np.random.Generator, draws: int) -> Iterator[tuple[PoolingDraw, Float]]:
-    """``(draw, p)`` for ``draws`` successive draws: the :class:`PoolingDraw` and ``D``'s ``V`` eigenvalues
-    (:func:`draw_eigenvalues`)."""
-    for _ in range(draws):
-        draw = pooling_draw(model, rng)
-        yield draw, draw_eigenvalues(draw, model)
 
 
 def pooled_seed(w: Float, delta: float, gamma: float, d: int, seed: int = 0) -> np.random.Generator:

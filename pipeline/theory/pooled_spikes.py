@@ -1,7 +1,7 @@
 """Finite size over ``T >= 2`` positions: the signal outlier over the realised pooling matrix (docs/theory.md §6.5).
 
 Fixed weights ``w`` over ``T >= 2`` positions, class-centred table. Let ``A`` be the ``N x V`` token-weight
-matrix centred within each class (:func:`.null_law.pooling_matrix`) and ``a = xi w`` the pooled signs. The
+matrix centred within each class (:func:`.pooling.pooling_draw`) and ``a = xi w`` the pooled signs. The
 pooled data are ``C = W + sqrt(snr) a u^T`` with the noise ``W = A Z^T`` (``Z`` the table's Gaussian noise,
 independent of ``A``, ``a`` and ``u``). The signal does not enter through ``D = (V / (N kappa)) A^T A``'s
 eigenvectors in token space (the centred ``A`` sends the class signs ``s`` to 0) but in sample space.
@@ -50,7 +50,8 @@ from ..model.correlation import Correlation
 from ._common import bisect
 from .finite_d import bulk_overlap_factor
 from .finite_t import _moments_g
-from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed, pooled_spectra
+from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed
+from .pooling import pooled_spectra
 from .tracy_widom import tw_cdf
 
 __all__ = ["ALPHA_NODES", "LANCZOS_STEPS", "PooledSpikes", "gauss_quadrature", "pooled_spikes"]

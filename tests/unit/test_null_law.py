@@ -210,7 +210,8 @@ def test_the_sparse_pooling_draw_is_the_dense_class_centred_matrix(delta, gamma)
     """From one seed, pooling_draw makes the generator calls of the dense pooling_matrix, and its Gram matrix (N
     <= V and N > V) and operator are those of pooling_matrix's dense centred matrix, by numpy."""
     from rmtsweep.model.correlation import Markov
-    from rmtsweep.theory.null_law import pooled_model, pooled_seed, pooling_draw, pooling_matrix
+    from rmtsweep.theory.null_law import pooled_model, pooled_seed, pooling_matrix
+    from rmtsweep.theory.pooling import pooling_draw
 
     w = np.array([0.5, 0.3, 0.2, 0.0])
     model = pooled_model(w, Markov(r=0.8), delta, gamma, 60)
