@@ -207,8 +207,10 @@ def _gaps(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> list[tu
     the local minimum of ``l(G)`` (the right end of the component below the gap), ``G_lo`` the local
     maximum (0 for the top interval).
     """
-    wpos = np.sort(np.unique(nu.points[nu.points > 0]))[::-1]
-    cum = np.concatenate([[0.0], np.cumsum([nu.weights[nu.points == q].sum() for q in wpos])]) / delta
+    pos = nu.points > 0
+    wpos, which = np.unique(nu.points[pos], return_inverse=True)    # ascending, and each atom's place among them
+    wpos, mass = wpos[::-1], np.bincount(which, weights=nu.weights[pos], minlength=wpos.size)[::-1]
+    cum = np.concatenate([[0.0], np.cumsum(mass)]) / delta
     poles = np.concatenate([[0.0], 1.0 / (delta * wpos), [np.inf]])
     out = []
     n = min(int(np.searchsorted(cum, tail, side="right")), len(wpos))  # intervals with mass above <= tail
@@ -217,25 +219,40 @@ def _gaps(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> list[tu
     G = a + (b - a) * t
     dl = np.concatenate([_dl(G[i : i + 64], nu, delta) for i in range(0, n, 64)]) if n else G
 
-    def cross(u, v):  # bisection on the sign change of l' between u and v
-        su = np.sign(_dl(np.array(u), nu, delta))
-        for _ in range(200):
-            mid = 0.5 * (u + v)
-            if not (min(u, v) < mid < max(u, v)):
-                break
-            if np.sign(_dl(np.array(mid), nu, delta)) == su:
-                u = mid
-            else:
-                v = mid
-        return 0.5 * (u + v)
-
-    for k in np.flatnonzero((dl < 0).any(axis=1)):
+    found = np.flatnonzero((dl < 0).any(axis=1))
+    ends, starts = [], []                     # brackets of the local minimum and (from the second interval) maximum
+    for k in found:
         neg = np.flatnonzero(dl[k] < 0)
-        lo_k, hi_k = float(poles[k]), float(poles[k + 1])
-        g_edge = cross(G[k, neg.max()], G[k, neg.max() + 1] if neg.max() + 1 < t.size else hi_k)
-        g_lo = cross(G[k, neg.min()], G[k, neg.min() - 1] if neg.min() > 0 else lo_k) if k > 0 else 0.0
-        out.append((g_lo, hi_k, g_edge, float(_moments_g(np.array(g_edge), nu, delta)["l"]), cum[k]))
+        ends.append((G[k, neg.max()], G[k, neg.max() + 1] if neg.max() + 1 < t.size else poles[k + 1]))
+        if k > 0:
+            starts.append((G[k, neg.min()], G[k, neg.min() - 1] if neg.min() > 0 else poles[k]))
+    roots = _sign_changes(np.array([*ends, *starts]).reshape(-1, 2), nu, delta)
+    g_edges, g_los = roots[:len(ends)], iter(roots[len(ends):])
+    for k, g_edge in zip(found, g_edges, strict=True):
+        g_lo = float(next(g_los)) if k > 0 else 0.0
+        out.append((g_lo, float(poles[k + 1]), float(g_edge), float(_moments_g(np.array(g_edge), nu, delta)["l"]),
+                    cum[k]))
     return out
+
+
+def _sign_changes(brackets: Float, nu: DiscreteLaw, delta: float, steps: int = 200) -> Float:
+    """Where ``l'(G)`` changes sign between each row's ``(u, v)`` of ``brackets``, by bisection, all rows at once.
+
+    Each row halves its bracket until its midpoint is no longer strictly inside (or after ``steps``): what a
+    scalar bisection per row gives, at the cost of one evaluation of ``l'`` over every atom per step.
+    """
+    u, v = brackets[:, 0].copy(), brackets[:, 1].copy()
+    su = np.sign(_dl(u, nu, delta)) if u.size else u
+    active = np.ones(u.size, bool)
+    for _ in range(steps):
+        mid = 0.5 * (u + v)
+        active &= (np.minimum(u, v) < mid) & (mid < np.maximum(u, v))
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        same = np.sign(_dl(mid[idx], nu, delta)) == su[idx]
+        u[idx[same]], v[idx[~same]] = mid[idx[same]], mid[idx[~same]]
+    return 0.5 * (u + v)
 
 
 def _main(nu: DiscreteLaw, delta: float, tail: float) -> tuple:

@@ -54,6 +54,7 @@ from ._common import broadcast
 from .bulk import edge
 from .finite_d import tw_scale
 from .finite_t import _moments_g, edge_point
+from .pooling import _padded, draw_eigenvalues, pooled_spectra, pooling_draw
 from .token_counts import _seed_words
 from .token_law import DiscreteLaw, empirical_law
 from .tracy_widom import tw_cdf, tw_quantile
@@ -253,7 +254,10 @@ went down to the median (docs/theory.md §6.4); the bound keeps a cell cheap."""
 def pooling_matrix(model: CellModel, rng: np.random.Generator) -> tuple[Float, Float]:
     """``(A, a)`` for one draw of the cell's signs and tokens: the dense ``N x V`` token-weight matrix
     (:func:`.token_weight_matrix`) centred within each class, as the class-centred table is, and the
-    pooled signs ``a = xi w`` (the signal's coefficient of each sequence, ``A s`` before the centring)."""
+    pooled signs ``a = xi w`` (the signal's coefficient of each sequence, ``A s`` before the centring).
+
+    The dense float64 reference of :func:`.pooling.pooling_draw` (the same generator calls), with :func:`gram` and
+    :func:`gram_eigenvalues`."""
     xi, _ = draw_signs(model.correlation, model.T, model.N, rng)
     A = token_weight_matrix(draw_tokens(model, xi, rng), model.w, model.V).toarray()
     n_pos = model.n_pos
@@ -268,18 +272,18 @@ def gram(A: Float) -> Float:
 
 
 def gram_eigenvalues(K: Float, model: CellModel) -> Float:
-    """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` from :func:`gram` ``K`` (zeros for the rest)."""
-    ev = np.clip(np.linalg.eigvalsh(K), 0.0, None) * model.V / (model.N * float(model.w @ model.w))
-    return np.concatenate([ev, np.zeros(model.V - ev.size)])
+    """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` from :func:`gram` ``K`` (zeros for the rest), in
+    float64: the reference of :func:`.pooling.draw_eigenvalues`."""
+    return _padded(np.linalg.eigvalsh(K), model)
 
 
 def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
     """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` for one draw of the cell's signs and tokens.
 
-    ``A`` (``N x V``) holds each sequence's pooling weights on its tokens (:func:`pooling_matrix`),
+    ``A`` (``N x V``) holds each sequence's pooling weights on its tokens (:func:`.pooling.pooling_draw`),
     centred within each class as the class-centred table is; the table's noise ``Z`` is independent of it.
     """
-    return gram_eigenvalues(gram(pooling_matrix(model, rng)[0]), model)
+    return draw_eigenvalues(pooling_draw(model, rng), model)
 
 
 def pooled_seed(w: Float, delta: float, gamma: float, d: int, seed: int = 0) -> np.random.Generator:
@@ -310,8 +314,8 @@ def pooled_null(w: ArrayLike, correlation: Correlation, delta: float, gamma: flo
     model, rng = pooled_model(w, correlation, delta, gamma, d), pooled_seed(w, delta, gamma, d, seed)
     # one BLAS thread (beside busy workers, threads only contend); the gap search meets poles exactly
     with threadpool_limits(limits=1), np.errstate(divide="ignore", invalid="ignore"):
-        out = [population_null_draw(pooling_eigenvalues(model, rng), delta, int(d), tail=min(0.5, POOLED_TAIL / d),
-                                    half=half) for _ in range(draws)]
+        out = [population_null_draw(p, delta, int(d), tail=min(0.5, POOLED_TAIL / d), half=half)
+               for _, p in pooled_spectra(model, rng, draws)]
     return CountNull(np.array([o[0] for o in out]), np.array([o[1] for o in out]))
 
 

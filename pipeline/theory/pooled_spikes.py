@@ -1,7 +1,7 @@
 """Finite size over ``T >= 2`` positions: the signal outlier over the realised pooling matrix (docs/theory.md §6.5).
 
 Fixed weights ``w`` over ``T >= 2`` positions, class-centred table. Let ``A`` be the ``N x V`` token-weight
-matrix centred within each class (:func:`.null_law.pooling_matrix`) and ``a = xi w`` the pooled signs. The
+matrix centred within each class (:func:`.pooling.pooling_draw`) and ``a = xi w`` the pooled signs. The
 pooled data are ``C = W + sqrt(snr) a u^T`` with the noise ``W = A Z^T`` (``Z`` the table's Gaussian noise,
 independent of ``A``, ``a`` and ``u``). The signal does not enter through ``D = (V / (N kappa)) A^T A``'s
 eigenvectors in token space (the centred ``A`` sends the class signs ``s`` to 0) but in sample space.
@@ -50,8 +50,8 @@ from ..model.correlation import Correlation
 from ._common import bisect
 from .finite_d import bulk_overlap_factor
 from .finite_t import _moments_g
-from .null_law import (POOLED_DRAWS, POOLED_TAIL, gram, gram_eigenvalues, null_parts, pooled_model, pooled_seed,
-                       pooling_matrix)
+from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed
+from .pooling import pooled_spectra
 from .tracy_widom import tw_cdf
 
 __all__ = ["ALPHA_NODES", "LANCZOS_STEPS", "PooledSpikes", "gauss_quadrature", "pooled_spikes"]
@@ -200,14 +200,10 @@ def pooled_spikes(snr: ArrayLike, w: ArrayLike, correlation: Correlation, delta:
     scale_d = model.V / (model.N * kappa)
     out = []
     with threadpool_limits(limits=1), np.errstate(divide="ignore", invalid="ignore"):
-        for _ in range(draws):
-            A, a = pooling_matrix(model, rng)
-            K = gram(A)
-            p = gram_eigenvalues(K, model)
-            # used in this iteration only, so binding K and A late is right
-            matvec = (lambda v: scale_d * (K @ v)) if K.shape[0] == model.N else (lambda v: scale_d * (A @ (A.T @ v)))  # noqa: B023
-            nodes, weights = gauss_quadrature(matvec, a, LANCZOS_STEPS)
-            out.append(_draw_prediction(snr, p, nodes, weights, alpha, float(np.var(a**2)) / model.N, kappa,
+        for draw, p in pooled_spectra(model, rng, draws):
+            # used in this iteration only, so binding the draw late is right
+            nodes, weights = gauss_quadrature(lambda v: scale_d * draw.matvec(v), draw.a, LANCZOS_STEPS)  # noqa: B023
+            out.append(_draw_prediction(snr, p, nodes, weights, alpha, float(np.var(draw.a**2)) / model.N, kappa,
                                         delta, int(d), tail))
     lam, ov = np.array([o[0] for o in out]), np.array([o[1] for o in out])
 

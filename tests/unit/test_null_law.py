@@ -203,3 +203,108 @@ def test_the_matched_wishart_centres_the_top_eigenvalue_of_a_structured_populati
     assert abs(s.mean() - tw_mean) <= 3 * se, (s.mean(), se)
     top, sigma = half_corrected_edge(null_parts(p, d / n, d)[0], d / n, d)
     assert ((lam - top) / sigma).mean() < tw_mean - 3 * se
+
+
+@pytest.mark.parametrize("delta, gamma", [(0.5, 0.25), (0.25, 1.0)])
+def test_the_sparse_pooling_draw_is_the_dense_class_centred_matrix(delta, gamma):
+    """From one seed, pooling_draw makes the generator calls of the dense pooling_matrix, and its Gram matrix (N
+    <= V and N > V) and operator are those of pooling_matrix's dense centred matrix, by numpy."""
+    from rmtsweep.model.correlation import Markov
+    from rmtsweep.theory.null_law import pooled_model, pooled_seed, pooling_matrix
+    from rmtsweep.theory.pooling import pooling_draw
+
+    w = np.array([0.5, 0.3, 0.2, 0.0])
+    model = pooled_model(w, Markov(r=0.8), delta, gamma, 60)
+    dense_rng, sparse_rng = pooled_seed(w, delta, gamma, 60), pooled_seed(w, delta, gamma, 60)
+    A, a = pooling_matrix(model, dense_rng)
+    draw = pooling_draw(model, sparse_rng)
+    assert dense_rng.random() == sparse_rng.random()                 # the same draws, in the same order
+    assert np.array_equal(draw.a, a)
+    K = A @ A.T if model.N <= model.V else A.T @ A
+    assert draw.gram().shape == (min(model.N, model.V),) * 2
+    assert np.allclose(draw.gram(), K, rtol=0, atol=1e-13)
+    v = np.random.default_rng(5).standard_normal(model.N)
+    assert np.allclose(draw.matvec(v), A @ (A.T @ v), rtol=0, atol=1e-12)
+    assert np.allclose(draw.centred(), A, rtol=0, atol=1e-15)
+
+
+def _dense_pooled(w: np.ndarray, corr, delta: float, gamma: float, d: int, snr: np.ndarray):
+    """The pooled null and lambda_1 as numpy computes them densely in double precision, every draw's whole
+    spectrum: ``(location, scale, lambda1)`` of the seeded draws."""
+    from rmtsweep.theory.null_law import POOLED_DRAWS, POOLED_TAIL, pooled_model, pooled_seed, pooling_matrix
+    from rmtsweep.theory.pooled_spikes import LANCZOS_STEPS, _draw_prediction, gauss_quadrature
+
+    model, rng = pooled_model(w, corr, delta, gamma, d), pooled_seed(w, delta, gamma, d)
+    kappa, alpha = float(w @ w), float(w @ corr.matrix(w.size) @ w)
+    scale_d = model.V / (model.N * kappa)
+    loc, scale, lam = [], [], []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(POOLED_DRAWS):
+            A, a = pooling_matrix(model, rng)
+            ev = np.linalg.eigvalsh(A @ A.T if model.N <= model.V else A.T @ A)
+            p = np.concatenate([np.clip(ev, 0, None) * scale_d, np.zeros(model.V - ev.size)])
+            nodes, weights = gauss_quadrature(lambda v: scale_d * (A @ (A.T @ v)), a, LANCZOS_STEPS)
+            lam1, _, lo, sc = _draw_prediction(snr, p, nodes, weights, alpha, float(np.var(a**2)) / model.N, kappa,
+                                               delta, d, min(0.5, POOLED_TAIL / d))
+            loc.append(lo)
+            scale.append(sc)
+            lam.append(lam1)
+    return np.array(loc), np.array(scale), np.mean(lam, axis=0)
+
+
+def _random_pooled_points(n: int, seed: int) -> list[tuple]:
+    """``n`` seeded (scheme, correlation, T, delta, gamma, d) points of the pooled null at small d, by turns
+    each fixed scheme that :data:`SHIPPED_LIKE` has not."""
+    from rmtsweep.model.correlation import make_correlation
+    from rmtsweep.model.schemes import make_scheme
+
+    rng = np.random.default_rng(seed)
+    corrs = [make_correlation("decay", r=0.6), make_correlation("iid"), make_correlation("markov", r=0.8),
+             make_correlation("prefix", L=4)]
+    points = []
+    for k in range(n):
+        T = int(rng.integers(2, 17))
+        scheme = [make_scheme("harmonic_paper"), make_scheme("causal", tau=2.0), make_scheme("causal", tau=-1.0),
+                  make_scheme("custom", values=tuple(rng.random(T)))][k % 4]
+        points.append((scheme, corrs[int(rng.integers(len(corrs)))], T, float(rng.choice([0.25, 0.5, 1.0, 2.0])),
+                       float(rng.choice([0.25, 0.5, 1.0, 2.0])), int(rng.integers(100, 161))))
+    return points
+
+
+def _pooled_point(scheme: str, corr: str, T: int, delta: float, gamma: float, d: int, **params) -> tuple:
+    from rmtsweep.model.correlation import make_correlation
+    from rmtsweep.model.schemes import make_scheme
+
+    params = params or {"decay": {"r": 0.3}, "markov": {"r": 0.8}, "prefix": {"L": 4}}.get(corr, {})
+    return make_scheme(scheme), make_correlation(corr, **params), T, delta, gamma, d
+
+
+SHIPPED_LIKE = [_pooled_point("harmonic", "decay", 2, 0.5, 1.0, 300),       # paper-finite-t's cells
+                _pooled_point("optimal", "decay", 4, 1.0, 0.5, 300)]
+SPIKED = [_pooled_point("harmonic_paper", "iid", 2, 2.0, 1.0, 200),          # spike candidates in 4 draws
+          _pooled_point("harmonic_paper", "decay", 3, 2.0, 1.0, 200)]        # and in 2
+LARGE = [_pooled_point("mean", "prefix", 16, 0.25, 0.25, 400),              # theory-check's largest point
+         _pooled_point("mean", "decay", 16, 0.5, 0.5, 1000, r=0.6)]         # the point of issue 55
+
+
+@pytest.mark.parametrize("point", [*SHIPPED_LIKE, *SPIKED, *_random_pooled_points(4, 55),
+                                   *[pytest.param(p, marks=pytest.mark.slow) for p in LARGE]],
+                         ids=lambda p: f"{p[0].label}-{type(p[1]).__name__}-T{p[2]}-{p[3]}-{p[4]}-d{p[5]}")
+def test_the_pooled_null_is_the_dense_double_precision_one_within_a_hundredth_of_its_scale(point):
+    """The sparse draws and single-precision eigenvalues against numpy's dense double-precision spectrum of every
+    draw: each detection threshold (levels 0.1, 0.05, 0.01) and lambda_1 within 0.01 of the null's Tracy-Widom
+    scale, and the same spike candidates in every draw."""
+    from rmtsweep.theory.pooled_spikes import pooled_spikes
+
+    scheme, corr, T, delta, gamma, d = point
+    w = scheme.weights(corr.matrix(T))
+    snr = np.array([0.0, 2.0, 6.0])
+    loc, scale, lam = _dense_pooled(w, corr, delta, gamma, d, snr)
+    ours = pooled_spikes(snr, w, corr, delta, gamma, d)
+    sigma = float(scale[:, 0].mean())
+    assert np.array_equal(np.isnan(ours.location), np.isnan(loc))
+    assert np.isfinite(loc[:, 1:]).any() == (point in SPIKED)
+    for alpha in (0.1, 0.05, 0.01):
+        assert abs(mixture_quantile(1 - alpha, ours.location, ours.scale)
+                   - mixture_quantile(1 - alpha, loc, scale)) <= 0.01 * sigma
+    assert np.abs(ours.lambda1 - lam).max() <= 0.01 * sigma
