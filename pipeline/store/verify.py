@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import zarr
-from zarr.core.sync import sync
 
 from ..dims import has_d_axis, store_dims
+from .frame_check import ABSENT, chunk_keys
 from .io import open_group
 from .location import StorePath, locate
 from .writer import array_of, dims_of, per_replicate_arrays, read_array
@@ -39,19 +38,6 @@ class Corrupt:
         if self.reason == ABSENT:
             return f"{self.cell}: marked done but its {self.variable} chunk is absent (done without data)"
         return f"{self.cell}: {self.variable} chunk is corrupt ({self.reason})"
-
-
-ABSENT = "absent"
-
-
-def chunk_keys(array: zarr.Array) -> set[str]:
-    """The keys (relative to the array) of every chunk stored for ``array``: one listing of its prefix."""
-    prefix = f"{array.path}/" if array.path else ""
-
-    async def listing() -> list[str]:
-        return [key async for key in array.store.list_prefix(prefix)]
-
-    return {key[len(prefix):] for key in sync(listing())}
 
 
 def _span(values: np.ndarray) -> str:
