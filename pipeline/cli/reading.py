@@ -180,8 +180,16 @@ def _corruption_named(path: Path | Location) -> Iterator[None]:
     to read a corrupt chunk into one line naming the task and the repair."""
     from .. import store
     from ..store.io import FRAME_REPAIR
-    if store.is_store(path) and (frame := store.frame_damage(path)[0]):
-        raise StoreError(f"{path}: {frame[0]}; {FRAME_REPAIR.format(path=path)}")
+    if store.is_store(path):
+        if frame := store.frame_damage(path)[0]:
+            raise StoreError(f"{path}: {frame[0]}; {FRAME_REPAIR.format(path=path)}")
+        try:                                    # a done task's absent chunk would read as NaN too
+            absent = store.corrupt_tasks(path, limit=1, read=False)
+        except Exception:  # noqa: BLE001 - a corrupt done chunk: named below, when the command reads it
+            absent = []
+        if absent:
+            raise StoreError(f"{path}: {absent[0]}; run `rmtsweep verify {path} --repair`, then `rmtsweep run` to "
+                             f"recompute it")
     try:
         yield
     except (RmtsweepError, click.ClickException):

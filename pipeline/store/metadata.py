@@ -169,12 +169,11 @@ def rebuild_hint(attrs: dict | None) -> str:
     return f"rebuild the store from its sweep file: `rmtsweep run {sweep}{overrides} --store NEW.zarr`"
 
 
-def repair_hint(store: Location) -> str:
-    """The fix for the store's damaged metadata: ``verify --repair`` when it can rebuild every damaged document,
-    else rebuilding the store from its sweep file."""
-    if unrestorable(store, damaged(store)):
-        return rebuild_hint(_root_attrs(store, _consolidated(store)[0]))
-    return f"`rmtsweep verify {store} --repair` rebuilds it from its other copy"
+def repair_hint(store: Location, damage: list[Damage] | None = None) -> str:
+    """The fix for the store's damaged metadata (``damage``, default: all of it): ``verify --repair`` when it can
+    rebuild every damaged document, else which one it cannot and how to rebuild the store from its sweep file."""
+    left = unrestorable(store, damaged(store) if damage is None else damage)
+    return left[0] if left else f"`rmtsweep verify {store} --repair` rebuilds it from its other copy"
 
 
 def restore(store: Location, damage: list[Damage]) -> list[str]:
