@@ -154,8 +154,8 @@ def _verify(store_path: Location, repair: bool) -> None:
         sys.exit(1)
     bad = store.corrupt_tasks(store_path)
     if not bad and not frame:
-        click.echo(f"{store_path}: every finished task's chunks are present, read back and match their checksums, and "
-                   f"so do those of its coordinates and theory")
+        also = "" if unchecked else ", and so do those of its coordinates and theory"
+        click.echo(f"{store_path}: every finished task's chunks are present, read back and match their checksums{also}")
         return
     for task in bad[:VERIFY_LINES]:
         click.echo(f"{store_path}: {task}")

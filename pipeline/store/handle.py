@@ -34,7 +34,7 @@ from .layout import Template
 from .backend import Location, posix
 from .location import locate
 from .lock import Share, StoreLock, conflicts, lock_file
-from .metadata import metadata_damage, repair_hint
+from .metadata import beyond_repair, metadata_damage
 from .metalock import metadata_lock
 from .fence import make_fence
 from .writer import Writer
@@ -190,7 +190,7 @@ class Store:
         with StoreLock(self.path) as lock:
             conflicts(self.path, None)                  # no array job is computing it
             migrate.recover(self.path)                  # under the lock: no other run is extending it now
-            if self.path.child(".zattrs").exists():
+            if self.path.child(".zattrs").exists() and not half_created(self.path):
                 self.check_metadata()                   # before any task: a run rewrites the consolidated copy
             self.create_if_missing(make_template, blocking)
             attrs = dict(open_group(self.path).attrs)   # the one read of the attrs
@@ -222,7 +222,8 @@ class Store:
                 damage = metadata_damage(self.path)     # a document another process was rewriting is not damage
         if damage:
             more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
-            raise StoreError(f"{self.path}: metadata {damage[0]}{more}; {repair_hint(self.path, damage)}")
+            fix = f"`rmtsweep verify {self.path} --repair` rebuilds it from its other copy"
+            raise StoreError(f"{self.path}: metadata {beyond_repair(self.path, damage) or f'{damage[0]}{more}; {fix}'}")
 
     def _writer(self, lock: StoreLock) -> Writer:
         """The store's writer for the holder of ``lock``: its chunk writes fenced by the lock's token."""

@@ -24,7 +24,7 @@ from .backend import Location, posix
 from .layout import FORMAT, ZARR_FORMAT, Template, checksum_encoding
 from .location import locate
 from .frame_check import frame_damage
-from .metadata import consolidated_problem, metadata_damage, repair_hint, root_attrs_lost
+from .metadata import beyond_repair, consolidated_problem, metadata_damage, root_attrs_lost
 from .metalock import metadata_lock
 from .writer import array_of, dims_of, read_array
 
@@ -81,11 +81,15 @@ def _object_store_problem(path: Location) -> str | None:
 def _damaged(path: Location, problem: str) -> str:
     """The one line for damaged metadata: what is damaged and the fix that works."""
     try:
-        return root_attrs_lost(path) or f"cannot read its metadata ({problem}); {repair_hint(path)}"
+        if lost := root_attrs_lost(path):
+            return lost
+        if left := beyond_repair(path):
+            return f"cannot read its metadata: {left}"
     except RmtsweepError:
         raise
     except Exception:  # noqa: BLE001 - a store that cannot be listed: the damage is all there is to say
-        return f"cannot read its metadata ({problem}); `rmtsweep verify {path} --repair` rebuilds it from its copy"
+        pass
+    return f"cannot read its metadata ({problem}); `rmtsweep verify {path} --repair` rebuilds it from its other copy"
 
 
 def _unmarked(path: Location) -> str:

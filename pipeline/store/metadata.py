@@ -20,8 +20,8 @@ from typing import Any
 
 from .backend import Location
 
-__all__ = ["CONSOLIDATED", "Damage", "consolidated_problem", "damaged", "metadata_damage", "rebuild_hint",
-           "repair_hint", "restore", "restore_metadata", "root_attrs_lost", "unrestorable"]
+__all__ = ["CONSOLIDATED", "Damage", "consolidated_problem", "beyond_repair", "damaged", "metadata_damage",
+           "rebuild_hint", "restore", "restore_metadata", "root_attrs_lost", "unrestorable"]
 
 CONSOLIDATED = ".zmetadata"
 _OWN = (".zgroup", ".zattrs", ".zarray")
@@ -169,11 +169,11 @@ def rebuild_hint(attrs: dict | None) -> str:
     return f"rebuild the store from its sweep file: `rmtsweep run {sweep}{overrides} --store NEW.zarr`"
 
 
-def repair_hint(store: Location, damage: list[Damage] | None = None) -> str:
-    """The fix for the store's damaged metadata (``damage``, default: all of it): ``verify --repair`` when it can
-    rebuild every damaged document, else which one it cannot and how to rebuild the store from its sweep file."""
+def beyond_repair(store: Location, damage: list[Damage] | None = None) -> str | None:
+    """The first damaged document (of ``damage``, default: all) that ``verify --repair`` cannot rebuild, named
+    with how to rebuild the store from its sweep file; ``None`` when it can rebuild every one."""
     left = unrestorable(store, damaged(store) if damage is None else damage)
-    return left[0] if left else f"`rmtsweep verify {store} --repair` rebuilds it from its other copy"
+    return left[0] if left else None
 
 
 def restore(store: Location, damage: list[Damage]) -> list[str]:
