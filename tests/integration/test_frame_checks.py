@@ -15,10 +15,10 @@ from tests.helpers import BASE, build_store, run_main
 
 pytestmark = pytest.mark.usefixtures("in_process_runs")
 
-# (array, kind of array, its chunk): the last task's chunk of a replicate array, a theory array's one chunk, a
-# coordinate's one chunk
+# kind of array: (array, chunk): the second task's chunk of a replicate array, a limit theory array's one chunk, a
+# seeded finite-size theory array's (computed at the store's size), a coordinate's
 CHUNKS = {"replicate": ("eigenvalues", "0.0.0.0.1.0.0"), "theory": ("theory_edge", "0.0.0.0"),
-          "coordinate": ("gamma", "0")}
+          "sized theory": ("pooled_null_location", "0.0.0.0.0.0"), "coordinate": ("gamma", "0")}
 
 
 @pytest.fixture(scope="module")
