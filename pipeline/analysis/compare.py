@@ -36,6 +36,7 @@ from ..errors import SelectionError
 from ..dims import D, has_d_axis, store_dims
 from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
 from ..store.io import edit_consolidated, read_object
+from ..store.layout import checksum_encoding
 from ..store.location import zarr_target
 from ..store.pending import require_theory
 from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
@@ -290,7 +291,7 @@ def write_comparison(path: str | Path | Location, cmp: xr.Dataset) -> None:
 
 def _write_group(path: Location, cmp: xr.Dataset) -> None:
     cmp.to_zarr(zarr_target(path, read_only=False), group=GROUP, mode="w", zarr_format=ZARR_FORMAT,
-                consolidated=False)
+                consolidated=False, encoding=checksum_encoding(cmp))
     zarr.consolidate_metadata(zarr_target(path, read_only=False), path=GROUP, zarr_format=ZARR_FORMAT)
     sub = json.loads(cast(bytes, read_object(path, f"{GROUP}/.zmetadata")))["metadata"]     # consolidated just now
 

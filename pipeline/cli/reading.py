@@ -100,26 +100,62 @@ VERIFY_LINES = 20
 @cli.command()
 @click.argument("store_path", metavar="STORE", type=STORE_LOCATION)
 @storage_options
-@click.option("--repair", is_flag=True, help="Rebuild damaged metadata from its other copy, and clear the done flags "
-              "of corrupt tasks, so the next run recomputes them.")
+@click.option("--repair", is_flag=True, help="Under the store's lock: rebuild damaged metadata from its other copy, "
+              "rewrite damaged coordinates and theory from the store's sweep, and clear the done flags of corrupt "
+              "tasks, so the next run recomputes them.")
 def verify(store_path: Location, repair: bool) -> None:
-    """Check that every finished task of STORE has all its chunks, each matching its checksum; name the bad
-    tasks, one line each (exit 1 if any): done without data, or corrupt."""
+    """Check that every finished task of STORE, and every coordinate and theory array, has all its chunks, each
+    matching its checksum; name each bad one in a line (exit 1 if any)."""
     from .. import store
+    from ..store.lock import StoreLock, conflicts
+    if not repair or not store.locate(store_path).exists():
+        _verify(store_path, repair)
+        return
+    with StoreLock(store_path):                 # no run writes it while it is repaired
+        conflicts(store_path, None)             # nor an array job's element
+        _verify(store_path, repair)
+
+
+def _verify(store_path: Location, repair: bool) -> None:
+    from .. import store
+    from ..store.metadata import rebuild_hint, unrestorable
     if damage := store.metadata_damage(store_path):         # every metadata document, not only the consolidated copy
         for item in damage:
             click.echo(f"{store_path}: metadata {item}")
+        left = unrestorable(store_path, damage)
+        if left:
+            raise StoreError(f"{store_path}: {left[0]}")
         if not repair:
             click.echo(f"{store_path}: {len(damage)} damaged metadata document(s); `rmtsweep verify {store_path} "
                        f"--repair` rebuilds them from their other copy")
             sys.exit(1)
-        if left := store.restore_metadata(store_path, damage):
-            raise StoreError(f"{store_path}: {left[0]}")
+        with store.metadata_lock(store_path):
+            if left := store.restore_metadata(store_path, damage):
+                raise StoreError(f"{store_path}: {left[0]}")
         click.echo(f"{store_path}: rebuilt {len(damage)} metadata document(s) from their other copy")
-    store.open_dataset(store_path)                          # a one-line error if it is not a store
+    if problem := store.store_problem(store_path):
+        raise StoreError(f"{store_path}: {problem}")
+    frame, unchecked = store.frame_damage(store_path)
+    for piece in frame[:VERIFY_LINES]:
+        click.echo(f"{store_path}: {piece}")
+    if frame and repair:
+        if left := store.rewrite_frame(store_path, frame, notes=click.echo):
+            raise StoreError(f"{store_path}: {left[0]}; {rebuild_hint(dict(store.open_group(store_path).attrs))}")
+        click.echo(f"{store_path}: rewrote {len({d.name for d in frame})} coordinate and theory array(s) from the "
+                   f"store's sweep")
+        frame = []
+    if unchecked:
+        click.echo(f"{store_path}: {len(unchecked)} coordinate and theory array(s) not checksummed (a store made "
+                   f"before they were): their chunks are not checked")
+    fix = f"`rmtsweep verify {store_path} --repair` rewrites them from the store's sweep"
+    if any(d.coordinate for d in frame):      # the tasks are named by their coordinates: checked once they are whole
+        click.echo(f"{store_path}: {len(frame)} damaged chunk(s) of coordinates and theory arrays; {fix}, and "
+                   f"checks the tasks then")
+        sys.exit(1)
     bad = store.corrupt_tasks(store_path)
-    if not bad:
-        click.echo(f"{store_path}: every finished task's chunks are present, read back and match their checksums")
+    if not bad and not frame:
+        also = "" if unchecked else ", and so do those of its coordinates and theory"
+        click.echo(f"{store_path}: every finished task's chunks are present, read back and match their checksums{also}")
         return
     for task in bad[:VERIFY_LINES]:
         click.echo(f"{store_path}: {task}")
@@ -130,20 +166,35 @@ def verify(store_path: Location, repair: bool) -> None:
         click.echo(f"{store_path}: cleared the done flags of {n} task(s); rerun `rmtsweep run` on its sweep to "
                    f"recompute exactly those")
         return
-    click.echo(f"{store_path}: {len(bad)} bad task(s) (done without data, or corrupt); `rmtsweep verify {store_path} "
-               f"--repair` clears them for the next run")
+    if frame:
+        click.echo(f"{store_path}: {len(frame)} damaged chunk(s) of theory arrays; {fix}")
+    if bad:
+        click.echo(f"{store_path}: {len(bad)} bad task(s) (done without data, or corrupt); `rmtsweep verify "
+                   f"{store_path} --repair` clears them for the next run")
     sys.exit(1)
 
 
 @contextmanager
 def _corruption_named(path: Path | Location) -> Iterator[None]:
-    """Turn a failure to read a corrupt chunk into one line naming the task and the repair."""
+    """Refuse a store whose coordinates or theory are damaged (an absent chunk would read as NaN); turn a failure
+    to read a corrupt chunk into one line naming the task and the repair."""
+    from .. import store
+    from ..store.io import FRAME_REPAIR
+    if store.is_store(path):
+        if frame := store.frame_damage(path)[0]:
+            raise StoreError(f"{path}: {frame[0]}; {FRAME_REPAIR.format(path=path)}")
+        try:                                    # a done task's absent chunk would read as NaN too
+            absent = store.corrupt_tasks(path, limit=1, read=False)
+        except Exception:  # noqa: BLE001 - a corrupt done chunk: named below, when the command reads it
+            absent = []
+        if absent:
+            raise StoreError(f"{path}: {absent[0]}; run `rmtsweep verify {path} --repair`, then `rmtsweep run` to "
+                             f"recompute it")
     try:
         yield
     except (RmtsweepError, click.ClickException):
         raise
     except Exception:
-        from .. import store
         bad = store.corrupt_tasks(path, limit=1) if store.is_store(path) else []
         if not bad:
             raise

@@ -48,6 +48,9 @@ _LAZY: dict[str, str] = {
     "StoreLock": "lock",
     "lock_file": "lock",
     "metadata_lock": "metalock",
+    "FrameDamage": "frame_check",
+    "frame_damage": "frame_check",
+    "rewrite_frame": "frame_repair",
     "metadata_damage": "metadata",
     "restore_metadata": "metadata",
     "Corrupt": "verify",
@@ -64,17 +67,20 @@ if TYPE_CHECKING:
     from .backend import Location, PosixLocation
     from .location import local_path, locate
     from .lock import StoreLock, lock_file
+    from .frame_check import FrameDamage, frame_damage
+    from .frame_repair import rewrite_frame
     from .metadata import metadata_damage, restore_metadata
     from .metalock import metadata_lock
     from .verify import Corrupt, corrupt_tasks, repair
     from .writer import Writer
 
 __all__ = [
-    "Corrupt", "FORMAT", "StoreStatus",
+    "Corrupt", "FORMAT", "FrameDamage", "StoreStatus",
     "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation",
     "Store", "StoreLock", "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate",
-    "corrupt_tasks", "create", "is_store", "local_path", "locate", "lock_file", "metadata_damage", "metadata_lock",
-    "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "restore_metadata",
+    "corrupt_tasks", "create", "frame_damage", "is_store", "local_path", "locate", "lock_file", "metadata_damage",
+    "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair",
+    "restore_metadata", "rewrite_frame",
     "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
 ]
 

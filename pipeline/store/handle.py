@@ -14,6 +14,7 @@ nothing; it is refused.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -34,6 +35,8 @@ from .layout import Template
 from .backend import Location, posix
 from .location import locate
 from .lock import Share, StoreLock, conflicts, lock_file
+from .metadata import beyond_repair, metadata_damage
+from .metalock import metadata_lock
 from .fence import make_fence
 from .writer import Writer
 
@@ -140,6 +143,7 @@ class Store:
                 raise StoreError(f"{path}: {problem}")
             if not os.access(path, os.W_OK):
                 raise StoreWriteError(f"{path}: {_unwritable(path)}")
+            self.check_metadata()                   # before the cluster starts (object storage: in prepare)
             if sweep_file is not None:
                 sweep_plan(dict(open_group(self.path).attrs), sweep_file, self.path)
             return
@@ -191,6 +195,8 @@ class Store:
         with StoreLock(self.path) as lock:
             conflicts(self.path, None)                  # no array job is computing it
             migrate.recover(self.path)                  # under the lock: no other run is extending it now
+            if self.path.child(".zattrs").exists() and not half_created(self.path):
+                self.check_metadata()                   # before any task: a run rewrites the consolidated copy
             self.create_if_missing(make_template, blocking)
             attrs = dict(open_group(self.path).attrs)   # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
@@ -211,6 +217,18 @@ class Store:
                 return
             with open(self.journal_path, "a", buffering=1) as journal:
                 yield PreparedRun(index, self._writer(lock), journal, own, lock, carried, plan, recompute)
+
+    def check_metadata(self) -> None:
+        """Raise :class:`StoreError` naming a damaged metadata document and its fix (a run that writes the store's
+        theory or records itself rewrites the consolidated copy from every document, and would fail there)."""
+        damage = metadata_damage(self.path)
+        if damage:
+            with contextlib.suppress(OSError), metadata_lock(self.path):
+                damage = metadata_damage(self.path)     # a document another process was rewriting is not damage
+        if damage:
+            more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
+            fix = f"`rmtsweep verify {self.path} --repair` rebuilds it from its other copy"
+            raise StoreError(f"{self.path}: metadata {beyond_repair(self.path, damage) or f'{damage[0]}{more}; {fix}'}")
 
     def _writer(self, lock: StoreLock) -> Writer:
         """The store's writer for the holder of ``lock``: its chunk writes fenced by the lock's token."""

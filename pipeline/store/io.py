@@ -21,15 +21,17 @@ from ..dims import has_d_axis
 from ..errors import RmtsweepError, StoreError
 from ..spec import Sweep, parse_sweep
 from .backend import Location, posix
-from .layout import FORMAT, ZARR_FORMAT, Template
+from .layout import FORMAT, ZARR_FORMAT, Template, checksum_encoding
 from .location import locate
-from .metadata import consolidated_problem
+from .frame_check import frame_damage
+from .metadata import beyond_repair, consolidated_problem, metadata_damage, root_attrs_lost
 from .metalock import metadata_lock
 from .writer import array_of, dims_of, read_array
 
-__all__ = ["CUT_SHORT", "blocking_of", "chunk_done", "consolidate", "create", "is_store", "store_problem",
-           "open_dataset", "open_group", "open_zarr", "array_run", "edit_consolidated", "half_created", "read_object",
-           "record_run", "status", "StoreStatus", "stored_sweep", "tasks_done", "upload", "write_template"]
+__all__ = ["CUT_SHORT", "FRAME_REPAIR", "blocking_of", "chunk_done", "consolidate", "create", "is_store",
+           "store_problem", "open_dataset", "open_group", "open_zarr", "array_run", "edit_consolidated", "half_created",
+           "read_object", "record_run", "status", "StoreStatus", "stored_sweep", "tasks_done", "upload",
+           "write_template"]
 
 
 CUT_SHORT = "its creation or extension was cut before the end"
@@ -64,7 +66,7 @@ def _object_store_problem(path: Location) -> str | None:
     except Exception as exc:  # noqa: BLE001 - an unreachable endpoint, missing credentials, ...
         return f"cannot read it ({_first_line(exc)})"
     if not (isinstance(attrs, dict) and attrs.get("rmtsweep_format") == FORMAT):
-        return f"not an rmtsweep store (no '{FORMAT}' marker)"
+        return _unmarked(path)
     try:
         problem = consolidated_problem(path)
     except RmtsweepError:
@@ -77,7 +79,27 @@ def _object_store_problem(path: Location) -> str | None:
 
 
 def _damaged(path: Location, problem: str) -> str:
+    """The one line for damaged metadata: what is damaged and the fix that works."""
+    try:
+        if lost := root_attrs_lost(path):
+            return lost
+        if left := beyond_repair(path):
+            return f"cannot read its metadata: {left}"
+    except RmtsweepError:
+        raise
+    except Exception:  # noqa: BLE001 - a store that cannot be listed: the damage is all there is to say
+        pass
     return f"cannot read its metadata ({problem}); `rmtsweep verify {path} --repair` rebuilds it from its other copy"
+
+
+def _unmarked(path: Location) -> str:
+    """Why a store without a whole, marked root ``.zattrs`` is not readable: its marker is only in the consolidated
+    copy (repairable), it lost both copies, or it is no rmtsweep store."""
+    if lost := root_attrs_lost(path):
+        return lost
+    if damage := metadata_damage(path):
+        return _damaged(path, str(damage[0]))
+    return f"not an rmtsweep store (no '{FORMAT}' marker)"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -101,10 +123,12 @@ def store_problem(path: str | Path | Location) -> str | None:
     try:
         if path.is_dir() and meta.exists():
             attrs = json.loads(meta.read_text())
-            if attrs.get("rmtsweep_format") != FORMAT:
-                return f"not an rmtsweep store (no '{FORMAT}' marker)"
+            if not isinstance(attrs, dict) or attrs.get("rmtsweep_format") != FORMAT:
+                return _unmarked(path)
             problem = consolidated_problem(path)
             return None if problem is None else _damaged(path, problem)
+        if path.is_dir() and (path / ".zmetadata").exists():
+            return _unmarked(path)                 # the root's .zattrs missing, its copy maybe whole
         zarr.open_group(str(path), mode="r")
     except PermissionError as exc:
         return f"cannot read it ({exc.strerror})"
@@ -138,7 +162,20 @@ def open_dataset(path: str | Path | Location, storage_options: dict | None = Non
     problem = store_problem(path)
     if problem:
         raise StoreError(f"{path}: {problem}")
-    return open_zarr(path, mask_and_scale=False)
+    try:
+        return open_zarr(path, mask_and_scale=False)
+    except RmtsweepError:
+        raise
+    except Exception:
+        # xarray reads the coordinates as it opens: a damaged one, named in one line with its repair
+        damage, _ = frame_damage(path)
+        if not damage:
+            raise
+        raise StoreError(f"{path}: {damage[0]}; {FRAME_REPAIR.format(path=path)}") from None
+
+
+FRAME_REPAIR = "`rmtsweep verify {path} --repair` rewrites it from the store's sweep"
+"""The fix for a damaged chunk of a coordinate or theory array (:mod:`rmtsweep.store.frame_repair`)."""
 
 
 def open_zarr(path: str | Path | Location, **kwargs) -> xr.Dataset:
@@ -168,7 +205,9 @@ def write_template(path: Location, tpl: Template) -> None:
             write_template(local, tpl)
             upload(local, path)
         return
-    tpl.frame.to_zarr(path.zarr_store(read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False)
+    # every chunk of the frame stored (one of fill values only too), so an absent one is a lost one
+    tpl.frame.to_zarr(path.zarr_store(read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False,
+                      encoding=checksum_encoding(tpl.frame), write_empty_chunks=True)
     group = open_group(path, mode="r+")
     for v in tpl.variables:
         group.create_array(v.name, shape=v.shape, chunks=v.chunks, dtype=v.dtype, fill_value=v.fill_value,

@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+import numcodecs
 import numpy as np
 import xarray as xr
 
@@ -27,8 +28,9 @@ from ..spec import Sweep, SweepFile
 from ..theory.on_grid import grid_coords
 
 __all__ = [
-    "FORMAT", "OPTIONAL", "PER_REPLICATE", "PER_SNR", "RESULT_VARS", "ZARR_FORMAT", "Template", "Variable",
-    "data_variables", "frame", "now", "provenance", "template", "variable_attrs",
+    "FORMAT", "GROUPS", "OPTIONAL", "PER_REPLICATE", "PER_SNR", "RESULT_VARS", "THEORY_PREFIXES", "ZARR_FORMAT",
+    "Template", "Variable", "checksum_encoding", "data_variables", "declared_arrays", "frame", "now", "provenance",
+    "template", "variable_attrs",
 ]
 
 FORMAT = "rmtsweep-store-1"
@@ -43,6 +45,10 @@ OPTIONAL = ("run", "spectrum", "accuracy")   # `run` is absent from stores made 
 RESULT_VARS = ("eigenvalues", "overlap", "alpha", "kappa", "done", "spectrum", "accuracy", "kappa_snr", "alpha_snr",
                "attention_distance")
 """Variables that hold results (compared by :func:`rmtsweep.testing.assert_stores_equal`)."""
+THEORY_PREFIXES = ("theory_", "paper_", "finite_size_", "pooled_null_")
+"""How the names of the theory arrays (:mod:`rmtsweep.theory.on_grid`) start."""
+GROUPS = ("comparison",)
+"""The groups commands write into a store (``rmtsweep compare --write``)."""
 
 
 def variable_attrs() -> dict[str, dict[str, str]]:
@@ -120,6 +126,27 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
         out.append(Variable("spectrum", snr_dims + ("bin",), rep_shape + (n_snr, bins), rep_chunks + (n_snr, bins),
                             "float64", np.nan, attrs["spectrum"]))
     return out
+
+
+def checksum_encoding(ds: xr.Dataset, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The zarr encoding that gives each chunk of the arrays ``names`` of ``ds`` (default: all) a CRC32 of its bytes.
+
+    A string array's checksum follows its UTF-8 codec, which zarr needs first. A chunk changed on disk then
+    fails to read, as a per-replicate chunk does (:class:`Variable`).
+    """
+    out = {}
+    for name in ds.variables if names is None else names:
+        strings = ds[name].dtype.kind in "OUT"
+        out[str(name)] = {"filters": [numcodecs.VLenUTF8()] * strings + [numcodecs.CRC32()]}
+    return out
+
+
+def declared_arrays(sweep: Sweep) -> tuple[set[str], set[str]]:
+    """The arrays a store of ``sweep`` holds besides its theory arrays (:data:`THEORY_PREFIXES`): all of them, and
+    those every such store has, whatever version made it (its coordinates and the variables of every sweep)."""
+    names = {v.name for v in data_variables(sweep, (1, 1, 1, 1))}
+    coords = {str(name) for name in frame(sweep, xr.Dataset(), {}).coords}
+    return names | coords, coords | (names & {*PER_SNR, *PER_REPLICATE})
 
 
 def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:

@@ -5,6 +5,11 @@ A zarr (format 2) store keeps every group's and array's metadata twice: in its o
 consolidated copy stops every reader; a damaged own document hides behind the consolidated copy until
 something reads it. :func:`damaged` names both kinds, :func:`restore` rebuilds a damaged document from
 its other copy where that one is whole.
+
+Only the store's own documents count: the root's, those of the arrays its layout declares
+(:func:`rmtsweep.store.layout.declared_arrays`), of its theory arrays and of the groups commands write;
+a stray document (``junk/.zarray``) is never taken into a rebuilt consolidated copy. A document whose
+both copies are damaged cannot be rebuilt in place: the store is rebuilt from its sweep file.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from typing import Any
 
 from .backend import Location
 
-__all__ = ["CONSOLIDATED", "Damage", "consolidated_problem", "damaged", "metadata_damage", "restore",
-           "restore_metadata"]
+__all__ = ["CONSOLIDATED", "Damage", "consolidated_problem", "beyond_repair", "damaged", "metadata_damage",
+           "rebuild_hint", "restore", "restore_metadata", "root_attrs_lost", "unrestorable"]
 
 CONSOLIDATED = ".zmetadata"
 _OWN = (".zgroup", ".zattrs", ".zarray")
@@ -68,11 +73,43 @@ def _consolidated(store: Location) -> tuple[dict | None, Damage | None]:
     return meta, None
 
 
-def _own_keys(store: Location, meta: dict | None) -> list[str]:
-    """The keys of the store's own metadata documents: from the consolidated copy, else by listing the store."""
+def _marked(copy: Any) -> bool:
+    """Whether ``copy`` (a parsed root ``.zattrs``) carries the rmtsweep store marker."""
+    from .layout import FORMAT
+    return isinstance(copy, dict) and copy.get("rmtsweep_format") == FORMAT
+
+
+def _root_attrs(store: Location, meta: dict | None) -> dict | None:
+    """The store's root attributes from whichever copy is whole and marked (its own first), or ``None``."""
+    own, _ = _parse(store.child(".zattrs").read())
+    return next((c for c in (own, (meta or {}).get(".zattrs")) if _marked(c)), None)
+
+
+def _declared(attrs: dict | None) -> tuple[set[str], set[str]] | None:
+    """:func:`~rmtsweep.store.layout.declared_arrays` of the sweep recorded in ``attrs``, or ``None``."""
+    from ..spec import parse_sweep
+    from .layout import declared_arrays
+    try:
+        return declared_arrays(parse_sweep(json.loads((attrs or {})["sweep_canonical"]), "the stored sweep"))
+    except Exception:  # noqa: BLE001 - no readable sweep: nothing is declared
+        return None
+
+
+def _belongs(key: str, names: set[str]) -> bool:
+    """Whether ``key`` is one of the store's own documents: the root's, a declared or theory array's, a group's."""
+    from .layout import GROUPS, THEORY_PREFIXES
+    if key in (".zgroup", ".zattrs"):
+        return True
+    head, _, rest = key.partition("/")
+    return head in GROUPS or (rest in _OWN and (head in names or head.startswith(THEORY_PREFIXES)))
+
+
+def _own_keys(store: Location, meta: dict | None, names: set[str] | None = None) -> list[str]:
+    """The keys of the store's own metadata documents: from the consolidated copy, else by listing the store
+    (only those that belong to it, when its declared arrays ``names`` are known)."""
     if meta is not None:
         return sorted(meta)
-    return sorted(k for k in store.list() if k.rsplit("/", 1)[-1] in _OWN)
+    return sorted(k for k in store.list() if k.rsplit("/", 1)[-1] in _OWN and (names is None or _belongs(k, names)))
 
 
 def damaged(store: Location) -> list[Damage]:
@@ -80,7 +117,8 @@ def damaged(store: Location) -> list[Damage]:
     consolidated copy; and a stray ``zarr.json`` (zarr would read the store as format 3)."""
     meta, problem = _consolidated(store)
     found = [problem] if problem else []
-    for key in _own_keys(store, meta):
+    declared = _declared(_root_attrs(store, meta))
+    for key in _own_keys(store, meta, None if declared is None else declared[0]):
         value, why = _parse(store.child(key).read())
         if why is not None:
             found.append(Damage(key, why))
@@ -91,49 +129,95 @@ def damaged(store: Location) -> list[Damage]:
     return found
 
 
-def restore(store: Location, damage: list[Damage]) -> list[str]:
-    """Rebuild each damaged document from its other copy; returns what could not be rebuilt, one line each.
+def unrestorable(store: Location, damage: list[Damage]) -> list[str]:
+    """What :func:`restore` cannot rebuild, one line each naming the document and the fix that works (reads only)."""
+    meta, _ = _consolidated(store)
+    attrs = _root_attrs(store, meta)
+    left = []
+    for item in damage:
+        if item.key == CONSOLIDATED:
+            left += [f"{CONSOLIDATED} {item.reason}, and verify cannot rebuild it ({why}); {rebuild_hint(attrs)}"
+                     for why in _consolidation_gaps(store, attrs)[:1]]
+        elif item.key != _FOREIGN and (meta is None or item.key not in meta):
+            left.append(f"{item}, and verify cannot rebuild it (its copy in {CONSOLIDATED} is damaged too); "
+                        f"{rebuild_hint(attrs)}")
+    return left
 
-    An own document is rewritten from the consolidated copy; the consolidated copy is rebuilt from the own
+
+def _consolidation_gaps(store: Location, attrs: dict | None) -> list[str]:
+    """Why the consolidated copy cannot be rebuilt from the own documents (empty when it can)."""
+    declared = _declared(attrs)
+    if declared is None:
+        return ["the root's .zattrs has no readable sweep"]
+    names, required = declared
+    gaps, whole = [], set()
+    for key in _own_keys(store, None, names):
+        _, why = _parse(store.child(key).read())
+        if why is None:
+            whole.add(key)
+        else:
+            gaps.append(f"{key} {why} too")
+    gaps += [f"{name}/.zarray is missing too" for name in sorted(required) if f"{name}/.zarray" not in whole]
+    return gaps
+
+
+def rebuild_hint(attrs: dict | None) -> str:
+    """How to rebuild the store from its sweep file: a new store of the same sweep recomputes every replicate,
+    bit for bit the same."""
+    sweep = (attrs or {}).get("sweep_file") or "SWEEP.yaml"
+    overrides = "".join(f" {o}" for o in (attrs or {}).get("sweep_overrides", []))
+    return f"rebuild the store from its sweep file: `rmtsweep run {sweep}{overrides} --store NEW.zarr`"
+
+
+def beyond_repair(store: Location, damage: list[Damage] | None = None) -> str | None:
+    """The first damaged document (of ``damage``, default: all) that ``verify --repair`` cannot rebuild, named
+    with how to rebuild the store from its sweep file; ``None`` when it can rebuild every one."""
+    left = unrestorable(store, damaged(store) if damage is None else damage)
+    return left[0] if left else None
+
+
+def restore(store: Location, damage: list[Damage]) -> list[str]:
+    """Rebuild each damaged document from its other copy; returns what could not be rebuilt, one line each, and
+    then changes nothing (:func:`unrestorable`).
+
+    An own document is rewritten from the consolidated copy; the consolidated copy is rebuilt from the store's own
     documents when every one of them is whole; a stray ``zarr.json`` is removed.
     """
+    if left := unrestorable(store, damage):
+        return left
     meta, _ = _consolidated(store)
-    left = []
     for item in damage:
         if item.key == _FOREIGN:
             store.child(_FOREIGN).remove()
         elif item.key == CONSOLIDATED:
-            own = {}
-            for key in _own_keys(store, None):
-                value, why = _parse(store.child(key).read())
-                if why is not None:
-                    left.append(f"{CONSOLIDATED}: cannot rebuild it, {key} {why} too")
-                    break
-                own[key] = value
-            else:
-                document = {"metadata": own, "zarr_consolidated_format": 1}
-                store.child(CONSOLIDATED).write(json.dumps(document, indent=4, sort_keys=True).encode())
-        elif meta is not None and item.key in meta:
+            declared = _declared(_root_attrs(store, None))
+            assert declared is not None           # unrestorable() said so
+            own = {key: _parse(store.child(key).read())[0] for key in _own_keys(store, None, declared[0])}
+            document = {"metadata": own, "zarr_consolidated_format": 1}
+            store.child(CONSOLIDATED).write(json.dumps(document, indent=4, sort_keys=True).encode())
+        elif meta is not None:
             store.child(item.key).write(json.dumps(meta[item.key], indent=4, sort_keys=True).encode())
-        else:
-            left.append(f"{item}: no whole copy to rebuild it from")
-    return left
+    return []
 
 
-def _marked(store: Location) -> bool:
-    """Whether either copy of the root attributes carries the rmtsweep store marker."""
-    from .layout import FORMAT
-    own, _ = _parse(store.child(".zattrs").read())
-    meta, _ = _consolidated(store)
-    copies = [own, (meta or {}).get(".zattrs")]
-    return any(isinstance(c, dict) and c.get("rmtsweep_format") == FORMAT for c in copies)
+def root_attrs_lost(store: Location) -> str | None:
+    """What is lost, and how to rebuild, for a store whose root attributes are damaged in both copies (an
+    rmtsweep store by its arrays: it has ``done``); ``None`` when a copy is whole or it is no such store."""
+    meta, problem = _consolidated(store)
+    if _root_attrs(store, meta) is not None or store.child("done/.zarray").read() is None:
+        return None
+    _, own = _parse(store.child(".zattrs").read())
+    copy = f"{CONSOLIDATED} {problem.reason}" if problem else f"its copy in {CONSOLIDATED} has no store marker"
+    return (f"its root attributes are lost (.zattrs {own or 'has no store marker'}; {copy}), and with them its "
+            f"sweep, seed and record of runs, so no command can trust its data; "
+            f"{rebuild_hint(None)}")
 
 
 def metadata_damage(path: Any) -> list[Damage]:
     """:func:`damaged` for the rmtsweep store at ``path`` (a path, URL or location); empty for anything else."""
     from .location import locate
     store = locate(path)
-    return damaged(store) if store.exists() and _marked(store) else []
+    return damaged(store) if store.exists() and _root_attrs(store, _consolidated(store)[0]) is not None else []
 
 
 def restore_metadata(path: Any, damage: list[Damage]) -> list[str]:

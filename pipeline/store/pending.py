@@ -17,7 +17,7 @@ import xarray as xr
 
 from ..errors import StoreError
 from .io import consolidate, open_group
-from .layout import ZARR_FORMAT
+from .layout import ZARR_FORMAT, checksum_encoding
 from .location import locate, zarr_target
 from .metalock import metadata_lock
 
@@ -71,9 +71,11 @@ def write_theory(path: str | Path, theory: xr.Dataset) -> None:
     arrays = theory.drop_vars(list(theory.coords))          # the store has the coordinates already
     with metadata_lock(where):
         # xarray writes the dataset's attributes as the store's: they are the store's own, less the flag
-        arrays.attrs = {k: v for k, v in open_group(where).attrs.items() if k != PENDING}
+        group = open_group(where)
+        arrays.attrs = {k: v for k, v in group.attrs.items() if k != PENDING}
+        new = [str(name) for name in arrays.data_vars if str(name) not in group]     # an existing one keeps its codecs
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
             arrays.to_zarr(zarr_target(where, read_only=False), mode="a", zarr_format=ZARR_FORMAT,
-                           consolidated=False)
+                           consolidated=False, encoding=checksum_encoding(arrays, new), write_empty_chunks=True)
         consolidate(where)

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import zarr
-from zarr.core.sync import sync
 
 from ..dims import has_d_axis, store_dims
+from .frame_check import ABSENT, chunk_keys
 from .io import open_group
 from .location import StorePath, locate
 from .writer import array_of, dims_of, per_replicate_arrays, read_array
@@ -41,30 +40,18 @@ class Corrupt:
         return f"{self.cell}: {self.variable} chunk is corrupt ({self.reason})"
 
 
-ABSENT = "absent"
-
-
-def chunk_keys(array: zarr.Array) -> set[str]:
-    """The keys (relative to the array) of every chunk stored for ``array``: one listing of its prefix."""
-    prefix = f"{array.path}/" if array.path else ""
-
-    async def listing() -> list[str]:
-        return [key async for key in array.store.list_prefix(prefix)]
-
-    return {key[len(prefix):] for key in sync(listing())}
-
-
 def _span(values: np.ndarray) -> str:
     return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
 
 
 def corrupt_tasks(path: str | Path | StorePath, limit: int | None = None,
-                  storage_options: dict | None = None) -> list[Corrupt]:
+                  storage_options: dict | None = None, read: bool = True) -> list[Corrupt]:
     """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode.
 
     One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once, and
     lists each variable's chunks once (on object storage: one listing per variable, not a request per chunk).
-    ``storage_options``: those of a store at a URL (``endpoint_url``, credentials, ...).
+    ``storage_options``: those of a store at a URL (``endpoint_url``, credentials, ...). ``read=False``: only
+    whether the chunks are there (``done`` read whole, no data chunk read), a reader's look before it reads.
     """
     group = open_group(locate(path, storage_options))
     arrays = per_replicate_arrays(group)
@@ -76,13 +63,14 @@ def corrupt_tasks(path: str | Path | StorePath, limit: int | None = None,
     starts = [range(0, n, c) for n, c in zip(done.shape, chunks, strict=True)]
     stored = {name: chunk_keys(array) for name, array in arrays.items()}
     found: list[Corrupt] = []
+    whole = None if read else read_array(done)
     for start in itertools.product(*starts):
         region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape, strict=True))
         at = dict(zip(dims, region, strict=True))
         r = at["replicate"]
         cell = " ".join(f"{a}={_span(axes[a][at[a]])}" for a in named) + f" replicates {r.start}-{r.stop - 1}"
         try:
-            flags = read_array(done, region)
+            flags = read_array(done, region) if whole is None else whole[region]
         except Exception as exc:  # noqa: BLE001 - any failure to decode is corruption
             found.append(Corrupt(region, "done", type(exc).__name__, cell))
             flags = None
@@ -95,6 +83,8 @@ def corrupt_tasks(path: str | Path | StorePath, limit: int | None = None,
             if array.metadata.encode_chunk_key(coords) not in stored[name]:
                 found.append(Corrupt(region, name, ABSENT, cell))
                 break
+            if not read:
+                continue
             try:
                 array[region]
             except Exception as exc:  # noqa: BLE001

@@ -336,6 +336,61 @@ def absent_chunk(bench: Bench) -> Row:
                lines[1:-1], ok, "`verify --repair`, then rerun", [] if len(lacking) == 1 else lacking)
 
 
+def _same_frame(store: Path, clean: Path) -> bool:
+    """Whether the coordinates and theory arrays of ``store`` equal those of ``clean`` (floats bit for bit)."""
+    import xarray as xr
+    a, b = xr.open_zarr(store, chunks=None), xr.open_zarr(clean, chunks=None)
+    names = [n for n in b.variables if str(n).startswith(("theory_", "paper_", "finite_size_")) or n in b.coords]
+    return all(np.array_equal(a[n].values, b[n].values, equal_nan=b[n].dtype.kind == "f") for n in names)
+
+
+def corrupt_theory(bench: Bench) -> Row:
+    """A byte of a theory array's chunk flipped: ``compare`` refuses, ``verify --repair`` computes it again."""
+    store = bench.fresh("theory.zarr")
+    shutil.copytree(bench.clean, store)
+    chunk = next(p for p in (store / "theory_edge").iterdir() if p.name[0].isdigit())
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    seen = subprocess.run([*RMTSWEEP, "compare", str(store), "--no-write"], capture_output=True, text=True)
+    message, noise = _stderr_lines(seen.stderr)
+    verify = subprocess.run([*RMTSWEEP, "verify", str(store)], capture_output=True, text=True)
+    repair = subprocess.run([*RMTSWEEP, "verify", str(store), "--repair"], capture_output=True, text=True)
+    ok = verify.returncode == 1 and repair.returncode == 0 and bench.same(store) and _same_frame(store, bench.clean)
+    return Row("a byte of a theory array's chunk flipped (`compare`)", seen.returncode, message, noise, ok,
+               "`verify --repair` (no rerun)")
+
+
+def damaged_array_metadata(bench: Bench) -> Row:
+    """An array's own ``.zarray`` emptied behind its consolidated copy, then the same command resumes the store."""
+    store = bench.half_done("zarray.zarr")
+    (store / "overlap" / ".zarray").write_bytes(b"")
+    proc = bench.run(store, in_process=True)
+    message, noise = _stderr_lines(proc.stderr)
+    computed = writes(store, run=1)
+    repair = subprocess.run([*RMTSWEEP, "verify", str(store), "--repair"], capture_output=True, text=True)
+    bench.resume(store)
+    ok = repair.returncode == 0 and computed == 0 and bench.same(store)
+    return Row("an array's own `.zarray` emptied, then `run` resumes", proc.returncode, message, noise, ok,
+               "`verify --repair`, rerun")
+
+
+def stray_document(bench: Bench) -> Row:
+    """``.zmetadata`` emptied beside a stray ``junk/.zarray``: the rebuilt copy leaves the stray out."""
+    store = bench.fresh("stray.zarr")
+    shutil.copytree(bench.clean, store)
+    (store / "junk").mkdir()
+    (store / "junk" / ".zarray").write_text('{"zarr_format": 2, "shape": [1]}')
+    (store / ".zmetadata").write_bytes(b"")
+    seen = subprocess.run([*RMTSWEEP, "status", str(store)], capture_output=True, text=True)
+    message, noise = _stderr_lines(seen.stderr)
+    repair = subprocess.run([*RMTSWEEP, "verify", str(store), "--repair"], capture_output=True, text=True)
+    after = subprocess.run([*RMTSWEEP, "compare", str(store), "--no-write"], capture_output=True, text=True)
+    ok = repair.returncode == 0 and after.returncode == 0 and bench.same(store)
+    return Row("`.zmetadata` emptied beside a stray `junk/.zarray` (`status`)", seen.returncode, message, noise, ok,
+               "`verify --repair`")
+
+
 def sigint_while_starting(bench: Bench) -> Row:
     """Ctrl-C to the process group 2 s after the start, while the workers still import."""
     return _signal(bench, "starting.zarr", signal.SIGINT, True, "Ctrl-C 2 s after the start (workers importing)",
@@ -428,7 +483,7 @@ def read_only_workers(bench: Bench) -> Row:
 
 ROWS: dict[str, Callable[[Bench], Row]] = {f.__name__: f for f in (
     sigkill_three_times, sigterm_driver, sigint_group, sigint_while_starting, bad_scheduler, batch_system_down,
-    corrupt_chunk, absent_chunk, disk_full, read_only, read_only_workers, permission_denied, vanished_store,
+    corrupt_chunk, absent_chunk, corrupt_theory, damaged_array_metadata, stray_document, disk_full, read_only, read_only_workers, permission_denied, vanished_store,
     reader_while_writing)}
 
 

@@ -28,6 +28,12 @@ EXPECTED = {                       # row: (exit status, what the one line must s
     "read_only_workers": (1, r"^rmtsweep: error: \S+mixed\.zarr\S*: Read-only file system \(a worker writing task"),
     "corrupt_chunk": (2, r"corrupt\.zarr: delta=\S+ gamma=\S+ T=\d+ replicates \d+-\d+: eigenvalues chunk is "
                          r"corrupt .*run `rmtsweep verify \S+ --repair`"),
+    "corrupt_theory": (2, r"theory\.zarr: theory array theory_edge: chunk theory_edge/\S+ is corrupt \(its checksum "
+                          r"does not match\); `rmtsweep verify \S+ --repair` rewrites it from the store's sweep$"),
+    "damaged_array_metadata": (2, r"^rmtsweep: error: \S+zarray\.zarr: metadata overlap/\.zarray is empty; "
+                                  r"`rmtsweep verify \S+ --repair` rebuilds it from its other copy$"),
+    "stray_document": (2, r"^rmtsweep: error: \S+stray\.zarr: cannot read its metadata \(\.zmetadata is empty\); "
+                          r"`rmtsweep verify \S+ --repair` rebuilds it from its other copy$"),
     "disk_full": (1, r"^rmtsweep: error: \S+full\.zarr\S*: No space left on device .*rerun the same command"),
     "read_only": (1, r"^rmtsweep: error: \S+readonly\.zarr: Read-only file system$"),
     "permission_denied": (1, r"^rmtsweep: error: \S+denied\.zarr\S*: Permission denied"),

@@ -85,3 +85,86 @@ def test_both_copies_damaged_is_one_line_and_changes_nothing(store, capsys):
     code, out, err = run_main(["verify", str(store), "--repair"], capsys)
     assert code != 0 and err.count("\n") == 1 and "cannot rebuild" in err, out + err
     assert (store / ".zmetadata").read_bytes() == b""
+
+
+def test_a_rebuilt_consolidated_copy_leaves_a_stray_array_out(store, tiny_store, capsys):
+    """A stray document (valid JSON, no array of the store's) is never taken into the rebuilt .zmetadata."""
+    (store / "junk").mkdir()
+    (store / "junk/.zarray").write_text('{"zarr_format": 2, "shape": [1]}')
+    (store / ".zmetadata").write_bytes(b"")
+    code, out, err = run_main(["verify", str(store), "--repair"], capsys)
+    assert code == 0 and "rebuilt" in out, out + err
+    assert not any(key.startswith("junk") for key in json.loads((store / ".zmetadata").read_text())["metadata"])
+    for argv in (["verify", str(store)], ["compare", str(store), "--no-write"], ["status", str(store)]):
+        code, out, err = run_main(argv, capsys)
+        assert code == 0 and not err, (argv, out + err)
+    assert_stores_equal(store, tiny_store, same_runs=True)
+
+
+def test_repair_refuses_in_one_line_while_a_run_holds_the_lock(store, capsys):
+    from rmtsweep.store import StoreLock
+    (store / "kappa/.zarray").write_bytes(b"")
+    with StoreLock(store):                              # a run writing the store, as far as the lock says
+        code, out, err = run_main(["verify", str(store), "--repair"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "another rmtsweep run is writing this store" in err, out + err
+    assert (store / "kappa/.zarray").read_bytes() == b""            # nothing repaired under the run
+    code, out, err = run_main(["verify", str(store), "--repair"], capsys)
+    assert code == 0 and "rebuilt" in out, out + err
+
+
+def test_a_document_damaged_in_both_copies_is_named_with_a_fix_that_works(store, tmp_path, capsys):
+    (store / ".zmetadata").write_bytes(b"")
+    (store / "kappa/.zarray").write_bytes(b"")
+    sweep = tmp_path / "tiny.yaml"
+    sweep.write_text(yaml.safe_dump(TINY))
+    for argv in (["status", str(store)], ["compare", str(store)], ["verify", str(store)],
+                 ["run", str(sweep), "--store", str(store)]):
+        code, out, err = run_main(argv, capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, out + err)
+        assert "kappa/.zarray" in err and "rebuild the store from its sweep file: `rmtsweep run " in err, (argv, err)
+        assert "--repair" not in err, (argv, err)
+
+
+def test_root_attributes_lost_in_both_copies_say_what_is_lost_and_how_to_rebuild(store, tmp_path, capsys):
+    (store / ".zattrs").write_bytes(b"{")
+    (store / ".zmetadata").write_bytes(b"")
+    sweep = tmp_path / "tiny.yaml"
+    sweep.write_text(yaml.safe_dump(TINY))
+    for argv in (["status", str(store)], ["compare", str(store)], ["verify", str(store)],
+                 ["verify", str(store), "--repair"], ["export", str(store), "--out", str(tmp_path / "x.csv")],
+                 ["run", str(sweep), "--store", str(store)]):
+        code, out, err = run_main(argv, capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, out + err)
+        assert "root attributes are lost" in err and "sweep, seed and record of runs" in err, (argv, err)
+        assert "rebuild the store from its sweep file: `rmtsweep run " in err and "--repair" not in err, (argv, err)
+
+
+@pytest.mark.slow
+def test_a_resume_checks_its_metadata_before_any_task_runs(tmp_path, capsys):
+    """A store waiting for its theory rewrites its consolidated copy at the end: a damaged document stops the run at
+    its start, in one line, and the repair lets the same command finish the store."""
+    from rmtsweep.run.cost import choose_blocking
+    from rmtsweep.run.runner import make_template, run_info
+    from rmtsweep.spec import load_sweep
+    from rmtsweep.store import Store
+    from tests.helpers import writes
+    from tests.integration.test_theory_beside import SWEEP
+    path = tmp_path / "beside.yaml"
+    path.write_text(yaml.safe_dump(SWEEP))
+    sf = load_sweep(path)
+    store = tmp_path / "s.zarr"
+    with Store(store).prepare(sf, lambda b: make_template(sf, b, defer=True), run_info(sf),
+                              choose_blocking(sf.sweep).as_tuple()):
+        pass                                            # a run stopped as soon as its store existed
+    assert json.loads((store / ".zattrs").read_text())["theory_pending"] is True
+    (store / "overlap/.zarray").write_bytes(b"")
+    run = ["run", str(path), "--store", str(store), "--workers", "1", "--no-progress"]
+    code, out, err = run_main(run, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, out + err
+    assert "metadata overlap/.zarray is empty" in err and f"rmtsweep verify {store} --repair" in err
+    assert writes(store) == 0                           # no task ran
+    assert run_main(["verify", str(store), "--repair"], capsys)[0] == 0
+    code, out, err = run_main(run, capsys)
+    assert code == 0 and "Traceback" not in err, out + err
+    code, out, err = run_main(["verify", str(store)], capsys)
+    assert code == 0 and "theory_pending" not in (store / ".zattrs").read_text(), out + err
