@@ -74,5 +74,9 @@ def test_lazy_names_are_listed_once(package):
     assert sorted(set(typed) - lazy) == [], f"{package}'s TYPE_CHECKING block imports names _LAZY does not have"
     assert len(typed) == len(set(typed)), f"{package}'s TYPE_CHECKING block imports a name twice"
     assert lazy <= set(module.__all__)
+    # ruff's F401 is off in these files: the names they import from the package at once must be public too
+    eager = [alias.asname or alias.name for node in tree.body
+             if isinstance(node, ast.ImportFrom) and node.level and node.module != "lazy" for alias in node.names]
+    assert sorted(set(eager) - set(module.__all__)) == [], f"{package} imports these names but leaves them out of __all__"
     for name in lazy:                                 # each entry of the table points at what the block imports
         assert getattr(module, name) is not None, name
