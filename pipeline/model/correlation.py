@@ -275,7 +275,7 @@ CORRELATIONS: tuple[type[Correlation], ...] = (Prefix, IID, Full, Decay, Label, 
 if TYPE_CHECKING:                       # a union built at run time is no type to mypy: it sees the base class
     CorrelationSpec = Correlation
 else:
-    CorrelationSpec = Annotated[Union[CORRELATIONS], Field(discriminator="model")]  # noqa: UP007
+    CorrelationSpec = Annotated[Union[CORRELATIONS], Field(discriminator="model")]  # noqa: UP007 - `|` needs the members written out
 """What a sweep file's ``correlation`` validates against: one of :data:`CORRELATIONS`, by its tag."""
 
 _ADAPTER: TypeAdapter[Correlation] = TypeAdapter(CorrelationSpec)

@@ -23,7 +23,7 @@ SCHEMES: tuple[type[Scheme], ...] = (Mean, Optimal, Harmonic, HarmonicPaper, Cau
 if TYPE_CHECKING:                       # a union built at run time is no type to mypy: it sees the base class
     WeightsSpec = Scheme
 else:
-    WeightsSpec = Annotated[Union[SCHEMES], Field(discriminator="scheme")]  # noqa: UP007
+    WeightsSpec = Annotated[Union[SCHEMES], Field(discriminator="scheme")]  # noqa: UP007 - `|` needs the members written out
 """What one entry of a sweep file's ``grid.weights`` validates against: one of :data:`SCHEMES`, by its tag."""
 
 _ADAPTER: TypeAdapter[Scheme] = TypeAdapter(WeightsSpec)
