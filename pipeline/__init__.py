@@ -46,10 +46,10 @@ try:
 except _metadata.PackageNotFoundError:          # a source tree that was never installed
     __version__ = "0+unknown"
 
-# name -> (module, attribute; None for the module itself), imported on first use
+# The public names imported on first use, name -> (module, attribute; None for the module itself): the one list of
+# them. A name added here is in __all__; test_layers.py fails until the TYPE_CHECKING block below imports it too.
 _LAZY: dict[str, tuple[str, str | None]] = {
     "theory": ("rmtsweep.theory", None),
-    "config": ("rmtsweep.config", None),
     "compare": ("rmtsweep.analysis.compare", "compare"),
     "write_comparison": ("rmtsweep.analysis.compare", "write_comparison"),
     "run_sweep": ("rmtsweep.run", "run_sweep"),
@@ -68,7 +68,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "export": ("rmtsweep.analysis.export", "export"),
 }
 
-if TYPE_CHECKING:
+# rmtsweep.config, reached as an attribute too, is documented with the settings rather than in the top-level API
+_UNLISTED: dict[str, tuple[str, str | None]] = {"config": ("rmtsweep.config", None)}
+
+if TYPE_CHECKING:                                   # the names of _LAZY for the type checker
     from . import theory
     from .analysis.compare import compare, write_comparison
     from .run import run_sweep
@@ -83,7 +86,7 @@ if TYPE_CHECKING:
     from .store import StoreStatus, status
 
 
-__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_names(__name__, _LAZY | _UNLISTED, globals())
 
 
 def _register_accessor() -> None:
@@ -125,10 +128,6 @@ if "xarray" in _sys.modules:
 else:
     _sys.meta_path.insert(0, _OnXarrayImport())
 
-__all__ = [
-    "__version__", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError", "SettingsError",
-    "StoreError", "StoreStatus", "StoreWriteError", "Sweep", "SweepDefinitionError", "SweepFile", "TaskFailedError",
-    "UserError", "compare",
-    "export", "load_sweep", "open_store", "parse_sweep", "phase_diagram", "plan", "plot_map", "run_sweep", "status",
-    "theory", "theory_dataset", "verify", "write_comparison",
-]
+__all__ = ["__version__", "BatchSystemError", "ClusterError", "RmtsweepError", "RunError", "SelectionError",
+           "SettingsError", "StoreError", "StoreWriteError", "SweepDefinitionError", "TaskFailedError", "UserError",
+           *_LAZY]

@@ -18,12 +18,12 @@ population correlation is exactly :func:`correlation_matrix` (``docs/theory.md``
   whose draws are checked against ``R`` when the file is read (:class:`PythonCorrelation`).
 
 Each model is one small frozen class; the sweep file validates against :data:`CorrelationSpec`
-(the union of them, told apart by ``model``), so a parsed sweep holds these objects directly.
+(the union of :data:`CORRELATIONS`, told apart by ``model``), so a parsed sweep holds these objects directly.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
@@ -272,9 +272,11 @@ def _shape(a: np.ndarray) -> str:
 CORRELATIONS: tuple[type[Correlation], ...] = (Prefix, IID, Full, Decay, Label, Markov, PythonCorrelation)
 """The registry: every correlation model, one class each."""
 
-CorrelationSpec = Annotated[Prefix | IID | Full | Decay | Label | Markov | PythonCorrelation,
-                            Field(discriminator="model")]
-"""What a sweep file's ``correlation`` validates against."""
+if TYPE_CHECKING:                       # a union built at run time is no type to mypy: it sees the base class
+    CorrelationSpec = Correlation
+else:
+    CorrelationSpec = Annotated[Union[CORRELATIONS], Field(discriminator="model")]  # noqa: UP007 - `|` needs the members written out
+"""What a sweep file's ``correlation`` validates against: one of :data:`CORRELATIONS`, by its tag."""
 
 _ADAPTER: TypeAdapter[Correlation] = TypeAdapter(CorrelationSpec)
 

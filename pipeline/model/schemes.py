@@ -1,13 +1,13 @@
 """The registry of weights schemes: what one entry of a sweep file's ``grid.weights`` validates against.
 
 Adding a scheme to rmtsweep is one class (a :class:`~rmtsweep.model.weights.Scheme` with its ``scheme``
-tag) and its line here; a user adds one without editing rmtsweep through ``scheme: python``
+tag) and its entry in :data:`SCHEMES`; a user adds one without editing rmtsweep through ``scheme: python``
 (:mod:`rmtsweep.model.plugins`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter
 
@@ -20,9 +20,11 @@ __all__ = ["SCHEMES", "WeightsSpec", "make_scheme"]
 SCHEMES: tuple[type[Scheme], ...] = (Mean, Optimal, Harmonic, HarmonicPaper, Causal, Custom, PythonScheme, Attention)
 """Every weights scheme, one class each."""
 
-WeightsSpec = Annotated[Mean | Optimal | Harmonic | HarmonicPaper | Causal | Custom | PythonScheme | Attention,
-                        Field(discriminator="scheme")]
-"""What one entry of a sweep file's ``grid.weights`` validates against."""
+if TYPE_CHECKING:                       # a union built at run time is no type to mypy: it sees the base class
+    WeightsSpec = Scheme
+else:
+    WeightsSpec = Annotated[Union[SCHEMES], Field(discriminator="scheme")]  # noqa: UP007 - `|` needs the members written out
+"""What one entry of a sweep file's ``grid.weights`` validates against: one of :data:`SCHEMES`, by its tag."""
 
 _ADAPTER: TypeAdapter[Scheme] = TypeAdapter(WeightsSpec)
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_names
 
-# name -> the module of this package that defines it
+# The public names, name -> the module of this package that defines it: the one list of them. A name added here is
+# in __all__; test_layers.py fails until the TYPE_CHECKING block below imports it too.
 _LAZY: dict[str, str] = {
     "compute_block": "block",
     "DRIVER_TASKS_PER_SECOND": "cost",
@@ -44,7 +45,7 @@ _LAZY: dict[str, str] = {
     "ready_store": "runner",
 }
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:                                   # the names of _LAZY for the type checker
     from .block import compute_block
     from .cost import (DRIVER_TASKS_PER_SECOND, TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds,
                        task_target)
@@ -55,13 +56,7 @@ if TYPE_CHECKING:
     from .progress import Progress
     from .runner import git_revision, make_template, package_version, prepare_store, ready_store, run_sweep
 
-__all__ = [
-    "DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "Context", "Plan", "Progress", "RunReport", "Task",
-    "Window", "check_memory",
-    "choose_blocking", "compute_block", "compute_task", "git_revision", "grid_shape", "make_template", "n_tasks",
-    "package_version", "point_seconds", "prepare_store", "ready_store", "replicate_rng", "run_sweep", "run_tasks",
-    "task_memory_bytes", "task_target", "tasks", "write_task",
-]
+__all__ = [*_LAZY]
 
 
 __getattr__, __dir__ = lazy_names(__name__, {name: (f".{module}", name) for name, module in _LAZY.items()},

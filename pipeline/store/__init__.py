@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_names
 
-# name -> the module of this package that defines it
+# The public names, name -> the module of this package that defines it: the one list of them. A name added here is
+# in __all__; test_layers.py fails until the TYPE_CHECKING block below imports it too.
 _LAZY: dict[str, str] = {
     "JOURNAL_NAME": "handle",
     "PreparedRun": "handle",
@@ -59,7 +60,7 @@ _LAZY: dict[str, str] = {
     "Writer": "writer",
 }
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:                                   # the names of _LAZY for the type checker
     from .handle import JOURNAL_NAME, PreparedRun, Store
     from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, open_group, open_zarr,
                      record_run, status, StoreStatus, store_problem, stored_sweep, tasks_done, write_template)
@@ -74,15 +75,7 @@ if TYPE_CHECKING:
     from .verify import Corrupt, corrupt_tasks, repair
     from .writer import Writer
 
-__all__ = [
-    "Corrupt", "FORMAT", "FrameDamage", "StoreStatus",
-    "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation",
-    "Store", "StoreLock", "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate",
-    "corrupt_tasks", "create", "frame_damage", "is_store", "local_path", "locate", "lock_file", "metadata_damage",
-    "metadata_lock", "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair",
-    "restore_metadata", "rewrite_frame",
-    "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
-]
+__all__ = [*_LAZY]
 
 
 __getattr__, __dir__ = lazy_names(__name__, {name: (f".{module}", name) for name, module in _LAZY.items()},

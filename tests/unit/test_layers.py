@@ -55,3 +55,28 @@ def test_the_package_says_its_version():
 
     import rmtsweep
     assert rmtsweep.__version__ == version("rmtsweep") and rmtsweep.__version__[0].isdigit()
+
+
+@pytest.mark.parametrize("package", ["rmtsweep", "rmtsweep.store", "rmtsweep.run"])
+def test_lazy_names_are_listed_once(package):
+    """A package's ``_LAZY`` is the one list of its names: ``__all__`` holds them, the type checker imports them."""
+    import ast
+    import importlib
+
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__).read_text())
+    blocks = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    assert len(blocks) == 1, f"{package} has {len(blocks)} `if TYPE_CHECKING:` blocks"
+    typed = [alias.asname or alias.name for node in ast.walk(blocks[0])
+             if isinstance(node, ast.ImportFrom) for alias in node.names]
+    lazy = set(module._LAZY)
+    assert sorted(lazy - set(typed)) == [], f"{package}'s TYPE_CHECKING block does not import these names of _LAZY"
+    assert sorted(set(typed) - lazy) == [], f"{package}'s TYPE_CHECKING block imports names _LAZY does not have"
+    assert len(typed) == len(set(typed)), f"{package}'s TYPE_CHECKING block imports a name twice"
+    assert lazy <= set(module.__all__)
+    # ruff's F401 is off in these files: the names they import from the package at once must be public too
+    eager = [alias.asname or alias.name for node in tree.body
+             if isinstance(node, ast.ImportFrom) and node.level and node.module != "lazy" for alias in node.names]
+    assert sorted(set(eager) - set(module.__all__)) == [], f"{package} imports these names but leaves them out of __all__"
+    for name in lazy:                                 # each entry of the table points at what the block imports
+        assert getattr(module, name) is not None, name

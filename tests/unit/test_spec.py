@@ -187,3 +187,19 @@ def test_every_shipped_sweep_as_yaml_reads_back_to_itself(name):
     again = parse_sweep(yaml.safe_load(sweep.to_yaml()), name)
     assert again == sweep and again.digest() == sweep.digest()
     assert "points_per_task:" in sweep.to_yaml() and "top_k:" in sweep.to_yaml()
+
+
+def test_each_registry_is_the_union_a_sweep_file_validates_against():
+    """Every class of SCHEMES / CORRELATIONS, and no other, is what its tag in a sweep file names."""
+    import typing
+
+    from pydantic import TypeAdapter
+
+    from rmtsweep.model import CORRELATIONS, SCHEMES, CorrelationSpec, WeightsSpec
+
+    for registry, spec, tag in [(SCHEMES, WeightsSpec, "scheme"), (CORRELATIONS, CorrelationSpec, "model")]:
+        assert typing.get_args(typing.get_args(spec)[0]) == registry
+        tags = [cls.model_fields[tag].default for cls in registry]
+        assert len(set(tags)) == len(tags), tags
+        schema = TypeAdapter(spec).json_schema()
+        assert sorted(schema["discriminator"]["mapping"]) == sorted(tags)
