@@ -42,6 +42,9 @@ def serve(store_path: Path, host: str, port: int, interval: float, no_token: boo
     problem = store.store_problem(store_path)
     if problem:
         raise StoreError(f"{store_path}: {problem}")
+    if no_token:
+        click.echo("rmtsweep: --no-token: anyone who can reach the port can read this page, every user of this "
+                   "machine included", err=True)
     try:
         signum = serve_page(store_path, host, port, interval,
                             announce=lambda url: click.echo(f"serving {store_path} at {url} (read only; Ctrl-C stops)"),
