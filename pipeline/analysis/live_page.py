@@ -3,7 +3,7 @@
 The page shows ``N / M tasks`` done with a progress bar, the rate and the time left, and two maps drawn as
 ``rmtsweep plot`` draws them (:mod:`rmtsweep.analysis.map_html`): the detection rate and a variable the
 reader chooses, over any two grid axes, the other axes as menus. One background thread reads the store's
-``done`` flags every ``interval`` seconds (:class:`rmtsweep.analysis.live.Feed`); every session shows its
+``done`` flags every ``interval`` seconds (:class:`rmtsweep.analysis.live_feed.Feed`); every session shows its
 latest reading and redraws the maps when they changed, so that readers add no reading of the store. The
 widgets only choose what is shown: nothing on the page writes to the store or runs code, and the server has
 no other endpoint (no admin page, no notebook, no terminal). It answers only requests that carry the token
@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from .live import DETECTION, Feed, LiveMap, Progress, Watch
+from .live import DETECTION, LiveMap, Progress, Watch
+from .live_feed import Feed
 
 if TYPE_CHECKING:
     from .map_style import MapFigure

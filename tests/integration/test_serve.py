@@ -429,8 +429,11 @@ def counted(name, fn):
 live.status = counted("status", live.status)
 live.compare = counted("compare", live.compare)
 store.open_dataset = counted("open", store.open_dataset)
-if hasattr(live, "open_dataset"):
-    live.open_dataset = store.open_dataset
+try:
+    from rmtsweep.analysis import live_feed
+    live_feed.open_dataset = store.open_dataset
+except ImportError:
+    pass
 atexit.register(lambda: print("COUNTS " + json.dumps(counts), file=sys.stderr, flush=True))
 from rmtsweep.cli import main
 main(sys.argv[1:])
@@ -526,10 +529,11 @@ def test_the_maps_of_a_selection_are_drawn_once_for_every_reader(tiny_store, mon
     from concurrent.futures import ThreadPoolExecutor
 
     from rmtsweep.analysis import live
+    from rmtsweep.analysis.live_feed import Feed
     calls = []
     real = live.compare
     monkeypatch.setattr(live, "compare", lambda ds: calls.append(1) or real(ds))
-    feed = live.Feed(live.Watch(tiny_store))
+    feed = Feed(live.Watch(tiny_store))
     snap = feed.read(strict=True)
     calls.clear()
     with ThreadPoolExecutor(8) as pool:
@@ -622,6 +626,7 @@ def test_a_store_waiting_for_its_theory_says_so_and_maps_what_it_has(tiny_store,
     import zarr
 
     from rmtsweep.analysis import live
+    from rmtsweep.analysis.live_feed import Feed
     from rmtsweep.analysis.live_page import _header
     from rmtsweep.store import consolidate, locate
 
@@ -637,7 +642,7 @@ def test_a_store_waiting_for_its_theory_says_so_and_maps_what_it_has(tiny_store,
         consolidate(locate(store))
 
     flag(True)
-    feed = live.Feed(live.Watch(store))
+    feed = Feed(live.Watch(store))
     snap = feed.read(strict=True)
     assert snap.progress.theory_pending
     head = html.unescape(re.sub(r"<[^>]*>", " ", _header(str(store), snap.progress, 5.0)))
