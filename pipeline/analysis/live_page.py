@@ -309,7 +309,9 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval:
     for name in ("bokeh.server.protocol_handler", "tornado.application", "asyncio"):
         logging.getLogger(name).addFilter(_gone_session)
     label = str(path)
-    feed = Feed(Watch(path), label, say)
+    stop_reading = threading.Event()
+    # a reading cut short by the server's end is no news: nothing is said once it ends
+    feed = Feed(Watch(path), label, lambda line: None if stop_reading.is_set() else say(line))
     try:
         feed.read(strict=True)                           # a store that cannot be read fails here, in one line
     except OSError as exc:
@@ -327,7 +329,6 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval:
         raise UserError(f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); choose "
                         f"another port (--port 0: any free one)") from None
     got: list[int] = []
-    stop_reading = threading.Event()
     reader = threading.Thread(target=feed.run, args=(interval, stop_reading), name="rmtsweep-live-reader",
                               daemon=True)
 
@@ -344,6 +345,8 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval:
         server.io_loop.start()
     finally:
         stop_reading.set()
+        if reader.is_alive():
+            reader.join(timeout=30)                     # a reading under way ends before the interpreter does
         server.stop()
         for s, handler in before.items():
             signal.signal(s, handler)
