@@ -58,6 +58,8 @@ class Progress:
         A fingerprint of the ``done`` flags: the maps are drawn again when it changes.
     sweep
         The store's sweep name.
+    theory_pending
+        The store's theory at its own size is not written yet (a run in progress): the maps that need it wait.
     """
 
     done: int
@@ -69,6 +71,7 @@ class Progress:
     quiet: float
     digest: str
     sweep: str
+    theory_pending: bool = False
 
     @property
     def complete(self) -> bool:
@@ -138,7 +141,7 @@ class Watch:
         # a task can land between the two reads: the next poll sees it
         digest = done_digest(read_array(array_of(open_group(self.path), "done")))
         return Progress(done, st.tasks_total, st.replicates_done, st.replicates_total, rate, eta, quiet,
-                        digest, str(st.attrs.get("sweep_name", "")))
+                        digest, str(st.attrs.get("sweep_name", "")), theory_pending(st.attrs))
 
 
 def axes(ds: xr.Dataset) -> list[str]:

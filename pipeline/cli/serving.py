@@ -26,9 +26,15 @@ __all__ = ["serve"]
               help="Port to listen on; 0: any free one.")
 @click.option("--interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True, metavar="SECONDS",
               help="How often the page reads the store again.")
-def serve(store_path: Path, host: str, port: int, interval: float) -> None:
+@click.option("--no-token", "no_token", is_flag=True,
+              help="Serve the page to anyone who can reach the port, without the URL's token: unsafe on a shared "
+                   "machine, where every user reaches 127.0.0.1.")
+def serve(store_path: Path, host: str, port: int, interval: float, no_token: bool) -> None:
     """Serve a live page of STORE: tasks done, rate and time left, and the maps of the detection rate and a
-    chosen variable over any two axes, redrawn as tasks land. The page cannot change the store; Ctrl-C stops."""
+    chosen variable over any two axes, redrawn as tasks land. The page cannot change the store; Ctrl-C stops.
+
+    The URL printed holds a random token (as Jupyter's does): a request without it is refused (403), so that
+    other users of the machine cannot read the store through the page."""
     from .. import store
     from ..analysis.live_page import serve as serve_page
     from ..errors import StoreError
@@ -36,9 +42,13 @@ def serve(store_path: Path, host: str, port: int, interval: float) -> None:
     problem = store.store_problem(store_path)
     if problem:
         raise StoreError(f"{store_path}: {problem}")
+    if no_token:
+        click.echo("rmtsweep: --no-token: anyone who can reach the port can read this page, every user of this "
+                   "machine included", err=True)
     try:
         signum = serve_page(store_path, host, port, interval,
-                            announce=lambda url: click.echo(f"serving {store_path} at {url} (read only; Ctrl-C stops)"))
+                            announce=lambda url: click.echo(f"serving {store_path} at {url} (read only; Ctrl-C stops)"),
+                            token=not no_token, say=lambda line: click.echo(f"rmtsweep: {line}", err=True))
     except KeyboardInterrupt:                   # before the server listened (its own handler takes it after)
         signum = signal.SIGINT
     # Ctrl-C is how this command ends: one line and the status of an interrupt, not main's words about resuming.

@@ -188,6 +188,13 @@ def _tasks_done(store: Path) -> int:
     return tasks_done(store)[0] if is_store(store) else 0
 
 
+def _url(line: str) -> str:
+    """The page's URL in the line ``rmtsweep serve`` prints, its token included."""
+    found = re.search(r"http://\S+", line)
+    assert found, line
+    return found.group(0)
+
+
 def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "rmtsweep.cli", *args]
 
@@ -217,7 +224,7 @@ def test_the_page_follows_a_run(tmp_path):
         assert f"http://127.0.0.1:{port}/" in line, line + server.stderr.read()
         assert _listening(port) and set(_listening(port)) == {"0100007F"}, _listening(port)   # 127.0.0.1 only
         browser = Browser(tmp_path / "profile")
-        first = browser.open(f"http://127.0.0.1:{port}/",
+        first = browser.open(_url(line),
                              lambda st: _count(st) and "detection_rate" in st["maps"] and "overlap" in st["maps"])
         assert _count(first) and {"detection_rate", "overlap"} <= set(first["maps"]), first
         n1, total = _count(first)
@@ -234,7 +241,7 @@ def test_the_page_follows_a_run(tmp_path):
         assert "detection_rate" in later["maps"]
         shot = browser.screenshot(tmp_path / "later.png")
         print(f"screenshots: {tmp_path / 'first.png'} {shot}")
-        again = browser.open(f"http://127.0.0.1:{port}/",                  # a new session starts where it is
+        again = browser.open(f"http://127.0.0.1:{port}/",           # a new session, the token in its cookie
                              lambda st: (_count(st) or (0, 0))[0] >= n2 and "overlap" in st["maps"])
         assert (_count(again) or (0, 0))[0] >= n2, again
     finally:
@@ -361,7 +368,7 @@ def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = server.stdout.readline()
         assert f"http://127.0.0.1:{port}/" in line, line + server.stderr.read()
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120) as page:   # the page is built here
+        with urllib.request.urlopen(_url(line), timeout=120) as page:                  # the page is built here
             assert page.status == 200 and "bokeh" in page.read().decode().lower()
         time.sleep(3)                                   # a reading of the store or two
         after = fs.find("rmtsweep-serve/tiny.zarr", detail=True)
@@ -384,7 +391,7 @@ def test_the_menus_choose_the_axes_and_the_values_shown(tiny_store, tmp_path):
         line = server.stdout.readline()
         assert f"http://127.0.0.1:{port}/" in line, line + server.stderr.read()
         browser = Browser(tmp_path / "profile")
-        first = browser.open(f"http://127.0.0.1:{port}/", lambda st: len(_titles(st)) == 2)
+        first = browser.open(_url(line), lambda st: len(_titles(st)) == 2)
         assert all("gamma=0.5" in t for t in _titles(first)), _titles(first)       # snr across, delta up
         browser.choose("up", "gamma")                                          # now delta is a menu
         moved = browser.wait(lambda st: any("delta=0.5" in t for t in _titles(st)), 60)
@@ -403,3 +410,252 @@ def test_the_menus_choose_the_axes_and_the_values_shown(tiny_store, tmp_path):
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=60)
     assert server.returncode == 130, err
+
+
+# ``rmtsweep serve`` with its store readings counted: the functions that read the store or compare are wrapped,
+# and the counts are printed to standard error when the server stops.
+COUNTED = r'''
+import atexit, json, sys, threading
+import rmtsweep.store as store
+from rmtsweep.analysis import live
+counts = {"status": 0, "open": 0, "compare": 0}
+lock = threading.Lock()
+def counted(name, fn):
+    def wrapper(*args, **kwargs):
+        with lock:
+            counts[name] += 1
+        return fn(*args, **kwargs)
+    return wrapper
+live.status = counted("status", live.status)
+live.compare = counted("compare", live.compare)
+store.open_dataset = counted("open", store.open_dataset)
+try:
+    from rmtsweep.analysis import live_feed
+    live_feed.open_dataset = store.open_dataset
+except ImportError:
+    pass
+atexit.register(lambda: print("COUNTS " + json.dumps(counts), file=sys.stderr, flush=True))
+from rmtsweep.cli import main
+main(sys.argv[1:])
+'''
+
+
+def _serving(*args: str, counted: bool = False) -> tuple[subprocess.Popen, str]:
+    """``rmtsweep serve ARGS --port 0`` started, and the URL it printed."""
+    head = [sys.executable, "-c", COUNTED] if counted else _command()
+    server = subprocess.Popen([*head, "serve", *args, "--port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    line = server.stdout.readline()
+    if "http://" not in line:
+        server.kill()
+        pytest.fail(line + server.communicate(timeout=60)[1])
+    return server, _url(line)
+
+
+def _stopped(server: subprocess.Popen) -> str:
+    """Stop the server with Ctrl-C; its standard error."""
+    server.send_signal(signal.SIGINT)
+    _, err = server.communicate(timeout=120)
+    assert server.returncode == 130, err
+    return err
+
+
+def _status(url: str, opener=None) -> int:
+    """The HTTP status of a GET of ``url``."""
+    import urllib.error
+    try:
+        with (opener or urllib.request.build_opener()).open(url, timeout=300) as page:
+            page.read()
+            return page.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _page_texts(url: str, timeout: float = 180) -> str:
+    """The texts of the page at ``url`` (its token included) as a reader sees them: a session pulled over the
+    page's websocket, as bokeh's own client does, its HTML panes without their tags."""
+    import threading
+
+    import panel  # noqa: F401  (registers the page's models for the client)
+    from bokeh.client import pull_session
+    from urllib.parse import parse_qsl
+
+    base, _, query = url.partition("?")
+    got: list[str] = []
+
+    def pull() -> None:              # bokeh's client waits for ever on a session the server cannot make
+        with pull_session(url=base, arguments=dict(parse_qsl(query))) as session:
+            got.extend(m.text for m in session.document.models if isinstance(getattr(m, "text", None), str))
+        got.append("")
+
+    puller = threading.Thread(target=pull, daemon=True)
+    puller.start()
+    puller.join(timeout)
+    assert got, f"no page from {base} in {timeout} s"
+    return " ".join(re.sub(r"\s+", " ", re.sub(r"<[^>]*>", " ", html.unescape(html.unescape(t)))) for t in got)
+
+
+def test_the_store_is_read_once_a_refresh_whatever_the_readers(tiny_store):
+    """Eight readers fetch the page at once, twice each: the store is read once an interval and compared once
+    in all (the store is complete), not once a page."""
+    import threading
+
+    interval, clients = 1.0, 8
+    server, url = _serving(str(tiny_store), "--interval", str(interval), counted=True)
+    started = time.monotonic()
+    codes: list[int] = []
+    try:
+        def reader() -> None:
+            for _ in range(2):
+                codes.append(_status(url))
+        threads = [threading.Thread(target=reader) for _ in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+    finally:
+        served = time.monotonic() - started
+        err = _stopped(server)
+    assert codes == [200] * (2 * clients), codes
+    counts = json.loads(next(line for line in err.splitlines() if line.startswith("COUNTS "))[7:])
+    # one reading of the done flags at the start, then at most one an interval; the store opened and compared
+    # when its done flags change (once here: it is complete), not for each of the 16 pages
+    assert counts["status"] <= served / interval + 2, (counts, served)
+    assert counts["open"] <= 2 and counts["compare"] <= 2, counts
+
+
+def test_the_maps_of_a_selection_are_drawn_once_for_every_reader(tiny_store, monkeypatch):
+    """Sessions that ask at once for the maps of the same selection share one computation."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rmtsweep.analysis import live
+    from rmtsweep.analysis.live_feed import Feed
+    calls = []
+    real = live.compare
+    monkeypatch.setattr(live, "compare", lambda ds: calls.append(1) or real(ds))
+    feed = Feed(live.Watch(tiny_store))
+    snap = feed.read(strict=True)
+    calls.clear()
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: feed.maps(snap, ("detection_rate", "overlap"), "snr", "gamma",
+                                                {"delta": "1.0", "weights": "optimal"}), range(8)))
+    assert len(calls) == 1                          # the detection rate's comparison; overlap is the store's own
+    assert all(m == got[0] for m in got) and got[0][0].summary.startswith("detection_rate: 8 of 8 cells")
+    assert "delta=1" in got[0][0].figure.title
+
+
+def test_the_page_needs_the_token_of_its_url(tiny_store):
+    """The URL printed holds a token: without it, or with another, the page and its websocket answer 403, also
+    to another user of the machine; the cookie the first page sets serves a reload. ``--no-token`` opts out."""
+    import http.cookiejar
+    import urllib.request
+
+    server, url = _serving(str(tiny_store))
+    base = url.split("?")[0]
+    try:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{40,}", url), url
+        jar = http.cookiejar.CookieJar()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        assert _status(url, browser) == 200
+        assert _status(base, browser) == 200                      # the cookie the first page set
+        assert _status(base) == 403
+        assert _status(base + "?token=" + "x" * 43) == 403
+        assert _status(base + "ws") == 403                        # the page's websocket
+        assert _status(base + "autoload.js?bokeh-autoload-element=x") == 403     # the page, embedded elsewhere
+        assert _status(url.replace("token=", "token=x")) == 403
+        if _as_nobody():
+            probe = ("import sys, urllib.request, urllib.error\n"
+                     "for u in sys.argv[1:]:\n"
+                     "    try:\n        print(urllib.request.urlopen(u, timeout=120).status)\n"
+                     "    except urllib.error.HTTPError as e:\n        print(e.code)\n")
+            got = subprocess.run(["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c", probe, base,
+                                  base + "ws"], capture_output=True, text=True, timeout=300, cwd="/")
+            assert got.stdout.split() == ["403", "403"], got.stdout + got.stderr
+    finally:
+        _stopped(server)
+
+    server, url = _serving(str(tiny_store), "--no-token")
+    try:
+        assert "token" not in url and _status(url) == 200
+    finally:
+        err = _stopped(server)
+    assert "--no-token: anyone who can reach the port can read this page" in err, err
+    if not _as_nobody():
+        pytest.skip("needs root, runuser and /usr/bin/python3 to fetch as the user nobody; the rest passed")
+
+
+def _as_nobody() -> bool:
+    """Whether this test can act as the user ``nobody`` (root, ``runuser`` and the system's Python)."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which("runuser") or not os.access("/usr/bin/python3", os.X_OK):
+        return False
+    return subprocess.run(["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c", "pass"],
+                          capture_output=True).returncode == 0
+
+
+def test_a_store_deleted_while_served_is_one_line(tiny_store, tmp_path):
+    """The page says the store is gone in one line, and the server's log says so once, with no traceback."""
+    import shutil
+
+    store = tmp_path / "deleted.zarr"
+    shutil.copytree(tiny_store, store)
+    server, url = _serving(str(store), "--interval", "0.5")
+    try:
+        assert re.search(r"\d+ / \d+ tasks", _page_texts(url))
+        shutil.rmtree(store)
+        gone = f"the store {store} is gone: does not exist"
+        _wait(lambda: gone in _page_texts(url), 120, step=0.5)
+        for _ in range(3):                                   # new sessions, several readings later
+            text = _page_texts(url)
+            assert text.count(gone) == 1 and "tasks" in text, text      # the counts of the last reading stay
+        time.sleep(1.5)                                      # a few more readings of a store still gone
+    finally:
+        err = _stopped(server)
+    assert "Traceback" not in err, err
+    said = [line for line in err.splitlines() if str(store) in line]
+    assert said.count(f"rmtsweep: {gone}") == 1, err
+    # a reading made while the files were being removed can fail otherwise first: a line for that too, then this
+    assert said[-1] == f"rmtsweep: {gone}" and len(said) <= 2, err
+
+
+def test_a_store_waiting_for_its_theory_says_so_and_maps_what_it_has(tiny_store, tmp_path):
+    """A run in progress: the theory at the store's size is pending. The head says so, the detection rate waits,
+    the store's own observables map; once the theory is written, the next reading draws the detection rate."""
+    import shutil
+
+    import zarr
+
+    from rmtsweep.analysis import live
+    from rmtsweep.analysis.live_feed import Feed
+    from rmtsweep.analysis.live_page import _header
+    from rmtsweep.store import consolidate, locate
+
+    store = tmp_path / "pending.zarr"
+    shutil.copytree(tiny_store, store)
+
+    def flag(pending: bool) -> None:
+        group = zarr.open_group(str(store), mode="r+")
+        if pending:
+            group.attrs["theory_pending"] = True
+        else:
+            del group.attrs["theory_pending"]
+        consolidate(locate(store))
+
+    flag(True)
+    feed = Feed(live.Watch(store))
+    snap = feed.read(strict=True)
+    assert snap.progress.theory_pending
+    head = html.unescape(re.sub(r"<[^>]*>", " ", _header(str(store), snap.progress, 5.0)))
+    assert "theory at the store's size: pending" in head and "2 / 2 tasks" in head
+    detection, overlap = feed.maps(snap, ("detection_rate", "overlap"), *snap.default, {})
+    assert detection.figure is None and "theory arrays are not written yet" in detection.summary
+    assert overlap.figure is not None and overlap.summary.startswith("overlap: ")
+    assert not any(v.startswith("theory") or v.endswith("_theory") for v in snap.variables), snap.variables
+
+    flag(False)
+    later = feed.read()
+    assert later.key != snap.key and not later.progress.theory_pending
+    assert "theory at the store's size" not in html.unescape(_header(str(store), later.progress, 5.0))
+    detection, _ = feed.maps(later, ("detection_rate", "overlap"), *later.default, {})
+    assert detection.figure is not None and detection.summary.startswith("detection_rate: ")
+    assert len(later.variables) > len(snap.variables)          # the comparison's variables join the menu
