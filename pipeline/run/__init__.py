@@ -41,6 +41,8 @@ _LAZY: dict[str, str] = {
     "package_version": "runner",
     "prepare_store": "runner",
     "run_sweep": "runner",
+    "open_run": "runner",
+    "OpenRun": "runner",
     "ready_store": "runner",
 }
 
@@ -53,14 +55,15 @@ if TYPE_CHECKING:
     from .grid import Context, Task, grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
     from .plan import Plan
     from .progress import Progress
-    from .runner import git_revision, make_template, package_version, prepare_store, ready_store, run_sweep
+    from .runner import (OpenRun, git_revision, make_template, open_run, package_version, prepare_store, ready_store,
+                         run_sweep)
 
 __all__ = [
-    "DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "Context", "Plan", "Progress", "RunReport", "Task",
-    "Window", "check_memory",
+    "DRIVER_TASKS_PER_SECOND", "TARGET_TASK_SECONDS", "Blocking", "Context", "OpenRun", "Plan", "Progress", "RunReport",
+    "Task", "Window", "check_memory",
     "choose_blocking", "compute_block", "compute_task", "git_revision", "grid_shape", "make_template", "n_tasks",
-    "package_version", "point_seconds", "prepare_store", "ready_store", "replicate_rng", "run_sweep", "run_tasks",
-    "task_memory_bytes", "task_target", "tasks", "write_task",
+    "open_run", "package_version", "point_seconds", "prepare_store", "ready_store", "replicate_rng", "run_sweep",
+    "run_tasks", "task_memory_bytes", "task_target", "tasks", "write_task",
 ]
 
 
