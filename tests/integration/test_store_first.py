@@ -169,3 +169,24 @@ def test_a_memory_refusal_once_workers_joined_leaves_the_store_complete_and_says
     assert str(refused.value).endswith(f"; {store} stays as this run prepared it, with no task computed now")
     assert tasks_done(store) == (0, MEDIUM_TASKS)
     assert not Path(str(lock_file(store))).exists()
+
+
+def test_a_template_cut_by_a_stop_leaves_nothing_beside_the_store(tmp_path, monkeypatch):
+    """Ctrl-C while the template is written (now before the cluster, where a stop is likelier): no half template
+    is left beside the store, and no store."""
+    from rmtsweep.run.runner import make_template
+    from rmtsweep.spec import load_sweep
+    from rmtsweep.store import io, locate
+    sweep = tmp_path / "medium.yaml"
+    sweep.write_text(yaml.safe_dump(MEDIUM))
+    tpl = make_template(load_sweep(sweep), (1, 1, 1, 2))
+    real = io.write_template
+
+    def cut(path, template):
+        real(path, template)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io, "write_template", cut)
+    with pytest.raises(KeyboardInterrupt):
+        io.create(locate(tmp_path / "s.zarr"), tpl)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["medium.yaml"]
