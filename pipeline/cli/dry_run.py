@@ -11,10 +11,11 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..spec import Sweep, SweepFile
 
-__all__ = ["CLUSTER_SECONDS", "IMPORT_SECONDS", "dry_run", "duration", "refuse_impossible", "startup_seconds"]
+__all__ = ["CLUSTER_SECONDS", "IMPORT_SECONDS", "dry_run", "duration", "planned_threads", "refuse_impossible",
+           "startup_seconds"]
 
 
-def _threads(engine: Engine) -> int:
+def planned_threads(engine: Engine) -> int:
     """Worker threads the run would have: LocalCluster processes, or the batch jobs' cores (0: unknown)."""
     import os
     if engine.scheduler:
@@ -49,7 +50,7 @@ def refuse_impossible(sweep: Sweep, engine: Engine) -> None:
     """
     from ..errors import UserError
     from ..run.plan import impossible, plan
-    threads = _threads(engine)
+    threads = planned_threads(engine)
     if (why := impossible(plan(sweep, threads=threads), *_memory(engine, threads))) is not None:
         raise UserError(f"{why}, or pass --force to run anyway")
 
@@ -88,7 +89,7 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     from .. import store
     from ..run import Blocking
     from ..run.plan import plan
-    sweep, threads = sweep_file.sweep, _threads(engine)
+    sweep, threads = sweep_file.sweep, planned_threads(engine)
     exists = path.exists() and store.is_store(path)
     the_plan = plan(sweep, Blocking(*store.blocking_of(path)) if exists else None, threads)
     st = store.status(path) if exists else None

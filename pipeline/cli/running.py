@@ -44,8 +44,9 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
          writes: Writes = "workers", share: tuple[int, int] | None = None, order: Order = "progressive") -> Path:
     from .. import store
     from ..engine import connect
-    from ..run import run_sweep
+    from ..run import open_run, run_sweep
     from ..run.recorded import resume_check
+    from .dry_run import planned_threads
     from ..store.lock import conflicts
     path = _store_path(sweep_file, store_path)
     store.Store(store.locate(path)).check(sweep_file)   # a store this sweep cannot resume: refused before the cluster
@@ -56,10 +57,20 @@ def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progres
     if share is None:                     # a store another run of this host writes: refused before the cluster starts
         conflicts(path, None, lease=0.0, tidy=False)
     start = time.perf_counter()
-    with connect(engine, notes=lambda line: click.echo(line, err=True)) as (client, capacity):
-        report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
-                           expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
-                           notes=lambda line: click.echo(line, err=True), share=share, order=order)
+
+    def echo(line: str) -> None:
+        click.echo(line, err=True)
+    threads = planned_threads(engine)
+    if threads:            # the store, its template and its lock before the cluster: `status` answers while it starts
+        with open_run(sweep_file, path, threads, notes=echo, share=share) as opened, \
+                connect(engine, notes=echo) as (client, capacity):
+            report = opened.compute(client, progress, force, writes, capacity.expected_threads,
+                                    capacity.memory_per_thread, order)
+    else:                  # --scheduler: the tasks' size waits for its workers' threads
+        with connect(engine, notes=echo) as (client, capacity):
+            report = run_sweep(sweep_file, path, client, progress=progress, force=force, writes=writes,
+                               expected_threads=capacity.expected_threads, memory_per_thread=capacity.memory_per_thread,
+                               notes=echo, share=share, order=order)
     done, total = store.tasks_done(path)
     click.echo(f"{path}: {done}/{total} tasks done "
                f"({report.tasks_computed} computed now) in {time.perf_counter() - start:.1f} s")

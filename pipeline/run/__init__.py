@@ -42,6 +42,8 @@ _LAZY: dict[str, str] = {
     "package_version": "runner",
     "prepare_store": "runner",
     "run_sweep": "runner",
+    "open_run": "runner",
+    "OpenRun": "runner",
     "ready_store": "runner",
 }
 
@@ -54,7 +56,8 @@ if TYPE_CHECKING:                                   # the names of _LAZY for the
     from .grid import Context, Task, grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
     from .plan import Plan
     from .progress import Progress
-    from .runner import git_revision, make_template, package_version, prepare_store, ready_store, run_sweep
+    from .runner import (OpenRun, git_revision, make_template, open_run, package_version, prepare_store, ready_store,
+                         run_sweep)
 
 __all__ = [*_LAZY]
 

@@ -31,17 +31,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from distributed import Client, Future
 from threadpoolctl import threadpool_limits
 
 from .. import config
-from ..errors import RunError, StorageUnavailableError, StoreWriteError
+from ..errors import RunError, StorageUnavailableError, StoreWriteError, UserError
 from ..shipped import resolve_sweep
 from ..signals import Held
 from ..spec import Sweep, SweepFile, load_sweep
-from ..store import Location, Store, Template, local_path, locate, now, provenance, template
+from ..store import Location, PreparedRun, Store, Template, local_path, locate, now, provenance, template
 from ..store.io import open_group
 from ..store.lock import Share
 from ..store.pending import PENDING, theory_pending, write_theory
@@ -56,8 +57,8 @@ from .plan import theory_budgets
 from .recorded import recorded_budgets, resume_check
 from .progress import Progress
 
-__all__ = ["git_revision", "make_template", "package_version", "prepare_store", "ready_store", "run_info",
-           "run_sweep"]
+__all__ = ["OpenRun", "git_revision", "make_template", "open_run", "package_version", "prepare_store", "ready_store",
+           "run_info", "run_sweep"]
 
 
 def package_version() -> str:
@@ -121,7 +122,8 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path | Loc
         The zarr store (created if missing, with the batching of :func:`rmtsweep.run.cost.choose_blocking`).
     client
         A connected dask client whose workers do the computing; default: dask's current client, else a
-        LocalCluster of one single-threaded worker process per core, for this call only.
+        LocalCluster of one single-threaded worker process per core, for this call only, started once the store
+        is ready and locked (so ``rmtsweep status`` answers while it starts; :func:`open_run`).
     progress
         Show progress on stderr (a bar on a terminal, a line every 15 s otherwise).
     force
@@ -164,13 +166,55 @@ def run_sweep(sweep_file: SweepFile | Sweep | str | Path, path: str | Path | Loc
     config.check()                                       # every setting, before a cluster starts
     sweep_file, path = _as_sweep_file(sweep_file), locate(path, storage_options)
     resume_check(sweep_file, path)
+    note = notes or (lambda _: None)
+    client = client or _current_client()
+    with _run_errors(path), threadpool_limits(limits=1):
+        if client is None:             # a LocalCluster of a worker per core: made once the store is (see open_run)
+            with _opened(sweep_file, path, os.cpu_count() or 1, note, share) as opened, _local_cluster() as made:
+                return opened.compute(made, progress, force, writes, expected_threads, memory_per_thread, order)
+        threads = max(expected_threads, sum(client.nthreads().values()))
+        new = choose_blocking(sweep_file.sweep, task_target(threads))       # used only if the store is new
+        note(check_memory(client, task_memory_bytes(sweep_file.sweep, new), force, memory_per_thread))
+        with _opened(sweep_file, path, threads, note, share) as opened:
+            return opened.compute(client, progress, force, writes, expected_threads, memory_per_thread, order,
+                                  checked=True)
+
+
+@contextmanager
+def open_run(sweep_file: SweepFile | Sweep | str | Path, path: str | Path | Location, threads: int,
+             notes: Callable[[str], None] | None = None, share: Share | None = None,
+             storage_options: dict | None = None) -> Iterator[OpenRun]:
+    """The store of a run made ready before its cluster starts: created or extended, locked, the run recorded.
+
+    So ``rmtsweep status`` answers while the cluster starts. A new store's tasks are sized for ``threads``
+    worker threads (:func:`rmtsweep.run.cost.choose_blocking`), as :func:`run_sweep` sizes them for a client
+    of that many; the lock's heartbeat keeps it while the cluster starts. Inside, start the cluster and call
+    :meth:`OpenRun.compute` with its client::
+
+        with open_run("demo", "store/demo.zarr", threads=4) as opened:
+            with LocalCluster(n_workers=4, threads_per_worker=1) as cluster, Client(cluster) as client:
+                opened.compute(client)
+
+    Parameters are those of :func:`run_sweep`.
+
+    Raises
+    ------
+    StoreError, SettingsError
+        As :func:`run_sweep`, before anything is written.
+    """
+    config.check()
+    sweep_file, path = _as_sweep_file(sweep_file), locate(path, storage_options)
+    resume_check(sweep_file, path)
+    with _run_errors(path), threadpool_limits(limits=1), \
+            _opened(sweep_file, path, threads, notes or (lambda _: None), share) as opened:
+        yield opened
+
+
+@contextmanager
+def _run_errors(path: Location) -> Iterator[None]:
+    """A run's storage and file errors, each in one line that says how to resume."""
     try:
-        # One BLAS thread for the whole run, set from this thread: OpenBLAS has one thread pool per process and
-        # threadpoolctl lets only the thread that set a limit change it, so the tasks' own limits do not hold
-        # when the workers are threads of this process, and the results would depend on the timing.
-        with threadpool_limits(limits=1), _client_or_default(client) as client:
-            return _run(sweep_file, path, client, progress, force, writes, expected_threads, memory_per_thread,
-                        notes, share, order)
+        yield
     except StorageUnavailableError as exc:
         # the store's lock lapses and its finished tasks stay done: the same command picks up where this one stopped
         # (the error's last clause, what to do, is replaced by what to do after a run)
@@ -194,39 +238,75 @@ def _as_sweep_file(sweep: SweepFile | Sweep | str | Path) -> SweepFile:
     return load_sweep(resolve_sweep(sweep))               # a file, or a shipped sweep's name ("demo")
 
 
-@contextmanager
-def _client_or_default(client: Client | None) -> Iterator[Client]:
-    """``client``, else dask's current one, else a LocalCluster made (and closed) here."""
-    if client is not None:
-        yield client
-        return
-    from distributed import LocalCluster, get_client
+def _current_client() -> Client | None:
+    """The current client of dask, if there is one."""
+    from distributed import get_client
     try:
-        current = get_client()
-    except ValueError:                                    # no client: make one
-        current = None
-    if current is not None:
-        yield current
-        return
+        return get_client()
+    except ValueError:                                    # no client
+        return None
+
+
+@contextmanager
+def _local_cluster() -> Iterator[Client]:
+    """A client of a LocalCluster of one single-threaded worker process per core, made (and closed) here."""
+    from distributed import LocalCluster
     with LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
                       dashboard_address="127.0.0.1:0", preload=["rmtsweep.run.work"], env=WORKER_ENV) as cluster, \
             Client(cluster) as made:
         yield made
 
 
-def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, force: bool, writes: Writes,
-         expected_threads: int, memory_per_thread: float | None, notes: Callable[[str], None] | None,
-         share: Share | None = None, order: Order = "progressive") -> RunReport:
-    sweep = sweep_file.sweep
-    note = notes or (lambda _: None)
-    threads = max(expected_threads, sum(client.nthreads().values()))
-    new = choose_blocking(sweep, task_target(threads))       # used only if the store is new
-    note(check_memory(client, task_memory_bytes(sweep, new), force, memory_per_thread))
+@contextmanager
+def _opened(sweep_file: SweepFile, path: Location, threads: int, note: Callable[[str], None],
+            share: Share | None) -> Iterator[OpenRun]:
+    """:func:`open_run` once its arguments are checked: the store prepared (or joined) under its lock."""
+    new = choose_blocking(sweep_file.sweep, task_target(threads))      # used only if the store is new
     store = Store(path)
     info = run_info(sweep_file)
     opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new.as_tuple()) \
         if share is None else store.join(sweep_file, share, info)
     with opened as run:
+        try:
+            yield OpenRun(sweep_file, path, run, new, note, share)
+        finally:
+            run.writer.close()            # also when the cluster never started
+
+
+@dataclass
+class OpenRun:
+    """A run whose store is ready and locked (:func:`open_run`): :meth:`compute` computes its tasks."""
+
+    sweep_file: SweepFile
+    path: Location
+    run: PreparedRun
+    new: Blocking
+    """The tasks' size for a new store: the one the memory check estimates."""
+    note: Callable[[str], None]
+    share: Share | None = None
+
+    def compute(self, client: Client, progress: bool = True, force: bool = False, writes: Writes = "workers",
+                expected_threads: int = 0, memory_per_thread: float | None = None, order: Order = "progressive",
+                checked: bool = False) -> RunReport:
+        """Compute the store's unfinished tasks on ``client``'s workers (the parameters of :func:`run_sweep`).
+
+        ``checked``: the memory check was made before the store, else it is made here, once workers joined.
+
+        Raises
+        ------
+        UserError
+            The memory estimate exceeds the workers' (unless ``force``); the store is left as it is.
+        TaskFailedError, RunError
+            As :func:`run_sweep`.
+        """
+        sweep, path, run, note, share = self.sweep_file.sweep, self.path, self.run, self.note, self.share
+        threads = max(expected_threads, sum(client.nthreads().values()))
+        if not checked:
+            try:
+                note(check_memory(client, task_memory_bytes(sweep, self.new), force, memory_per_thread))
+            except UserError as exc:
+                # the store was made ready before the workers joined: it is complete, with no task of this run
+                raise UserError(f"{exc}; {path} stays as this run prepared it, with no task computed now") from None
         # the theory at the store's size: tasks beside the first ones, written as soon as they are back
         attrs = dict(open_group(path).attrs)
         theory = None
@@ -275,7 +355,7 @@ def _run(sweep_file: SweepFile, path: Location, client: Client, progress: bool, 
             stop.deliver()
 
         try:
-            report = run_tasks(client, todo, finished, store.path, run.index, writes=writes,
+            report = run_tasks(client, todo, finished, path, run.index, writes=writes,
                                window=Window(client, expected_threads), on_submit=submitted,
                                fence=run.token, share=run.share)
             if report.tasks_computed < left:             # nothing failed, yet tasks are left: never a success

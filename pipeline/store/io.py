@@ -257,6 +257,9 @@ def create(path: Location, tpl: Template) -> None:
         if path.exists() and is_store(path):
             return                      # another run created it first; the lock decides who writes
         raise StoreError(f"{path}: cannot create the store ({exc.strerror or exc})") from None
+    except BaseException:               # Ctrl-C or SIGTERM while it is written: no half template left beside it
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def half_created(path: Location) -> bool:

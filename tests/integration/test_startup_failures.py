@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import MEDIUM
+from tests.helpers import MEDIUM, MEDIUM_TASKS
 
 INTERRUPTED = "rmtsweep: interrupted; finished tasks are in the store: rerun the same command to resume"
 TERMINATED = "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
@@ -307,13 +307,16 @@ def run_batch(kind: str, case: str | None, tmp_path: Path, timeout: float = 60, 
     ids=["no-sbatch", "no-qsub", "sbatch-fails", "qsub-fails", "slurm-job-gone", "pbs-job-gone"],
 )
 def test_a_batch_system_that_cannot_run_the_workers(kind, case, message, tmp_path):
-    """The batch system's own message, one line, exit 1, in seconds, and no store written."""
+    """The batch system's own message, one line, exit 1, in seconds; the store, made before the cluster, holds no
+    task done and its lock is released."""
+    from rmtsweep.store import lock_file, tasks_done
     code, err, took, store = run_batch(kind, case, tmp_path)
     assert code == 1, err[-3000:]
     expected = f"rmtsweep: error: {message.format(cwd=tmp_path)}"
     assert one_line(err, (expected,)) == [expected]
     assert took < 60
-    assert not store.exists()
+    assert tasks_done(store) == (0, MEDIUM_TASKS)
+    assert not Path(str(lock_file(store))).exists()
     assert not list(tmp_path.glob(".rmtsweep-tls-*"))        # the run's TLS credentials are gone with it
     if case and case.endswith("job-gone"):                 # the job was cancelled all the same
         assert (tmp_path / "bin" / f"{'scancel' if kind == 'slurm' else 'qdel'}.log").read_text().split() == ["4242"]
