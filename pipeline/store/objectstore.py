@@ -10,7 +10,9 @@ through :meth:`FsspecLocation.zarr_store` are translated.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import glob
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -164,7 +166,7 @@ class FsspecLocation(Location):
     @_translated
     def remove(self, recursive: bool = False) -> None:
         try:
-            self.fs.rm(self.url, recursive=recursive)
+            self.fs.rm(glob.escape(self.url), recursive=recursive)    # fsspec expands a path's wildcards
         except FileNotFoundError:
             pass
 
@@ -177,9 +179,9 @@ class FsspecLocation(Location):
         return True
 
     @_translated
-    def siblings(self, pattern: str) -> list[Location]:
+    def siblings(self, prefix: str, pattern: str = "*") -> list[Location]:
         parent = self.url.rsplit("/", 1)[0]
-        found = self.fs.glob(f"{parent}/{pattern}")
+        found = self.fs.glob(f"{glob.escape(parent)}/{glob.escape(prefix)}{pattern}")
         return [FsspecLocation(f"{self.protocol}://{f.split('://', 1)[-1]}", self.options_json,
                                self.store_url or self.url) for f in sorted(found)]
 
@@ -324,8 +326,30 @@ def _first_line(exc: BaseException) -> str:
 @functools.cache
 def _store_class() -> type[Any]:
     """Zarr's ``FsspecStore`` with every call's storage failures raised as :func:`storage_error`'s (made on first
-    use, so that importing this module does not import zarr)."""
+    use, so that importing this module does not import zarr).
+
+    Its deletions take each path literally: fsspec's ``_rm`` expands wildcards, and a store named ``b*.zarr``
+    would otherwise delete the keys of ``bx.zarr`` beside it.
+    """
     from zarr.storage import FsspecStore
+
+    async def delete(self: Any, key: str) -> None:
+        self._check_writable()
+        with contextlib.suppress(FileNotFoundError, *self.allowed_exceptions):
+            await self.fs._rm(glob.escape(_joined(self.path, key)))
+
+    async def delete_dir(self: Any, prefix: str) -> None:
+        self._check_writable()
+        with contextlib.suppress(*self.allowed_exceptions):
+            await self.fs._rm(glob.escape(_joined(self.path, prefix)), recursive=True)
+
+    async def clear(self: Any) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            for path in await self.fs._find(self.path, withdirs=True):
+                if path != self.path:
+                    await self.fs._rm(glob.escape(path), recursive=True)
+
+    literal = {"delete": delete, "delete_dir": delete_dir, "clear": clear}
 
     def url_of(store: Any) -> str:
         protocol = store.fs.protocol
@@ -344,7 +368,7 @@ def _store_class() -> type[Any]:
     def call(name: str) -> Callable:
         async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:
-                return await getattr(FsspecStore, name)(self, *args, **kwargs)
+                return await literal.get(name, getattr(FsspecStore, name))(self, *args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - fail() raises it again, or its one line
                 fail(exc, self)
         method.__name__ = name
@@ -360,13 +384,19 @@ def _store_class() -> type[Any]:
         method.__name__ = name
         return method
 
-    body: dict[str, Any] = {name: call(name) for name in ("get", "set", "exists", "delete", "get_partial_values",
-                                                          "getsize", "delete_dir") if hasattr(FsspecStore, name)}
+    calls = ("get", "set", "exists", "delete", "get_partial_values", "getsize", "delete_dir", "clear")
+    body: dict[str, Any] = {name: call(name) for name in calls if hasattr(FsspecStore, name)}
     body.update({name: listing(name) for name in ("list", "list_prefix", "list_dir")})
     _quiet_lost_requests()
     body["__module__"] = __name__
     body["__qualname__"] = "TranslatingStore"
     return type("TranslatingStore", (FsspecStore,), body)
+
+
+def _joined(root: str, key: str) -> str:
+    """The path of ``key`` under the store's ``root``, as zarr's ``FsspecStore`` makes it."""
+    root = root.rstrip("/")
+    return (f"{root}/{key}" if root else key).rstrip("/")
 
 
 @functools.cache
