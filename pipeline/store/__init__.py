@@ -16,6 +16,7 @@ from ..lazy import lazy_names
 # name -> the module of this package that defines it
 _LAZY: dict[str, str] = {
     "JOURNAL_NAME": "handle",
+    "journal_file": "handle",
     "PreparedRun": "handle",
     "Store": "handle",
     "blocking_of": "io",
@@ -57,7 +58,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .handle import JOURNAL_NAME, PreparedRun, Store
+    from .handle import JOURNAL_NAME, PreparedRun, Store, journal_file
     from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, open_group, open_zarr,
                      record_run, status, StoreStatus, store_problem, stored_sweep, tasks_done, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
@@ -73,7 +74,8 @@ __all__ = [
     "Corrupt", "FORMAT", "StoreStatus",
     "JOURNAL_NAME", "RESULT_VARS", "ZARR_FORMAT", "PreparedRun", "Location", "PosixLocation",
     "Store", "StoreLock", "Template", "Variable", "Writer", "blocking_of", "chunk_done", "consolidate",
-    "corrupt_tasks", "create", "is_store", "local_path", "locate", "lock_file", "metadata_damage", "metadata_lock",
+    "corrupt_tasks", "create", "is_store", "journal_file", "local_path", "locate", "lock_file", "metadata_damage",
+    "metadata_lock",
     "now", "open_dataset", "open_group", "open_zarr", "provenance", "record_run", "repair", "restore_metadata",
     "status", "store_problem", "stored_sweep", "tasks_done", "template", "write_template",
 ]

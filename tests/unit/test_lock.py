@@ -291,4 +291,4 @@ def test_a_cli_run_into_a_store_named_like_a_pattern_leaves_a_live_run_beside_it
         assert proc.returncode == 0, proc.stderr
         live.check()
         assert staging_dir(live.path, live.token).is_dir()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a?.zarr"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a?.zarr", "a?.zarr.journal"]
