@@ -1,11 +1,9 @@
 """The backend of object storage: a :class:`~rmtsweep.store.backend.Location` at a URL of an fsspec filesystem
-(``s3://``, ``gs://``, ``az://``, ...), and the one place that knows fsspec and its storage services' errors.
+(``s3://``, ``gs://``, ``az://``, ...), and the one place that knows fsspec.
 
-A failure of the storage service becomes one line naming the store (:func:`storage_error`): a mistake the user
-can fix (no or wrong credentials, a bucket that does not exist or cannot, an option the filesystem does not take)
-is a :class:`~rmtsweep.errors.StoreError`; a service that does not answer is a
-:class:`~rmtsweep.errors.StorageUnavailableError`. Both the location's own calls and zarr's reads and writes
-through :meth:`FsspecLocation.zarr_store` are translated.
+A failure of the storage service becomes one line naming the store
+(:func:`~rmtsweep.store.storage_errors.storage_error`). Both the location's own calls and zarr's reads and
+writes through :meth:`FsspecLocation.zarr_store` are translated.
 """
 
 from __future__ import annotations
@@ -14,13 +12,13 @@ import contextlib
 import functools
 import glob
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ..errors import RmtsweepError, StorageUnavailableError, StoreError, UserError
+from ..errors import StoreError, UserError
 from .backend import Location
+from .storage_errors import OUTAGE, storage_error
 
 __all__ = ["PACKAGES", "FsspecLocation", "package_error", "storage_error"]
 
@@ -256,100 +254,26 @@ def _filesystem(protocol: str, options_json: str) -> Any:
 
 
 
-# Names of the exceptions of botocore, aiohttp and the storage SDKs, so that none of them need be imported.
-_NO_CREDENTIALS = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "NoAuthTokenError",
-                   "DefaultCredentialsError", "ClientAuthenticationError"}
-_INVALID = {"ParamValidationError", "InvalidBucketName"}
-_OUTAGE = {"EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
-           "ClientConnectorError", "ServerDisconnectedError", "ClientOSError", "ServiceUnavailable", "SlowDown"}
-_KEYWORD = re.compile(r"unexpected keyword argument '([^']+)'")
-
-
-def storage_error(exc: BaseException, url: str) -> RmtsweepError | None:
-    """The one-line error for a failure of the storage behind ``url``, or ``None`` if ``exc`` is not one.
-
-    No, or wrong, credentials, a bucket that does not exist or whose name the service refuses, and an option the
-    filesystem does not take are the user's to fix (:class:`~rmtsweep.errors.StoreError` or
-    :class:`~rmtsweep.errors.UserError`, exit status 2); a service that does not answer is an outage
-    (:class:`~rmtsweep.errors.StorageUnavailableError`, exit status 1). An :class:`~rmtsweep.errors.RmtsweepError`
-    is returned as it is.
-
-    Examples
-    --------
-    >>> print(storage_error(FileNotFoundError("The specified bucket does not exist"), "s3://nobucket/run.zarr"))
-    s3://nobucket/run.zarr: the bucket nobucket does not exist; create it, or correct the URL
-    >>> storage_error(ValueError("not a storage failure"), "s3://b/run.zarr") is None
-    True
-    """
-    if isinstance(exc, RmtsweepError):
-        return exc
-    chain = _chain(exc)
-    names = {type(e).__name__ for e in chain}
-    text = " ".join(str(e) for e in chain)
-    protocol, _, rest = url.partition("://")
-    bucket = rest.split("/", 1)[0]
-    if names & _NO_CREDENTIALS:
-        where = (" (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, in the environment; or "
-                 "--storage-option key=... --storage-option secret=...)") if protocol in ("s3", "s3a") else ""
-        return StoreError(f"{url}: no credentials for {protocol}:// were found{where}")
-    if names & _INVALID or "Invalid bucket name" in text:
-        rule = " (3 to 63 lowercase letters, digits, dots and hyphens)" if protocol in ("s3", "s3a") else ""
-        return StoreError(f"{url}: {bucket!r} is not a valid bucket name{rule}")
-    if "NoSuchBucket" in names or any(isinstance(e, FileNotFoundError) and "bucket" in str(e).lower() for e in chain):
-        return StoreError(f"{url}: the bucket {bucket} does not exist; create it, or correct the URL")
-    if any(isinstance(e, PermissionError) for e in chain):
-        return StoreError(f"{url}: access denied ({_first_line(exc)}); check the credentials and what they may "
-                          f"access")
-    if any(isinstance(e, TypeError) for e in chain) and (m := _KEYWORD.search(text)):
-        return UserError(f"{url}: {protocol}:// does not take the storage option {m[1]!r} (--storage-option)")
-    if names & _OUTAGE or any(isinstance(e, (ConnectionError, TimeoutError)) for e in chain):
-        return StorageUnavailableError(f"{url}: the storage does not answer ({_first_line(exc)}); rerun the same "
-                                       f"command once it answers")
-    return None
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the exceptions it was raised from or during (each once)."""
-    found: list[BaseException] = []
-    e: BaseException | None = exc
-    while e is not None and e not in found and len(found) < 8:
-        found.append(e)
-        e = e.__cause__ or e.__context__
-    return found
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
-
-
 @functools.cache
 def _store_class() -> type[Any]:
     """Zarr's ``FsspecStore`` with every call's storage failures raised as :func:`storage_error`'s (made on first
-    use, so that importing this module does not import zarr).
-
-    Its deletions take each path literally: fsspec's ``_rm`` expands wildcards, and a store named ``b*.zarr``
-    would otherwise delete the keys of ``bx.zarr`` beside it.
-    """
+    use, so that importing this module does not import zarr); its deletions take keys literally (fsspec's ``_rm``
+    expands wildcards: ``b*.zarr`` would delete the keys of ``bx.zarr`` beside it)."""
     from zarr.storage import FsspecStore
 
-    async def delete(self: Any, key: str) -> None:
-        self._check_writable()
-        with contextlib.suppress(FileNotFoundError, *self.allowed_exceptions):
-            await self.fs._rm(glob.escape(_joined(self.path, key)))
-
-    async def delete_dir(self: Any, prefix: str) -> None:
-        self._check_writable()
-        with contextlib.suppress(*self.allowed_exceptions):
-            await self.fs._rm(glob.escape(_joined(self.path, prefix)), recursive=True)
+    def deletion(recursive: bool) -> Callable:
+        async def method(self: Any, key: str) -> None:
+            self._check_writable()
+            with contextlib.suppress(FileNotFoundError, *self.allowed_exceptions):
+                await self.fs._rm(glob.escape(f"{self.path.rstrip('/')}/{key}".rstrip("/")), recursive=recursive)
+        return method
 
     async def clear(self: Any) -> None:
         with contextlib.suppress(FileNotFoundError):
-            for path in await self.fs._find(self.path, withdirs=True):
-                if path != self.path:
-                    await self.fs._rm(glob.escape(path), recursive=True)
+            for path in set(await self.fs._find(self.path, withdirs=True)) - {self.path}:
+                await self.fs._rm(glob.escape(path), recursive=True)
 
-    literal = {"delete": delete, "delete_dir": delete_dir, "clear": clear}
+    literal = {"delete": deletion(False), "delete_dir": deletion(True), "clear": clear}
 
     def url_of(store: Any) -> str:
         protocol = store.fs.protocol
@@ -393,12 +317,6 @@ def _store_class() -> type[Any]:
     return type("TranslatingStore", (FsspecStore,), body)
 
 
-def _joined(root: str, key: str) -> str:
-    """The path of ``key`` under the store's ``root``, as zarr's ``FsspecStore`` makes it."""
-    root = root.rstrip("/")
-    return (f"{root}/{key}" if root else key).rstrip("/")
-
-
 @functools.cache
 def _quiet_lost_requests() -> None:
     """Keep asyncio from printing a traceback for a request of fsspec's or zarr's event loop that the storage cut
@@ -407,7 +325,7 @@ def _quiet_lost_requests() -> None:
 
     def handler(loop: asyncio.AbstractEventLoop, context: dict) -> None:
         exc = context.get("exception")
-        if isinstance(exc, ConnectionError) or type(exc).__name__ in _OUTAGE:
+        if isinstance(exc, ConnectionError) or type(exc).__name__ in OUTAGE:
             return
         loop.default_exception_handler(context)
 
