@@ -29,6 +29,8 @@ from pathlib import Path
 import psutil
 import yaml
 
+from rmtsweep.store import journal_file
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -55,7 +57,7 @@ def _cpu(proc: psutil.Process) -> float:
 
 def _journal(store: Path) -> list[str]:
     try:
-        return (store / ".rmtsweep-journal.log").read_text().splitlines()
+        return journal_file(store).read_text().splitlines()
     except FileNotFoundError:
         return []
 

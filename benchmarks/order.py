@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rmtsweep.store import JOURNAL_NAME
+from rmtsweep.store import journal_file
 
 CLI = [sys.executable, "-m", "rmtsweep.cli"]
 CASES = {"demo": ["replicates=32"], "paper-phase": []}
@@ -40,7 +40,7 @@ def one_run(name: str, way: str, workers: int) -> tuple[float, int]:
         subprocess.run([*CLI, "run", name, *CASES.get(name, []), "--store", str(store), "--order", order,
                         "--workers", str(workers), "--no-progress"], check=True, capture_output=True, env=env)
         wall = time.perf_counter() - start
-        tasks = (store / JOURNAL_NAME).read_text().count(" write ")
+        tasks = (journal_file(store)).read_text().count(" write ")
     return wall, tasks
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from rmtsweep.store import journal_file
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -38,7 +40,7 @@ def trivial_sweep(name: str, delta: int, gamma: int, T: int, **extra) -> dict:
 
 def _journal_count(store: Path, event: str) -> int:
     try:
-        return sum(1 for line in (store / ".rmtsweep-journal.log").read_text().splitlines() if f" {event} " in line)
+        return sum(1 for line in journal_file(store).read_text().splitlines() if f" {event} " in line)
     except FileNotFoundError:
         return 0
 

@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from rmtsweep.store import JOURNAL_NAME
+from rmtsweep.store import journal_file
 
 HERE = Path(__file__).resolve().parent
 CLI = [sys.executable, "-m", "rmtsweep.cli"]
@@ -69,7 +69,7 @@ def timed_run(args: list[str], store: Path) -> dict[str, float]:
                 seen["cluster"] = time.perf_counter() - start
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
-    journal = store / JOURNAL_NAME
+    journal = journal_file(store)
     writes = 0
     while proc.poll() is None:
         now = time.perf_counter() - start

@@ -8,10 +8,11 @@ tasks done and journaling it), :class:`Held` keeps the signal and :meth:`Held.de
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from typing import Any
 
-__all__ = ["STOPS", "Held"]
+__all__ = ["STOPS", "Held", "quiet_finalizers"]
 
 STOPS = (signal.SIGINT, signal.SIGTERM)
 
@@ -49,3 +50,28 @@ class Held:
     def deliver(self) -> None:
         if self.held:
             signal.raise_signal(self.held[0])     # to the handler it would have met: KeyboardInterrupt, SIGTERM's
+
+
+def _closed_loop(unraisable: Any) -> bool:
+    """Whether a finalizer failed only because the event loop it would close on is closed already."""
+    exc = unraisable.exc_value
+    return isinstance(exc, RuntimeError) and "IOLoop is closed" in str(exc)
+
+
+def quiet_finalizers() -> None:
+    """From now on, a finalizer that fails on a closed event loop prints nothing (others still do).
+
+    For a process about to end, after its one line: a dask ``Client`` that a stop left unclosed (one a
+    worker made for its task, say) is collected after the loop it would close on. Its ``__del__`` then
+    prints seven lines of ``Exception ignored ... IOLoop is closed``, which tell the user nothing.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "quiet_finalizers", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        if not _closed_loop(unraisable):
+            previous(unraisable)
+
+    hook.quiet_finalizers = True    # type: ignore[attr-defined]
+    sys.unraisablehook = hook

@@ -105,9 +105,9 @@ def run_main(argv: list[str], capsys) -> tuple[int, str, str]:
 
 def writes(store: Path, run: int | None = None) -> int:
     """Tasks written so far (by ``run`` only, if given), from the run journal."""
-    from rmtsweep.store import JOURNAL_NAME
+    from rmtsweep.store import journal_file
     try:
-        lines = (store / JOURNAL_NAME).read_text().splitlines()
+        lines = journal_file(store).read_text().splitlines()
     except FileNotFoundError:
         return 0
     return sum(1 for line in lines if " write " in line and (run is None or line.startswith(f"run {run} ")))

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from ..errors import RmtsweepError, RunError
+from ..signals import quiet_finalizers
 
 __all__ = ["STORE_LOCATION", "STORE_PATH", "Stopped", "cli", "main", "script", "storage_options"]
 
@@ -96,9 +97,12 @@ def _stopping(process_ends: bool) -> bool:
     flag, and ``python -m`` then ends the process with SIGINT (status -2) even though the interrupt was caught
     and ``sys.exit(130)`` called: 1 single Ctrl-C in 25 at 1.5-2.5 s into a run under load. Each ``exec`` of
     source text resets that flag first, so one that succeeds clears it.
+
+    From then on a finalizer that fails on a closed event loop prints nothing (:func:`quiet_finalizers`).
     """
     if not process_ends or threading.current_thread() is not threading.main_thread():
         return False
+    quiet_finalizers()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
     exec("None")                    # noqa: S102 -- clears the flag above (CPython's run_eval_code_obj)
@@ -146,6 +150,12 @@ def _import_heavy(argv: list[str]) -> None:
     _imported(_HEAVY[argv[0] in _STARTS_WORK and "--dry-run" not in argv])
 
 
+def _failing(process_ends: bool) -> None:
+    """The process ends on a failure's one line: what is collected as it exits adds none (see ``_stopping``)."""
+    if process_ends:
+        quiet_finalizers()
+
+
 def _os_error(exc: OSError) -> str:
     where = f"{exc.filename}: " if exc.filename else ""
     return f"{where}{exc.strerror or exc}" if exc.strerror else f"{where}{type(exc).__name__}: {exc}"
@@ -180,12 +190,15 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except RunError as exc:                     # before RmtsweepError: a run failure is one of its branches
+        _failing(argv is None)
         click.echo(f"rmtsweep: error: {exc}", err=True)
         sys.exit(1)
     except RmtsweepError as exc:                # the other branch: a user mistake
+        _failing(argv is None)
         click.echo(f"rmtsweep: error: {exc}", err=True)
         sys.exit(2)
     except OSError as exc:
+        _failing(argv is None)
         click.echo(f"rmtsweep: error: {_os_error(exc)}", err=True)
         sys.exit(1)
     finally:

@@ -15,15 +15,17 @@ the name of an entry point in the group ``rmtsweep.weights`` that an installed p
 weights, not all zero, used as given (no normalisation: the theory is scale invariant, and ``kappa``
 carries the scale). The weights are fixed (the same for every sequence), so the theory applies as to
 every fixed scheme, through ``alpha = w^T R w`` and ``kappa = ||w||^2``. The function is looked up
-and called for every ``T`` of the sweep when the file is read, so a missing package, a wrong name
-or a wrong length is a one-line error naming the field; every worker imports it too, so it must be
-installed where the workers run. An example package is ``docs/plugin-example/``.
+and called for every ``T`` of the sweep when the file is read, so a missing package, a wrong name,
+a wrong length, or a module that fails as it is imported (its file and line named) is a one-line error
+naming the field; every worker imports it too, so it must be installed where the workers run. An example
+package is ``docs/plugin-example/``.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
+import traceback
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Literal
@@ -54,10 +56,14 @@ def load_function(function: str, group: str = ENTRY_POINT_GROUP, what: str = "we
         module, _, name = function.partition(":")
         try:
             target = getattr(importlib.import_module(module), name)
-        except ImportError as exc:
-            raise SweepDefinitionError(f"cannot import {module!r} ({exc}); is its package installed?") from None
-        except AttributeError:
-            raise SweepDefinitionError(f"module {module!r} has no {name!r}") from None
+        except Exception as exc:
+            if _raised_by_plugin(exc):
+                raise SweepDefinitionError(f"cannot import {module!r} ({_failure(exc)})") from None
+            if isinstance(exc, ImportError):
+                raise SweepDefinitionError(f"cannot import {module!r} ({exc}); is its package installed?") from None
+            if isinstance(exc, AttributeError):
+                raise SweepDefinitionError(f"module {module!r} has no {name!r}") from None
+            raise
     else:
         found = {ep.name: ep for ep in entry_points(group=group)}
         if function not in found:
@@ -66,8 +72,12 @@ def load_function(function: str, group: str = ENTRY_POINT_GROUP, what: str = "we
                                        f"of an entry point in {group!r} ({known})")
         try:
             target = found[function].load()
-        except (ImportError, AttributeError) as exc:
-            raise SweepDefinitionError(f"entry point {function!r} does not load ({exc})") from None
+        except Exception as exc:
+            if not (isinstance(exc, (ImportError, AttributeError)) or _raised_by_plugin(exc)):
+                raise
+            why = _failure(exc) if _raised_by_plugin(exc) else str(exc)
+            raise SweepDefinitionError(f"entry point {function!r} ({found[function].value}) does not load "
+                                       f"({why})") from None
     if not callable(target):
         raise SweepDefinitionError(f"{function!r} is not a function")
     return target
@@ -108,6 +118,28 @@ class PythonScheme(Scheme):
                            f"{where}: {self.function} failed for T = {T}: {type(exc).__name__}: {exc}")
                 break
         return out
+
+
+def _plugin_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of ``exc``'s traceback in the module being imported, after the import machinery's last one."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = max((i for i, f in enumerate(frames) if f.filename.startswith("<frozen importlib")), default=None)
+    return [] if last is None else frames[last + 1:]
+
+
+def _raised_by_plugin(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from the plugin's own file: its syntax, or its code as it ran on import (not the
+    import machinery failing to find it, nor a name the module lacks)."""
+    return isinstance(exc, SyntaxError) or bool(_plugin_frames(exc))
+
+
+def _failure(exc: BaseException) -> str:
+    """``exc`` as one line with the file and line of the plugin where it was raised: ``FILE, line N: Type: msg``."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}, line {exc.lineno}: {type(exc).__name__}: {exc.msg}"
+    frames = _plugin_frames(exc) or traceback.extract_tb(exc.__traceback__)[-1:]
+    where = f"{frames[0].filename}, line {frames[0].lineno}: " if frames else ""
+    return f"{where}{type(exc).__name__}: {exc}"
 
 
 def _describe(w: np.ndarray) -> str:

@@ -17,7 +17,7 @@ What a run guarantees (tested in tests/integration/test_resume.py):
 - a sweep file that adds replicates or axis values extends the store (:mod:`rmtsweep.store.migrate`);
 - ``attrs['runs']`` records every run's provenance, and the ``run`` variable says which run computed
   each replicate;
-- the store's journal (:data:`rmtsweep.store.JOURNAL_NAME`) lists every task the run submitted and wrote.
+- the store's journal (:func:`rmtsweep.store.journal_file`, beside it) lists every task the run submitted and wrote.
 """
 
 from __future__ import annotations

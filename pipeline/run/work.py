@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from ..errors import StoreError
+from ..signals import quiet_finalizers
 from ..store.backend import Location
 from ..store.fence import Fenced, make_fence
 from ..store.location import locate
@@ -20,11 +21,17 @@ from ..store.writer import Writer
 from .block import compute_block
 from .grid import Task
 
-__all__ = ["WORKER_ENV", "compute_task", "write_task"]
+__all__ = ["WORKER_ENV", "compute_task", "dask_setup", "write_task"]
 
 # The environment of the worker processes of the LocalClusters rmtsweep starts (with this module as their
 # preload): it marks them as task workers, for whoever inspects the processes.
 WORKER_ENV = {"RMTSWEEP_TASK_WORKER": "1"}
+
+
+def dask_setup(worker: object) -> None:
+    """What dask runs as a worker process loads this module as its preload: the process ends with its
+    cluster, and a client its tasks made is then collected after its event loop closed (quietly)."""
+    quiet_finalizers()
 
 
 def compute_task(task: Task) -> dict[str, np.ndarray]:

@@ -17,6 +17,7 @@ from ..lazy import lazy_names
 # in __all__; test_layers.py fails until the TYPE_CHECKING block below imports it too.
 _LAZY: dict[str, str] = {
     "JOURNAL_NAME": "handle",
+    "journal_file": "handle",
     "PreparedRun": "handle",
     "Store": "handle",
     "blocking_of": "io",
@@ -61,7 +62,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:                                   # the names of _LAZY for the type checker
-    from .handle import JOURNAL_NAME, PreparedRun, Store
+    from .handle import JOURNAL_NAME, PreparedRun, Store, journal_file
     from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, open_group, open_zarr,
                      record_run, status, StoreStatus, store_problem, stored_sweep, tasks_done, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template

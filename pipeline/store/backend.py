@@ -16,6 +16,7 @@ the other URLs it knows). The tests hold every backend to the same promises
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import uuid
@@ -127,8 +128,11 @@ class Location(ABC):
         """
 
     @abstractmethod
-    def siblings(self, pattern: str) -> list[Location]:
-        """The objects beside this one whose names match ``pattern`` (fnmatch syntax)."""
+    def siblings(self, prefix: str, pattern: str = "*") -> list[Location]:
+        """The objects beside this one whose names are ``prefix`` then text matching ``pattern`` (fnmatch syntax).
+
+        ``prefix`` is taken literally: a store's name holds ``?``, ``*`` or ``[`` as characters, never as wildcards.
+        """
 
     @abstractmethod
     def list(self) -> list[str]:
@@ -221,8 +225,8 @@ class PosixLocation(PosixPath, Location):
         finally:
             aside.unlink(missing_ok=True)
 
-    def siblings(self, pattern: str) -> list[Location]:
-        return [*sorted(self.absolute().parent.glob(pattern))]
+    def siblings(self, prefix: str, pattern: str = "*") -> list[Location]:
+        return [*sorted(self.absolute().parent.glob(glob.escape(prefix) + pattern))]
 
     def list(self) -> list[str]:
         if not self.is_dir():

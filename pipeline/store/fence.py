@@ -56,7 +56,7 @@ def open_staging(lock: Location, token: str) -> None:
     """
     if not lock.renames:
         return
-    for other in lock.siblings(f"{lock.name}{STAGING}*"):
+    for other in lock.siblings(f"{lock.name}{STAGING}"):
         if other.name != staging_dir(lock, token).name and ".fenced-" not in other.name:
             _retire(posix(other))
     os.mkdir(posix(staging_dir(lock, token)), 0o755)

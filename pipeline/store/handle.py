@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,12 +39,24 @@ from .metalock import metadata_lock
 from .fence import make_fence
 from .writer import Writer
 
-__all__ = ["JOURNAL_NAME", "PreparedRun", "Store"]
+__all__ = ["JOURNAL_NAME", "JOURNAL_SUFFIX", "PreparedRun", "Store", "journal_file"]
 
 Blocking = tuple[int, int, int, int]
 """A task's size along ``(delta, gamma, T, replicate)`` (the chunks of the per-replicate arrays)."""
 
+JOURNAL_SUFFIX = ".journal"
 JOURNAL_NAME = ".rmtsweep-journal.log"
+"""The journal's name inside the store, where stores kept it before it moved beside them; the next run moves it."""
+
+
+def journal_file(store: str | Path | Location) -> Path:
+    """The run journal of the store at ``store`` (on a file system): a file beside it, ``demo.zarr.journal``.
+
+    Beside the store, not in it: zarr takes every object in a store's directory for a node of it, and
+    warns of one that is not whenever it lists the store.
+    """
+    store = posix(locate(store))
+    return store.sibling(store.name + JOURNAL_SUFFIX)
 
 
 @dataclass
@@ -106,8 +117,21 @@ class Store:
 
     @property
     def journal_path(self) -> Path:
-        """The run journal: every task each run submitted and wrote."""
-        return posix(self.path) / JOURNAL_NAME
+        """The run journal: every task each run submitted and wrote (:func:`journal_file`)."""
+        return journal_file(self.path)
+
+    def _adopt_old_journal(self) -> None:
+        """Move the journal a store kept inside it (:data:`JOURNAL_NAME`) to :attr:`journal_path`, after what is
+        there. It is renamed aside first, so that of two runs or array elements doing this, one moves it."""
+        old = posix(self.path) / JOURNAL_NAME
+        aside = old.with_name(f"{JOURNAL_NAME}.moving-{os.getpid()}")
+        try:
+            os.rename(old, aside)
+        except FileNotFoundError:
+            return
+        with open(self.journal_path, "ab") as journal:
+            journal.write(aside.read_bytes())
+        aside.unlink()
 
     @property
     def lock_path(self) -> Location:
@@ -173,6 +197,7 @@ class Store:
             return
         if not self.path.exists():
             posix(self.path).absolute().parent.mkdir(parents=True, exist_ok=True)
+            self.journal_path.unlink(missing_ok=True)    # of a store removed from this path: not this one's
             create(self.path, make_template(blocking))
 
     @contextmanager
@@ -197,6 +222,8 @@ class Store:
             migrate.recover(self.path)                  # under the lock: no other run is extending it now
             if self.path.child(".zattrs").exists() and not half_created(self.path):
                 self.check_metadata()                   # before any task: a run rewrites the consolidated copy
+            if not self.in_place:
+                self._adopt_old_journal()
             self.create_if_missing(make_template, blocking)
             attrs = dict(open_group(self.path).attrs)   # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
@@ -260,6 +287,7 @@ class Store:
                              f"again to finish it")
         with StoreLock(self.path, share=share) as lock:
             conflicts(self.path, share)
+            self._adopt_old_journal()
             attrs = dict(zarr.open_group(str(self.path), mode="r").attrs)
             if sweep_plan(attrs, sweep_file, self.path) != "same":
                 raise StoreError(f"{self.path}: holds another sweep than {sweep_file.path}; `rmtsweep submit` it "
@@ -285,8 +313,6 @@ class Store:
         tpl.frame.attrs["created"] = attrs.get("created")
         write_template(new_path, tpl)
         carried = migrate.copy_finished(self.path, new_path, recompute_all)
-        if not self.in_place and self.journal_path.exists():
-            shutil.copy2(self.journal_path, posix(new_path) / JOURNAL_NAME)
         migrate.swap(self.path, new_path)
         return carried
 

@@ -44,7 +44,6 @@ other and stops.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
@@ -91,7 +90,7 @@ def share_locks(store: str | Path | Location) -> list[tuple[Share, Location]]:
     """The share lock files beside ``store`` (live or not), by share."""
     store = locate(store)
     found: list[tuple[Share, Location]] = []
-    for obj in store.siblings(glob.escape(store.name) + ".share-*-of-*.lock"):
+    for obj in store.siblings(f"{store.name}.share-", "*-of-*.lock"):
         if m := _SHARE.search(obj.name[len(store.name):]):
             found.append(((int(m[1]), int(m[2])), obj))
     return sorted(found, key=lambda item: item[0])

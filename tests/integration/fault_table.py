@@ -54,7 +54,8 @@ class Row:
 
     @property
     def one_line(self) -> bool:
-        return not self.noise and "Traceback" not in self.message
+        """Nothing on stderr but the run's start-up and the one line: no traceback, no ``Exception ignored``."""
+        return not self.noise and not any(word in self.message for word in ("Traceback", "Exception ignored"))
 
     def markdown(self) -> str:
         said = f"`{self.message}`" if self.message else "(nothing)"

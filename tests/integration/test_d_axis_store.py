@@ -19,7 +19,7 @@ from rmtsweep.cli import main
 from rmtsweep.errors import StoreError, TaskFailedError
 from rmtsweep.run import work
 from rmtsweep.spec import parse_sweep
-from rmtsweep.store import JOURNAL_NAME, corrupt_tasks, migrate
+from rmtsweep.store import corrupt_tasks, journal_file, migrate
 from rmtsweep.testing import assert_stores_equal
 from tests.helpers import BASE, build_store
 
@@ -136,7 +136,7 @@ def test_resume_after_an_interruption(client, write_sweep, tmp_path, monkeypatch
     group["eigenvalues"][1, :, :, :, :, 2:4] = -1.0
     run_sweep(load_sweep(path), store, client, progress=False)
     assert_stores_equal(store, build_store(tmp_path / "clean.zarr", AXIS))
-    lines = (store / JOURNAL_NAME).read_text().splitlines()
+    lines = journal_file(store).read_text().splitlines()
     written = {int(r): {ln.split()[3] for ln in lines if ln.startswith(f"run {r} write")} for r in (0, 1)}
     submitted = {ln.split()[3] for ln in lines if ln.startswith("run 1 submit")}
     assert submitted == {"1-0-0-0-1"} and not written[0] & submitted       # only the failed task (d index 1) reran

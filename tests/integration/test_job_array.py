@@ -128,8 +128,8 @@ def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path, recorde
         assert writes_of(store, (i, 3)) == tasks_left(parse_sweep(MEDIUM), blocking, None, (i, 3))
     assert writes(store) == MEDIUM_TASKS                           # no task written twice
     assert not holders(store)                                      # every lock released
-    from rmtsweep.store import JOURNAL_NAME
-    joined = [line for line in (store / JOURNAL_NAME).read_text().splitlines() if " joined " in line]
+    from rmtsweep.store import journal_file
+    joined = [line for line in journal_file(store).read_text().splitlines() if " joined " in line]
     if recorded:
         assert runs == before                                      # the elements recorded nothing more ...
         assert {name: (store / name).read_bytes() for name in metadata} == metadata   # ... nor rewrote metadata
@@ -278,9 +278,9 @@ def test_an_element_cut_by_its_walltime_stops_cleanly_losing_only_its_tasks_in_f
     assert time.monotonic() - start < 10 + 10                       # stopped within 10 s of the signal
     assert not lock_file(store, (0, 2)).exists()
     assert 0 < writes_of(store, (0, 2)) < 1024                      # part of its share (2048 tasks / 2) done
-    from rmtsweep.store import JOURNAL_NAME
+    from rmtsweep.store import journal_file
     (run,) = [r["run"] for r in open_dataset(store).attrs["runs"] if tuple(r.get("share", ())) == (0, 2)]
-    events = [line.split()[2] for line in (store / JOURNAL_NAME).read_text().splitlines()
+    events = [line.split()[2] for line in journal_file(store).read_text().splitlines()
               if line.startswith(f"run {run} ")]
     assert events.count("submit") - events.count("write") <= 4      # lost: at most the tasks in flight (4 a thread)
     from rmtsweep import status, verify

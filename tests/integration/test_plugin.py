@@ -101,3 +101,18 @@ def test_a_plugin_correlation_runs_with_its_theory_and_draws_its_signs(plugin_pa
     assert float(ds["theory_alpha"].sel(mean)) == pytest.approx(np.full(4, 0.25) @ R @ np.full(4, 0.25), rel=1e-12)
     assert float(abs(ds["theory_pooled_kurtosis"]).max()) == 0.0             # no closed form: the Gaussian value
     assert ds.attrs["correlation"] == "blocks(rho=0.8,size=2)"
+
+
+def test_a_plugin_with_a_syntax_error_is_one_line_naming_its_file_and_line(tmp_path):
+    plugin = tmp_path / "plugins"
+    plugin.mkdir()
+    (plugin / "typo_weights.py").write_text("import numpy as np\n\ndef f(R):\n    return np.ones(len(R)\n")
+    sweep = {**BASE, "grid": {**BASE["grid"], "weights": [{"scheme": "python", "function": "typo_weights:f"}]}}
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    proc = run(["run", str(path), "--store", str(tmp_path / "p.zarr")], tmp_path, plugin)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"rmtsweep: error: {path}: grid.weights[0].function: cannot import 'typo_weights' ({plugin}/typo_weights.py, "
+        "line 4: SyntaxError: '(' was never closed) (got 'typo_weights:f')"]
+    assert not (tmp_path / "p.zarr").exists()

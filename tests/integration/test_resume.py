@@ -22,7 +22,7 @@ from distributed import Client, LocalCluster
 from rmtsweep import load_sweep, open_store, run_sweep
 from rmtsweep.run import work
 from rmtsweep.errors import StoreError, TaskFailedError
-from rmtsweep.store import JOURNAL_NAME as JOURNAL
+from rmtsweep.store import journal_file
 from rmtsweep.testing import assert_stores_equal
 from tests.helpers import MEDIUM, MEDIUM_TASKS, run_main, writes
 
@@ -47,7 +47,7 @@ def medium(tmp_path_factory, client):
 
 def _journal(store: Path) -> dict[int, dict[str, set[str]]]:
     runs: dict[int, dict[str, set[str]]] = defaultdict(lambda: {"submit": set(), "write": set()})
-    for line in (store / JOURNAL).read_text().splitlines():
+    for line in journal_file(store).read_text().splitlines():
         _, run, event, task = line.split()
         runs[int(run)][event].add(task)
     return runs
@@ -119,7 +119,7 @@ def test_killed_worker_is_replaced_and_result_identical(medium, tmp_path):
         assert not errors, errors
         assert victim not in cl.run(os.getpid).values()          # the nanny started a new process
     # every task the dead worker held was computed again elsewhere and written, once
-    lines = (store / JOURNAL).read_text().splitlines()
+    lines = journal_file(store).read_text().splitlines()
     written = [line.split()[3] for line in lines if " write " in line]
     assert len(written) == len(set(written)) == MEDIUM_TASKS
     held_tasks = {k.split("rmtsweep-task-")[1].rsplit("-", 1)[0] for k in held if "rmtsweep-task-" in k}

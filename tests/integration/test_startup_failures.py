@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rmtsweep.store import journal_file
 from tests.helpers import MEDIUM, MEDIUM_TASKS
 
 INTERRUPTED = "rmtsweep: interrupted; finished tasks are in the store: rerun the same command to resume"
@@ -81,7 +82,7 @@ def _children(pid: int) -> list[str]:
 
 def _journal_lines(store: Path, word: str) -> int:
     try:
-        return sum(f" {word} " in line for line in (store / ".rmtsweep-journal.log").read_text().splitlines())
+        return sum(f" {word} " in line for line in journal_file(store).read_text().splitlines())
     except FileNotFoundError:
         return 0
 

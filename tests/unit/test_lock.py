@@ -245,3 +245,50 @@ def test_the_metadata_lock_passes_from_hand_to_hand_without_failing_a_patient_wa
         t.join(timeout=120)
     assert not errors, errors[:3]
     assert sorted(got) == list(range(20)) and most[0] == 1          # every one, and never two at once
+
+
+@pytest.fixture(params=["disk", "bucket"])
+def beside(request, tmp_path):
+    """Where stores live side by side: a directory, or a prefix of a bucket on the tests' moto server."""
+    from rmtsweep.store.location import locate
+    if request.param == "disk":
+        return lambda name: locate(tmp_path / name)
+    import uuid
+
+    import s3fs
+    endpoint = request.getfixturevalue("s3_endpoint")
+    s3fs.S3FileSystem(endpoint_url=endpoint).makedirs("wildcards", exist_ok=True)
+    prefix = f"s3://wildcards/{uuid.uuid4().hex}"
+    return lambda name: locate(f"{prefix}/{name}", {"endpoint_url": endpoint})
+
+
+@pytest.mark.parametrize(("odd", "plain"), [("a?.zarr", "a1.zarr"), ("b*.zarr", "bx.zarr"), ("c[1].zarr", "c1.zarr")])
+def test_a_store_named_like_a_pattern_leaves_the_locks_it_would_match_alone(beside, odd, plain):
+    from rmtsweep.store.fence import staging_dir
+    live = [StoreLock(beside(plain)), StoreLock(beside(plain), share=(0, 2))]
+    for lock in live:
+        lock.acquire()
+    try:
+        for share in (None, (1, 3)):                    # a run and a share of another size: nothing live is theirs
+            with StoreLock(beside(odd), share=share) as mine:
+                mine.check()
+        for lock in live:
+            lock.check()                                # still the holder: not taken over, not removed
+            assert holds(lock.store, lock.token, lock.share, strict=True)
+            assert not lock.path.renames or staging_dir(lock.path, lock.token).exists()
+    finally:
+        for lock in live:
+            lock.release()
+
+
+def test_a_cli_run_into_a_store_named_like_a_pattern_leaves_a_live_run_beside_it_alone(reference, tmp_path):
+    from rmtsweep.store.fence import staging_dir
+    sweep_path, _ = reference
+    with StoreLock(tmp_path / "a1.zarr") as live:
+        proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", str(sweep_path), "--store",
+                               str(tmp_path / "a?.zarr"), "--workers", "1", "--no-progress"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        live.check()
+        assert staging_dir(live.path, live.token).is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a?.zarr", "a?.zarr.journal"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,30 @@ def test_the_schema_describes_the_python_correlation():
     schema = str(Sweep.model_json_schema())
     assert "a function f(T, **params) returning the T x T sign correlation R" in schema
     assert "whose signs have correlation R" in schema and "rmtsweep.correlations" in schema
+
+
+# -- a plugin whose own code fails as it is imported: one line with its file and line -------------------------
+
+BROKEN = {
+    "syntax": ("def f(R):\n    return R[0]\n\nx = = 1\n", 4, r"SyntaxError: invalid syntax"),
+    "raises": ("import math\n\nLIMIT = 1 / 0\n", 3, r"ZeroDivisionError: division by zero"),
+    "dependency": ("\nimport no_such_dependency_x\n", 2,
+                   r"ModuleNotFoundError: No module named 'no_such_dependency_x'"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BROKEN))
+def test_a_plugin_that_fails_on_import_is_one_line_with_its_file_and_line(kind, tmp_path, monkeypatch):
+    source, line, message = BROKEN[kind]
+    module = f"broken_plugin_{kind}"
+    (tmp_path / f"{module}.py").write_text(source)
+    dist = tmp_path / f"{module}-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[rmtsweep.weights]\n{kind}-weights = {module}:f\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    where = re.escape(f"{tmp_path / module}.py, line {line}: ") + message
+    with pytest.raises(ValueError, match=rf"^cannot import '{module}' \({where}\)$"):
+        load_function(f"{module}:f")
+    with pytest.raises(ValueError, match=rf"^entry point '{kind}-weights' \({module}:f\) does not load \({where}\)$"):
+        load_function(f"{kind}-weights")

@@ -132,9 +132,45 @@ class LocationPromises:
         for name in ("demo.zarr.share-0-of-2.lock", "demo.zarr.share-1-of-2.lock", "demo.zarr.lock", "other.lock"):
             root.child(name).write(name.encode())
         store.child("demo.zarr.share-9-of-9.lock").write(b"inside")
-        found = store.siblings("demo.zarr.share-*-of-*.lock")
+        found = store.siblings("demo.zarr.share-", "*-of-*.lock")
         assert sorted(f.name for f in found) == ["demo.zarr.share-0-of-2.lock", "demo.zarr.share-1-of-2.lock"]
         assert all(f.read() == f.name.encode() for f in found)
+
+    def test_a_name_with_wildcards_is_a_name_not_a_pattern(self, root):
+        pairs = [("a?.zarr", "a1.zarr"), ("b*.zarr", "bx.zarr"), ("c[1].zarr", "c1.zarr")]
+        for name in (name for pair in pairs for name in pair):
+            for obj in (root.child(name).child(".zattrs"), root.child(f"{name}.lock"),
+                        root.child(f"{name}.share-0-of-2.lock"), root.child(f"{name}.lock.writer-t/x")):
+                obj.write(name.encode())
+        for odd, _ in pairs:
+            store = root.child(odd)
+            assert [f.name for f in store.siblings(f"{odd}.share-", "*-of-*.lock")] == [f"{odd}.share-0-of-2.lock"]
+            assert [f.name for f in store.siblings(f"{odd}.lock.writer-")] == [f"{odd}.lock.writer-t"]
+            assert store.list() == [".zattrs"] and store.child(".zattrs").exists()
+            for beside in (f"{odd}.lock", f"{odd}.share-0-of-2.lock", f"{odd}.lock.writer-t"):
+                store.sibling(beside).remove(recursive=True)
+            store.remove(recursive=True)
+            assert not store.exists() and store.sibling(f"{odd}.lock").read() is None
+        plain = sorted(plain for _, plain in pairs)
+        assert root.list() == sorted(f"{name}{key}" for name in plain
+                                     for key in ("/.zattrs", ".lock", ".share-0-of-2.lock", ".lock.writer-t/x"))
+        assert all(root.child(key).read() == f"{key.split('.zarr')[0]}.zarr".encode() for key in root.list())
+
+    def test_zarr_overwrites_and_deletes_in_its_own_store_only(self, root):
+        def write(name: str, mode: str) -> zarr.Array:
+            group = zarr.open_group(root.child(name).zarr_store(read_only=False), mode=mode, zarr_format=2)
+            array = group.create_array("x", shape=(4,), chunks=(2,), dtype="f8", fill_value=0.0, overwrite=True)
+            array[:] = np.arange(1.0, 5.0)
+            return array
+
+        write("bx.zarr", "w")
+        kept = {key: root.child("bx.zarr").child(key).read() for key in root.child("bx.zarr").list()}
+        odd = write("b*.zarr", "w")
+        write("b*.zarr", "w")                       # overwrites the store it names
+        with zarr.config.set({"array.write_empty_chunks": False}):
+            odd[:2] = 0.0                           # a chunk of fill values is deleted
+        assert "x/0" not in root.child("b*.zarr").list()
+        assert {key: root.child("bx.zarr").child(key).read() for key in root.child("bx.zarr").list()} == kept
 
     def test_listing_gives_every_key_under_the_prefix_sorted(self, root):
         store = root.child("l.zarr")
