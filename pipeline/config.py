@@ -91,7 +91,9 @@ Limit = Annotated[float, _Number, Field(ge=0.0, allow_inf_nan=False), _Range("a 
 SecondsBudget = Annotated[float, _Number, Field(ge=0.0, allow_inf_nan=False), _Range("seconds >= 0, finite")]
 Count = Annotated[int, _Number, Field(ge=1), _Range("a whole number >= 1")]
 Budget = Annotated[int, _Number, Field(ge=0), _Range("a whole number >= 0")]
-Folder = Annotated[str, Field(min_length=1), _Range("a folder, default (the user's cache folder) or none (off)")]
+# dask reads the environment's `none` (and YAML's null) as None: the same switch
+Folder = Annotated[str, BeforeValidator(lambda v: "none" if v is None else v), Field(min_length=1),
+                   _Range("a folder, default (the user's cache folder) or none (off)")]
 
 
 def _hyphens(name: str) -> str:
