@@ -130,12 +130,15 @@ class DrawCache(Protocol):
         """Keep ``arrays`` under ``key`` (best effort: a cache that cannot write says nothing)."""
 
 
-def entry_key(what: str, model: CellModel, seed: Sequence[int], draws: int, **numerics: object) -> str:
+def entry_key(what: str, model: CellModel, seed: Sequence[int], draws: int, **numerics: object) -> str | None:
     """The sha256 (hex) of everything that determines ``draws`` seeded draws' results of the cell ``model``.
 
     ``what`` names the results; ``seed`` is the generator's seed words; ``numerics`` any other setting of the
-    computation. The encoding is canonical JSON: floats and arrays by their float64 bytes.
+    computation. The encoding is canonical JSON: floats and arrays by their float64 bytes. None (not cached)
+    when a user's sampler draws the signs: its code, not only ``R``, decides them.
     """
+    if getattr(model.correlation, "sampler", None) is not None:
+        return None
     R = np.ascontiguousarray(model.correlation.matrix(model.T), dtype="<f8")
     record = {"version": CACHE_VERSION, "what": what, "d": model.d, "V": model.V, "N": model.N, "T": model.T,
               "n_pos": model.n_pos, "centering": model.centering,

@@ -56,6 +56,16 @@ def test_an_entry_holds_the_draws_and_gives_the_uncached_result(tmp_path, uncach
     np.testing.assert_array_equal(null.location, uncached.location)
 
 
+def test_signs_from_a_users_sampler_are_not_cached(tmp_path):
+    """The sampler's code, which no key holds, decides the draws: a changed sampler must not meet old entries."""
+    from rmtsweep.model.correlation import PythonCorrelation
+    corr = PythonCorrelation(function="tests.unit.test_plugins:full", sampler="tests.unit.test_plugins:copy_label")
+    cache = FolderCache(tmp_path)
+    cached = pooled_spikes(SNR, CELL[0], corr, *CELL[1:], cache=cache)
+    assert cache.files() == []
+    np.testing.assert_array_equal(cached.lambda1, pooled_spikes(SNR, CELL[0], corr, *CELL[1:]).lambda1)
+
+
 def _flip(data: bytes, at: int) -> bytes:
     return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
 
