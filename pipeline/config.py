@@ -143,7 +143,7 @@ class Progress(_Section):
 
 
 class Theory(_Section):
-    """``rmtsweep.theory``: what a new store's theory may cost."""
+    """``rmtsweep.theory``: what a new store's theory may cost, and where its draws are cached."""
 
     finite_t_below: Limit
     finite_t_budget: SecondsBudget
