@@ -134,8 +134,8 @@ def entry_key(what: str, model: CellModel, seed: Sequence[int], draws: int, **nu
     """The sha256 (hex) of everything that determines ``draws`` seeded draws' results of the cell ``model``.
 
     ``what`` names the results; ``seed`` is the generator's seed words; ``numerics`` any other setting of the
-    computation. The encoding is canonical JSON: floats and arrays by their float64 bytes. None (not cached)
-    when a user's sampler draws the signs: its code, not only ``R``, decides them.
+    computation; numpy's and scipy's versions too. The encoding is canonical JSON: floats and arrays by their
+    float64 bytes. None (not cached) when a user's sampler draws the signs: its code, not only ``R``, decides them.
     """
     if getattr(model.correlation, "sampler", None) is not None:
         return None
@@ -145,6 +145,7 @@ def entry_key(what: str, model: CellModel, seed: Sequence[int], draws: int, **nu
               "w": np.ascontiguousarray(model.w, dtype="<f8").tobytes().hex(),
               "correlation": model.correlation.model_dump_json(), "R": R.tobytes().hex(),
               "seed": [int(s) for s in seed], "draws": int(draws), "gram_dtype": "float32", "solver": "evd",
+              "libraries": [np.__version__, scipy.__version__],      # their generators and LAPACK calls
               "numerics": {k: repr(v) for k, v in sorted(numerics.items())}}
     text = json.dumps(record, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
