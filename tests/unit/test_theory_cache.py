@@ -221,3 +221,22 @@ def test_the_test_suite_keeps_its_cache_out_of_the_users():
     from rmtsweep.run.theory_cache import folder
     assert folder() == Path(os.environ["DASK_RMTSWEEP__THEORY__CACHE"]).absolute()
     assert not str(folder()).startswith(str(Path.home() / ".cache"))
+
+
+def test_the_key_changes_with_everything_that_decides_an_entry(monkeypatch):
+    from rmtsweep.theory import pooling
+    from rmtsweep.theory.null_law import pooled_model, pooled_seed_words
+
+    def key(w=CELL[0], corr=make_correlation("prefix", L=2), delta=0.5, gamma=0.5, d=60, seed=0, draws=16, steps=24):
+        model = pooled_model(np.asarray(w, float), corr, delta, gamma, d)
+        return pooling.entry_key("pooled-draws", model, pooled_seed_words(np.asarray(w, float), delta, gamma, d, seed),
+                                 draws, lanczos_steps=steps)
+
+    base = key()
+    assert base == key() and len(base) == 64
+    variants = [key(w=[0.4, 0.3, 0.1, 0.2]), key(corr=make_correlation("prefix", L=3)),
+                key(corr=make_correlation("decay", r=0.5)), key(delta=1.0), key(gamma=1.0), key(d=61), key(seed=1),
+                key(draws=8), key(steps=12), key(w=[0.4, 0.3, 0.2, 0.1 + 1e-16])]
+    monkeypatch.setattr(pooling, "CACHE_VERSION", pooling.CACHE_VERSION + 1)
+    variants.append(key())
+    assert len({base, *variants}) == len(variants) + 1
