@@ -39,7 +39,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from .errors import SettingsError
 
-__all__ = ["PATH", "Settings", "allowed", "check", "current", "defaults", "get", "keys", "recorded", "settings"]
+__all__ = ["MACHINE_KEYS", "PATH", "Settings", "allowed", "check", "current", "defaults", "get", "keys", "recordable",
+           "recorded", "settings"]
 
 
 def _malformed(exc: ValueError) -> str:
@@ -90,6 +91,9 @@ Limit = Annotated[float, _Number, Field(ge=0.0, allow_inf_nan=False), _Range("a 
 SecondsBudget = Annotated[float, _Number, Field(ge=0.0, allow_inf_nan=False), _Range("seconds >= 0, finite")]
 Count = Annotated[int, _Number, Field(ge=1), _Range("a whole number >= 1")]
 Budget = Annotated[int, _Number, Field(ge=0), _Range("a whole number >= 0")]
+# dask reads the environment's `none` (and YAML's null) as None: the same switch
+Folder = Annotated[str, BeforeValidator(lambda v: "none" if v is None else v), Field(min_length=1),
+                   _Range("a folder, default (the user's cache folder) or none (off)")]
 
 
 def _hyphens(name: str) -> str:
@@ -139,13 +143,14 @@ class Progress(_Section):
 
 
 class Theory(_Section):
-    """``rmtsweep.theory``: what a new store's theory may cost."""
+    """``rmtsweep.theory``: what a new store's theory may cost, and where its draws are cached."""
 
     finite_t_below: Limit
     finite_t_budget: SecondsBudget
     one_token_budget: Budget
     finite_size_budget: Budget
     pooled_budget: Limit
+    cache: Folder = "default"        # where this machine keeps results: not recorded (MACHINE_KEYS)
 
 
 class StoreWrites(_Section):
@@ -360,13 +365,25 @@ def get(key: str) -> Any:
     return node
 
 
+MACHINE_KEYS: dict[str, tuple[str, ...]] = {"theory": ("cache",)}
+"""The settings of a section that say where this machine keeps things, not what a store holds: a store records
+none of them (:func:`recordable`), so that its bytes do not depend on the machine that made it."""
+
+
 def settings(section: str) -> dict[str, Any]:
-    """Every value of ``rmtsweep.<section>`` now, by its name in the shipped file (JSON-able: for provenance)."""
+    """Every value of ``rmtsweep.<section>`` now, by its name in the shipped file (JSON-able)."""
     return dict(current()[section])
 
 
+def recordable(section: str) -> dict[str, Any]:
+    """The values of ``rmtsweep.<section>`` now that decide what a store holds: :func:`settings` without
+    :data:`MACHINE_KEYS` (what a store records in ``attrs["config"]``)."""
+    return {k: v for k, v in settings(section).items() if k not in MACHINE_KEYS.get(section, ())}
+
+
 def recorded(section: str, values: Any) -> dict[str, Any]:
-    """``values``, a section's settings as a store recorded them (``attrs["config"][section]``), checked and typed.
+    """``values``, a section's settings as a store recorded them (``attrs["config"][section]``), checked and typed
+    (without :data:`MACHINE_KEYS`, which a store does not record).
 
     Raises
     ------
@@ -378,7 +395,7 @@ def recorded(section: str, values: Any) -> dict[str, Any]:
     if not isinstance(values, dict):
         raise SettingsError(f"the recorded rmtsweep.{section} is {values!r}, not a mapping of its settings")
     try:
-        return model.model_validate(values).model_dump(by_alias=True)
+        valid = model.model_validate(values).model_dump(by_alias=True)
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join((section, *(str(p) for p in error["loc"])))
@@ -387,6 +404,7 @@ def recorded(section: str, values: Any) -> dict[str, Any]:
         else:
             what = f"{error['input']!r}, not {allowed(key)}"
         raise SettingsError(f"the recorded rmtsweep.{key} is {what}") from None
+    return {k: v for k, v in valid.items() if k not in MACHINE_KEYS.get(section, ())}
 
 
 dask.config.update_defaults(defaults())

@@ -6,9 +6,13 @@ when the machine lacks it; ``.ci/run`` installs and starts both, so CI runs ever
 
 from __future__ import annotations
 
+import atexit
 import copy
 import os
+import shutil
 import signal
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,6 +36,15 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # The runs the tests start serve no dashboard (`--dashboard-address none`): bokeh's import and server cost a run about
 # half a CPU-second, and the suite is CPU-bound. tests/integration/test_cli_conveniences.py runs one with the default.
 os.environ["RMTSWEEP_DASHBOARD_ADDRESS"] = "none"
+
+# The theory cache (rmtsweep.theory.cache) of every run the tests start, here or as commands: a folder of the session,
+# never the user's. The process that made it removes it; pytest-xdist's processes inherit it from the controller.
+if "DASK_RMTSWEEP__THEORY__CACHE" not in os.environ:
+    os.environ["DASK_RMTSWEEP__THEORY__CACHE"] = THEORY_CACHE = tempfile.mkdtemp(prefix="rmtsweep-theory-cache-")
+    atexit.register(shutil.rmtree, THEORY_CACHE, ignore_errors=True)
+    if "dask.config" in sys.modules:         # dask reads the environment when it is imported
+        import dask.config
+        dask.config.refresh()
 
 # Under pytest-xdist (`pytest -n auto`; pyproject.toml sets --dist loadgroup) each module's tests run in one process, so a
 # module-scoped fixture (a demo run, a cluster, a pip install) is built once; the tests of these modules share

@@ -83,7 +83,7 @@ def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None
 
 def theory_budgets() -> TheoryBudgets:
     """The budgets of a new store's theory, from the settings ``rmtsweep.theory.*``."""
-    return TheoryBudgets(**{name.replace("-", "_"): value for name, value in config.settings("theory").items()})
+    return TheoryBudgets(**{name.replace("-", "_"): value for name, value in config.recordable("theory").items()})
 
 
 def _gib(n: float) -> str:

@@ -40,7 +40,7 @@ def recorded_budgets(attrs: dict, path: Any) -> tuple[TheoryBudgets, str | None]
     if why:
         raise StoreError(f"{path}: its theory at its own size is still to be computed, but {why}; move the store "
                          f"aside and rerun to start a new one")
-    now = config.settings("theory")
+    now = config.recordable("theory")
     differ = [f"{name} {values[name]:g} (now {now[name]:g})" for name in values if values[name] != now[name]]
     line = f"{path}: the store's recorded theory settings are used: {', '.join(differ)}" if differ else None
     return TheoryBudgets(**{name.replace("-", "_"): value for name, value in values.items()}), line

@@ -55,6 +55,7 @@ from .grid import Order, Task, n_tasks, share_done, share_tasks, task_memory_byt
 from .work import WORKER_ENV
 from .plan import theory_budgets
 from .recorded import recorded_budgets, resume_check
+from .theory_cache import FolderCache, theory_cache
 from .progress import Progress
 
 __all__ = ["OpenRun", "git_revision", "make_template", "open_run", "package_version", "prepare_store", "ready_store",
@@ -96,12 +97,12 @@ def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
     """
     sweep = sweep_file.sweep
     attrs = provenance(sweep_file, package_version(), git_revision())
-    attrs["config"] = {"theory": config.settings("theory"), "batching": config.settings("batching")}
+    attrs["config"] = {"theory": config.recordable("theory"), "batching": config.recordable("batching")}
     budgets = theory_budgets()
     defer = defer and theory_seconds(sweep, budgets) > LIMIT_SECONDS     # the limits alone: at once
     if defer:
         attrs[PENDING] = True
-    theory = theory_dataset(sweep, notes, budgets, part="template" if defer else "all")
+    theory = theory_dataset(sweep, notes, budgets, part="template" if defer else "all", cache=theory_cache())
     return template(sweep, theory, attrs, blocking)
 
 
@@ -389,7 +390,8 @@ class _TheoryTask:
         then come first for the same total; on more threads it runs beside them."""
         if self.future is not None:
             return
-        self.future = self.client.submit(_theory_on_cluster, self.sweep, self.budgets, pure=False,
+        # the driver's cache folder: the workers share it where they share the driver's files
+        self.future = self.client.submit(_theory_on_cluster, self.sweep, self.budgets, theory_cache(), pure=False,
                                          key=f"rmtsweep-theory-{uuid.uuid4().hex[:8]}")
         where = "after the tasks" if self.threads == 1 else "beside the first tasks"
         self.note(f"{self.path}: computing the theory at the store's size {where}")
@@ -461,7 +463,7 @@ def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:
                                               choose_blocking(sweep_file.sweep).as_tuple())
 
 
-def _theory_on_cluster(sweep: Sweep, budgets: TheoryBudgets) -> Any:
+def _theory_on_cluster(sweep: Sweep, budgets: TheoryBudgets, cache: FolderCache | None = None) -> Any:
     """On a worker: the store's theory at its size, each independent (point, weights) pair a task of its own, so
     that a grid's pairs spread over the workers instead of trailing the run on one."""
     from distributed import worker_client
@@ -474,5 +476,5 @@ def _theory_on_cluster(sweep: Sweep, budgets: TheoryBudgets) -> Any:
         # ahead of the Monte Carlo tasks already queued: the theory would otherwise trail the run
         with worker_client() as client:          # this task leaves its thread to the pairs while it waits
             return client.gather(client.map(fn, items, key=keys, priority=1))
-    return sized_theory(sweep, budgets, mapper)
+    return sized_theory(sweep, budgets, mapper, cache)
 

@@ -27,6 +27,7 @@ from ..dims import D
 from ..spec import Sweep
 from .null_law import CANDIDATES, POOLED_DRAWS, count_null
 from .pooled_spikes import LANCZOS_STEPS, PooledSpikes, pooled_spikes
+from .pooling import DrawCache
 from .token_counts import realised_count_spikes
 
 Mapper = Callable[[Callable, list], list]
@@ -124,7 +125,8 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray,
 
 
 def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] | None = None,
-                  budget: float | None = None, mapper: Mapper | None = None) -> dict[str, xr.DataArray]:
+                  budget: float | None = None, mapper: Mapper | None = None,
+                  cache: DrawCache | None = None) -> dict[str, xr.DataArray]:
     """At cells of fixed weights over ``T >= 2`` positions: the null's candidates and the finite-size spikes.
 
     ``pooled_null_location`` / ``_scale``, dims ``([d,] delta, gamma, T, weights, pool_draw, null_candidate)``
@@ -137,7 +139,8 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     ``budget`` (default :data:`POOLED_BUDGET`; the detection then uses the cubic's Tracy-Widom threshold there,
     and the cells have no finite-size prediction). ``notes`` gets one line first when the work is expected to take
     more than :data:`POOLED_SAY` seconds. ``mapper`` computes the (point, weights) pairs, each independent and
-    seeded by its own values (default: one after another; a run hands them to its cluster's workers).
+    seeded by its own values (default: one after another; a run hands them to its cluster's workers). ``cache``
+    keeps the draws' results between stores (:func:`rmtsweep.theory.pooling.cached_draws`; the same arrays).
     """
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
@@ -164,7 +167,7 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     where = [(i, j, k, a, b) for i in range(d_values.size) for j in range(delta.size) for k in range(gamma.size)
              for a, b, _ in cells]
     pairs = [(float(delta[j]), float(gamma[k]), int(d_values[i]), cells_w[(a, b)]) for i, j, k, a, b in where]
-    pair = partial(_pooled_pair, snr=snr, correlation=sweep.correlation)
+    pair = partial(_pooled_pair, snr=snr, correlation=sweep.correlation, cache=cache)
     found = mapper(pair, pairs) if mapper else list(map(pair, pairs))
     for (i, j, k, a, b), ps in zip(where, found, strict=True):
         if ps is None:                        # a tiny V, N: no main gap in some draw
@@ -194,11 +197,12 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     return out
 
 
-def _pooled_pair(pair: tuple[float, float, int, np.ndarray], snr: np.ndarray, correlation) -> PooledSpikes | None:
+def _pooled_pair(pair: tuple[float, float, int, np.ndarray], snr: np.ndarray, correlation,
+                 cache: DrawCache | None = None) -> PooledSpikes | None:
     """:func:`pooled_spikes` at one (delta, gamma, d) point and weights ``w``; None where some draw has no main gap."""
     delta, gamma, d, w = pair
     try:
-        return pooled_spikes(snr, w, correlation, delta, gamma, d)
+        return pooled_spikes(snr, w, correlation, delta, gamma, d, cache=cache)
     except ValueError:
         return None
 

@@ -54,14 +54,14 @@ from ._common import broadcast
 from .bulk import edge
 from .finite_d import tw_scale
 from .finite_t import _moments_g, edge_point
-from .pooling import _padded, draw_eigenvalues, pooled_spectra, pooling_draw
+from .pooling import DrawCache, _padded, cached_draws, draw_eigenvalues, entry_key, pooling_draw
 from .token_counts import _seed_words
 from .token_law import DiscreteLaw, empirical_law
 from .tracy_widom import tw_cdf, tw_quantile
 
 __all__ = ["CANDIDATES", "POOLED_DRAWS", "POOLED_TAIL", "CountNull", "count_null", "count_null_draw", "gram",
            "gram_eigenvalues", "half_corrected_edge", "matched_edge", "mixture_cdf", "mixture_quantile", "null_parts",
-           "pooled_model", "pooled_null", "pooled_seed", "pooling_eigenvalues", "pooling_matrix",
+           "pooled_model", "pooled_null", "pooled_seed", "pooled_seed_words", "pooling_eigenvalues", "pooling_matrix",
            "population_null_draw", "tw_threshold"]
 
 Float = NDArray[np.float64]
@@ -286,10 +286,15 @@ def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
     return draw_eigenvalues(pooling_draw(model, rng), model)
 
 
+def pooled_seed_words(w: Float, delta: float, gamma: float, d: int, seed: int = 0) -> list[int]:
+    """The entropy of :func:`pooled_seed`'s generator."""
+    return [seed, *_seed_words(delta, gamma, *w), int(d), 2]
+
+
 def pooled_seed(w: Float, delta: float, gamma: float, d: int, seed: int = 0) -> np.random.Generator:
     """The generator of :func:`pooled_null`'s draws (by ``seed`` and the values of ``w``, ``delta``, ``gamma``,
     ``d``)."""
-    return np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma, *w), int(d), 2]))
+    return np.random.default_rng(np.random.SeedSequence(pooled_seed_words(w, delta, gamma, d, seed)))
 
 
 def pooled_model(w: Float, correlation: Correlation, delta: float, gamma: float, d: int) -> CellModel:
@@ -299,7 +304,8 @@ def pooled_model(w: Float, correlation: Correlation, delta: float, gamma: float,
 
 
 def pooled_null(w: ArrayLike, correlation: Correlation, delta: float, gamma: float, d: int, *,
-                draws: int = POOLED_DRAWS, seed: int = 0, half: bool = True) -> CountNull:
+                draws: int = POOLED_DRAWS, seed: int = 0, half: bool = True,
+                cache: DrawCache | None = None) -> CountNull:
     """The null of ``lambda_1 / kappa`` for fixed weights ``w`` (``T >= 2``) over ``draws`` seeded pooling matrices.
 
     Without signal ``S / kappa = (1/V) Z^T D Z`` (class-centred table), so given the realised ``D`` only its
@@ -307,15 +313,18 @@ def pooled_null(w: ArrayLike, correlation: Correlation, delta: float, gamma: flo
     of each draw: the main bulk's edge of the deterministic equivalent over them, with its own Tracy-Widom
     scale (their law has no ties, and its support had no gap within :data:`POOLED_TAIL` eigenvalues of the top
     in any cell measured, so in practice this is the top of the support, without spikes). Seeded by ``seed``
-    and the values of ``w``, ``delta``, ``gamma``, ``d``; ``half`` as in :func:`count_null`. Measured against
+    and the values of ``w``, ``delta``, ``gamma``, ``d``; ``half`` as in :func:`count_null`. ``cache`` keeps the
+    draws' eigenvalues between calls (:func:`.pooling.cached_draws`; the same result). Measured against
     simulation in docs/theory.md §6.4.
     """
     w = np.asarray(w, float)
     model, rng = pooled_model(w, correlation, delta, gamma, d), pooled_seed(w, delta, gamma, d, seed)
+    key = entry_key("pooled-eigenvalues", model, pooled_seed_words(w, delta, gamma, d, seed), draws)
     # one BLAS thread (beside busy workers, threads only contend); the gap search meets poles exactly
     with threadpool_limits(limits=1), np.errstate(divide="ignore", invalid="ignore"):
-        out = [population_null_draw(p, delta, int(d), tail=min(0.5, POOLED_TAIL / d), half=half)
-               for _, p in pooled_spectra(model, rng, draws)]
+        spectra = cached_draws(model, rng, draws, lambda _, p: {"p": p}, key, cache)
+        out = [population_null_draw(rec["p"], delta, int(d), tail=min(0.5, POOLED_TAIL / d), half=half)
+               for rec in spectra]
     return CountNull(np.array([o[0] for o in out]), np.array([o[1] for o in out]))
 
 

@@ -34,6 +34,7 @@ from .bulk import edge as bulk_edge, histogram as bulk_histogram
 from .cell_law import ONE_TOKEN_BUDGET, one_position, one_token_spikes, transition_snr
 from .finite_d import pooled_sign_excess_kurtosis
 from .finite_size import BUDGET, POOLED_BUDGET, Mapper, finite_size_arrays, finite_size_law, pooled_arrays
+from .pooling import DrawCache
 from .token_law import SampleOptions
 
 __all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
@@ -290,7 +291,8 @@ def _uncentred(snr, ws: xr.Dataset, delta, gamma) -> dict[str, xr.DataArray]:
 
 
 def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str], None] | None = None,
-                   budgets: TheoryBudgets | None = None, part: str = "all", mapper: Mapper | None = None) -> xr.Dataset:
+                   budgets: TheoryBudgets | None = None, part: str = "all", mapper: Mapper | None = None,
+                   cache: DrawCache | None = None) -> xr.Dataset:
     """Every theory array of the sweep's grid, computed once, when the store is created.
 
     ``sweep`` is a :class:`~rmtsweep.spec.Sweep`, what :func:`~rmtsweep.spec.load_sweep` returns, or a sweep
@@ -304,6 +306,8 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
     ``notes`` gets a line before a computation expected to take several seconds (the finite-T spectrum law, the
     detection nulls). ``budgets`` bounds what is computed (default: :class:`TheoryBudgets`' defaults).
     ``mapper`` computes the finite-size laws' independent (point, weights) pairs (default: one after another).
+    ``cache`` keeps the pooling matrix's draws between stores (:func:`rmtsweep.theory.pooling.cached_draws`): the
+    arrays are the same with or without it.
 
     Returns
     -------
@@ -356,9 +360,9 @@ def theory_dataset(sweep: Sweep | SweepFile | str | Path, notes: Callable[[str],
     if centering == "class":
         ds = one_token_spikes(ds, sweep, budgets.one_token_budget)
     if part == "all":
-        ds = ds.assign(_sized(ds, sweep, notes, budgets, mapper))
+        ds = ds.assign(_sized(ds, sweep, notes, budgets, mapper, cache))
     elif part == "sized":
-        ds = xr.Dataset(_sized(ds, sweep, notes, budgets, mapper))
+        ds = xr.Dataset(_sized(ds, sweep, notes, budgets, mapper, cache))
     return ds.transpose(*[d for d in ALL_AXES if d in ds.dims], ...)
 
 
@@ -368,7 +372,8 @@ computes them beside its first tasks; until they are written, the store's ``theo
 
 
 def _sized(ds: xr.Dataset, sweep: Sweep, notes: Callable[[str], None] | None,
-           budgets: TheoryBudgets, mapper: Mapper | None = None) -> dict[Hashable, xr.DataArray]:
+           budgets: TheoryBudgets, mapper: Mapper | None = None,
+           cache: DrawCache | None = None) -> dict[Hashable, xr.DataArray]:
     """The :data:`SIZED` arrays of ``sweep``, given its template's theory ``ds`` (its laws and kappa)."""
     out: dict[Hashable, xr.DataArray] = {}
     if sweep.observables.spectrum is not None:
@@ -377,7 +382,7 @@ def _sized(ds: xr.Dataset, sweep: Sweep, notes: Callable[[str], None] | None,
     if sweep.table_centering != "class":
         return out
     sized = ds.assign(finite_size_arrays(sweep, ds["theory_law"], ds["theory_kappa"], budgets.finite_size_budget))
-    pooled = pooled_arrays(sweep, ds["theory_law"], notes, budgets.pooled_budget, mapper)
+    pooled = pooled_arrays(sweep, ds["theory_law"], notes, budgets.pooled_budget, mapper, cache)
     for name in [name for name in pooled if name in sized]:       # finite_size_*: T = 1 cells, then T >= 2
         pooled[name] = sized[name].combine_first(pooled[name]).assign_attrs(sized[name].attrs)
     sized = sized.assign(pooled)
@@ -387,9 +392,11 @@ def _sized(ds: xr.Dataset, sweep: Sweep, notes: Callable[[str], None] | None,
     return out
 
 
-def sized_theory(sweep: Sweep, budgets: TheoryBudgets | None = None, mapper: Mapper | None = None) -> xr.Dataset:
-    """The :data:`SIZED` arrays of ``sweep``, computed beside a run's first tasks (``mapper``: see theory_dataset)."""
-    return theory_dataset(sweep, budgets=budgets, part="sized", mapper=mapper)
+def sized_theory(sweep: Sweep, budgets: TheoryBudgets | None = None, mapper: Mapper | None = None,
+                 cache: DrawCache | None = None) -> xr.Dataset:
+    """The :data:`SIZED` arrays of ``sweep``, computed beside a run's first tasks (``mapper``, ``cache``: see
+    theory_dataset)."""
+    return theory_dataset(sweep, budgets=budgets, part="sized", mapper=mapper, cache=cache)
 
 
 def _cell_weights(sweep: Sweep) -> Iterator[tuple[int, int, np.ndarray, bool]]:

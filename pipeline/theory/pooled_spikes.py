@@ -50,8 +50,8 @@ from ..model.correlation import Correlation
 from ._common import bisect
 from .finite_d import bulk_overlap_factor
 from .finite_t import _moments_g
-from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed
-from .pooling import pooled_spectra
+from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed, pooled_seed_words
+from .pooling import DrawCache, PoolingDraw, cached_draws, entry_key
 from .tracy_widom import tw_cdf
 
 __all__ = ["ALPHA_NODES", "LANCZOS_STEPS", "PooledSpikes", "gauss_quadrature", "pooled_spikes"]
@@ -175,7 +175,7 @@ def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: 
 
 
 def pooled_spikes(snr: ArrayLike, w: ArrayLike, correlation: Correlation, delta: float, gamma: float, d: int, *,
-                  draws: int = POOLED_DRAWS, seed: int = 0) -> PooledSpikes:
+                  draws: int = POOLED_DRAWS, seed: int = 0, cache: DrawCache | None = None) -> PooledSpikes:
     """``lambda_1 / kappa`` and the top alignment at size ``d`` for fixed weights ``w`` over ``T >= 2`` positions.
 
     Over ``draws`` seeded draws of the realised pooling matrix, the draws of :func:`.null_law.pooled_null`
@@ -190,6 +190,9 @@ def pooled_spikes(snr: ArrayLike, w: ArrayLike, correlation: Correlation, delta:
         The cell's weights and sign-correlation model.
     delta, gamma, d
         Ratios and dimension (``V = d / delta``, ``N = d / gamma``).
+    cache
+        Where each draw's eigenvalues, quadrature and ``var(a^2)`` are kept between calls
+        (:func:`.pooling.cached_draws`; the same result with or without it).
     """
     snr = np.atleast_1d(np.asarray(snr, float))
     w = np.asarray(w, float)
@@ -198,13 +201,17 @@ def pooled_spikes(snr: ArrayLike, w: ArrayLike, correlation: Correlation, delta:
     alpha = float(w @ correlation.matrix(w.size) @ w)
     tail = min(0.5, POOLED_TAIL / d)
     scale_d = model.V / (model.N * kappa)
-    out = []
+
+    def record(draw: PoolingDraw, p: Float) -> dict[str, Float]:
+        nodes, weights = gauss_quadrature(lambda v: scale_d * draw.matvec(v), draw.a, LANCZOS_STEPS)
+        return {"p": p, "nodes": nodes, "weights": weights, "a2var": np.array([np.var(draw.a**2)])}
+
+    key = entry_key("pooled-draws", model, pooled_seed_words(w, delta, gamma, d, seed), draws,
+                    lanczos_steps=LANCZOS_STEPS)
     with threadpool_limits(limits=1), np.errstate(divide="ignore", invalid="ignore"):
-        for draw, p in pooled_spectra(model, rng, draws):
-            # used in this iteration only, so binding the draw late is right
-            nodes, weights = gauss_quadrature(lambda v: scale_d * draw.matvec(v), draw.a, LANCZOS_STEPS)  # noqa: B023
-            out.append(_draw_prediction(snr, p, nodes, weights, alpha, float(np.var(draw.a**2)) / model.N, kappa,
-                                        delta, int(d), tail))
+        out = [_draw_prediction(snr, rec["p"], rec["nodes"], rec["weights"], alpha, float(rec["a2var"][0]) / model.N,
+                                kappa, delta, int(d), tail)
+               for rec in cached_draws(model, rng, draws, record, key, cache)]
     lam, ov = np.array([o[0] for o in out]), np.array([o[1] for o in out])
 
     def se(x: Float) -> Float:

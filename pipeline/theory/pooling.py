@@ -8,8 +8,11 @@ the Gram matrix in single precision. :func:`.null_law.pooling_matrix` is the den
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import scipy.linalg
@@ -19,7 +22,8 @@ from numpy.typing import ArrayLike, NDArray
 from ..model.correlation import draw_signs
 from ..model.replicate import CellModel, draw_tokens, token_weight_matrix
 
-__all__ = ["PoolingDraw", "draw_eigenvalues", "pooled_spectra", "pooling_draw"]
+__all__ = ["CACHE_VERSION", "DrawCache", "PoolingDraw", "cached_draws", "draw_eigenvalues", "entry_key",
+           "pooled_spectra", "pooling_draw"]
 
 Float = NDArray[np.float64]
 
@@ -108,3 +112,62 @@ def pooled_spectra(model: CellModel, rng: np.random.Generator, draws: int) -> It
     for _ in range(draws):
         draw = pooling_draw(model, rng)
         yield draw, draw_eigenvalues(draw, model)
+
+
+CACHE_VERSION = 1
+"""The version of the numerics behind a :class:`DrawCache` entry, part of its key: bump it whenever a draw's
+results would change (the generator calls, the eigenvalue solver, the quadrature), so that old entries go unused."""
+
+
+class DrawCache(Protocol):
+    """Where the results of a cell's seeded draws may be kept between stores (a run passes one in; this package
+    knows nothing of files). A cache never changes a result: an entry is the exact arrays computed without it."""
+
+    def load(self, key: str) -> dict[str, Float] | None:
+        """The arrays saved under ``key``, or None (absent, damaged or foreign)."""
+
+    def save(self, key: str, arrays: dict[str, Float]) -> None:
+        """Keep ``arrays`` under ``key`` (best effort: a cache that cannot write says nothing)."""
+
+
+def entry_key(what: str, model: CellModel, seed: Sequence[int], draws: int, **numerics: object) -> str | None:
+    """The sha256 (hex) of everything that determines ``draws`` seeded draws' results of the cell ``model``.
+
+    ``what`` names the results; ``seed`` is the generator's seed words; ``numerics`` any other setting of the
+    computation; numpy's and scipy's versions too. The encoding is canonical JSON: floats and arrays by their
+    float64 bytes. None (not cached) when a user's sampler draws the signs: its code, not only ``R``, decides them.
+    """
+    if getattr(model.correlation, "sampler", None) is not None:
+        return None
+    R = np.ascontiguousarray(model.correlation.matrix(model.T), dtype="<f8")
+    record = {"version": CACHE_VERSION, "what": what, "d": model.d, "V": model.V, "N": model.N, "T": model.T,
+              "n_pos": model.n_pos, "centering": model.centering,
+              "w": np.ascontiguousarray(model.w, dtype="<f8").tobytes().hex(),
+              "correlation": model.correlation.model_dump_json(), "R": R.tobytes().hex(),
+              "seed": [int(s) for s in seed], "draws": int(draws), "gram_dtype": "float32", "solver": "evd",
+              "libraries": [np.__version__, scipy.__version__],      # their generators and LAPACK calls
+              "numerics": {k: repr(v) for k, v in sorted(numerics.items())}}
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cached_draws(model: CellModel, rng: np.random.Generator, draws: int,
+                 record: Callable[[PoolingDraw, Float], dict[str, Float]], key: str | None,
+                 cache: DrawCache | None) -> list[dict[str, Float]]:
+    """``record(draw, p)`` for ``draws`` successive draws (:func:`pooled_spectra`), from ``cache`` when it holds
+    them under ``key``, else computed (and saved there).
+
+    ``record`` gives each draw's arrays (float64, deterministic given the draw); an entry holds them all, as
+    ``"<name>_<draw>"``. An entry missing any of them is computed again.
+    """
+    if cache is None or key is None:
+        return [record(draw, p) for draw, p in pooled_spectra(model, rng, draws)]
+    found = cache.load(key)
+    if found is not None:
+        names = {name.rsplit("_", 1)[0] for name in found}
+        out = [{name: found.get(f"{name}_{i}") for name in names} for i in range(draws)]
+        if all(v is not None for rec in out for v in rec.values()) and len(found) == len(names) * draws:
+            return [{k: np.asarray(v) for k, v in rec.items() if v is not None} for rec in out]
+    computed = [record(draw, p) for draw, p in pooled_spectra(model, rng, draws)]
+    cache.save(key, {f"{name}_{i}": np.asarray(v) for i, rec in enumerate(computed) for name, v in rec.items()})
+    return computed

@@ -41,6 +41,9 @@ CASES = [
      r"rmtsweep\.store\.done-writers = 2\.5 \(.*\): must be a whole number >= 1$"),
     ("a negative budget", {"DASK_RMTSWEEP__THEORY__FINITE_SIZE_BUDGET": "-1"},
      r"rmtsweep\.theory\.finite-size-budget = -1 \(.*\): must be a whole number >= 0$"),
+    ("an empty cache folder", {"DASK_RMTSWEEP__THEORY__CACHE": ""},
+     r"rmtsweep\.theory\.cache = '' \(environment variable DASK_RMTSWEEP__THEORY__CACHE\): must be a folder, default "
+     r"\(the user's cache folder\) or none \(off\)$"),
     ("a typo", {"DASK_RMTSWEEP__LOCK__LEASES": "30"},
      r"rmtsweep\.lock\.leases: no such setting \(environment variable DASK_RMTSWEEP__LOCK__LEASES\); did you mean "
      r"rmtsweep\.lock\.lease\? \(the settings of rmtsweep\.lock: lease, heartbeat\)$"),
@@ -53,10 +56,11 @@ CASES = [
 
 
 def _env(tmp_path, **extra: str) -> dict[str, str]:
-    """This process's environment with no rmtsweep setting and an empty dask config folder, plus ``extra``."""
+    """This process's environment with no rmtsweep setting but the suite's theory cache, and an empty dask config
+    folder, plus ``extra``."""
     folder = tmp_path / "dask-config"
     folder.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_") or k == "DASK_RMTSWEEP__THEORY__CACHE"}
     return {**env, "DASK_CONFIG": str(folder), **extra}
 
 

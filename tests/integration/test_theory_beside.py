@@ -122,7 +122,8 @@ def test_a_resume_computes_the_theory_its_store_recorded(tmp_path):
     from rmtsweep.theory.on_grid import TheoryBudgets, theory_dataset
     sf, store = _pending_store(tmp_path)
     recorded = dict(open_store(store).attrs["config"])
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DASK_RMTSWEEP")}, **OTHER_BUDGETS}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DASK_RMTSWEEP")}, **OTHER_BUDGETS,
+           "DASK_RMTSWEEP__THEORY__CACHE": os.environ["DASK_RMTSWEEP__THEORY__CACHE"]}     # the suite's, not the user's
     proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", sf.path, "--store", str(store), "--workers",
                            "2", "--in-process", "--no-progress"], env=env, capture_output=True, text=True,
                           timeout=600, cwd=tmp_path)
