@@ -8,7 +8,7 @@ realised-count null the store keeps (``finite_size_null_location`` / ``_scale``,
 theory), and at cells of fixed weights over ``T >= 2`` positions the null over the realised pooling
 matrix (``pooled_null_location`` / ``_scale``). A store without the realised-count null at ``theory_law = 1``
 cells (over the finite-size budget, or older) gets the cubic's threshold there, and :func:`threshold`'s
-``uncalibrated_cells`` attr counts them; ``T >= 2`` cells without a pooled null (attention, over its
+``uncalibrated_cells`` attr counts them; fixed weights over ``T >= 2`` without a pooled null (over its
 budget, older stores) get the cubic's, as the limit theory does.
 
 **Where no law exists at the store's size** (data-dependent weights over ``T >= 2``: finite-d attention,
@@ -86,7 +86,9 @@ class Detection:
             return (f"detected iff eigenvalue > the {1 - self.false_alarm:g} quantile of the predicted null "
                     f"lambda_1 at the store's size (false-alarm level {self.false_alarm:g}: the realised-count "
                     f"null where theory_law = 1, the realised pooling null for fixed weights over T >= 2 "
-                    f"positions where the store has it, else Tracy-Widom at the cubic's edge)")
+                    f"positions where the store has it, else Tracy-Widom at the cubic's edge; where no law "
+                    f"exists, data-dependent weights over T >= 2, the order statistic of the cell's other snr = 0 "
+                    f"replicates: detection_null)")
         return (f"detected iff eigenvalue > kappa lambda_+ + {self.margin_factor:g} kappa lambda_+ d^(-2/3) "
                 f"(the margin rule; its false-alarm rate is not fixed)")
 
@@ -131,9 +133,11 @@ def _null_quantiles(ds: xr.Dataset, alpha: float, name: str = "finite_size_null"
 def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection, lazy: bool = False) -> xr.DataArray:
     """The detection threshold per cell, in the absolute units of the eigenvalues of ``S`` (module docstring).
 
-    Lazy where the store's arrays are. Unless ``lazy``, its ``uncalibrated_cells`` attr counts the
-    ``theory_law = 1`` cells that got the cubic's threshold (no realised-count null in the store); cells of
-    ``T >= 2`` without a pooled null get the cubic's as before and are not counted.
+    The cubic's at cells without a law (data-dependent weights over ``T >= 2``), where
+    :func:`replicate_hits` replaces it by a Monte Carlo null. Lazy where the store's arrays are. Unless
+    ``lazy``, its ``uncalibrated_cells`` attr counts the ``theory_law = 1`` cells that got the cubic's
+    threshold (no realised-count null in the store); fixed weights over ``T >= 2`` without a pooled null
+    get the cubic's too and are not counted.
     """
     edge = ds["theory_edge"]
     if rule.margin_factor is not None:

@@ -53,3 +53,22 @@ def test_leave_one_out_on_fresh_null_replicates_keeps_the_level():
     ok = np.ones(n, bool)
     rate = float(np.mean([np.mean(row > _leave_one_out(row, ok, alpha)) for row in x]))
     assert rate <= alpha + 3 * np.sqrt(alpha * (1 - alpha) / (n * cells))
+
+
+def test_a_data_dependent_scheme_under_any_name_has_no_law_over_two_positions():
+    """The stored sweep says which schemes are data-dependent: a renamed attention scheme has no law at T >= 2."""
+    import json
+
+    import xarray as xr
+
+    from rmtsweep.analysis.reference import no_law_cells
+    from rmtsweep.spec import parse_sweep
+
+    sweep = parse_sweep({"name": "renamed", "d": 20, "replicates": 2, "seed": 1, "correlation": {"model": "prefix", "L": 1},
+                         "grid": {"delta": [0.5], "gamma": [0.5], "snr": [0.0], "T": [1, 2],
+                                  "weights": ["mean", {"scheme": "attention", "tau": 1.0, "name": "learned"}]}})
+    labels = sweep.weight_labels()
+    assert labels == ["mean", "learned"]
+    ds = xr.Dataset(coords={"T": [1, 2], "weights": labels},
+                    attrs={"sweep_canonical": json.dumps(sweep.canonical(), sort_keys=True)})
+    assert no_law_cells(ds).values.tolist() == [[False, False], [False, True]]
