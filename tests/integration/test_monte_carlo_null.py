@@ -84,3 +84,20 @@ def test_without_enough_null_replicates_detection_is_absent(tmp_path, snr, repli
     assert table.loc["mean", "detection_null"] == "law" and table.loc["mean", "n_replicates"] == replicates
     da, _ = map_data(path, "detection_rate")
     assert "blank where too few null replicates" in da.attrs["caption"]
+    from rmtsweep.analysis.live import live_map
+    from rmtsweep.store import open_dataset
+    shown = live_map(open_dataset(path), "detection_rate", "delta", "gamma", {"weights": "attention(tau=1)", "snr": 4.0})
+    assert shown.figure is None and "too few snr = 0" in shown.summary
+
+
+def test_the_live_map_of_a_plane_without_snr_0_uses_the_null_beside_it(stores):
+    """A live map at snr = 4 reads the Monte Carlo null from the store's snr = 0, which its plane leaves out."""
+    from rmtsweep.analysis.live import live_map
+    from rmtsweep.store import open_dataset
+
+    first, _ = stores
+    shown = live_map(open_dataset(first), "detection_rate", "delta", "weights", {"snr": 4.0})
+    assert shown.figure is not None, shown.summary
+    assert "4 of 4 cells with a value" in shown.summary
+    expected = compare(first)["detection_rate"].sel(snr=4.0).mean()
+    assert f"mean {float(expected):.4g}" in shown.summary
