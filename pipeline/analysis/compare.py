@@ -38,8 +38,8 @@ from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
 from ..store.io import edit_consolidated, read_object
 from ..store.location import zarr_target
 from ..store.pending import require_theory
-from .detection import (FALSE_ALARM, MARGIN_FACTOR, MONTE_CARLO, NO_NULL, Detection, d_of, detected, detection_margin,
-                        detection_rule, replicate_hits, signal_pair, theory_detection_rate)
+from .detection import (FALSE_ALARM, LAW, MARGIN_FACTOR, MONTE_CARLO, NO_NULL, Detection, d_of, detected,
+                        detection_margin, detection_rule, replicate_hits, signal_pair, theory_detection_rate)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
 from .reference import NO_LAW, REFERENCES, SHORT, finite_size_z, hold_against, no_law_cells, reference_text
@@ -247,6 +247,10 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
             out[name].attrs["caption"] = caption
     if centering == "class" and "theory_rho" in ds:
         out["theory_detection_rate"] = theory_detection_rate(ds, d, rule, lazy)
+        if null_kind is not None:         # its Tracy-Widom threshold is not the test a cell without a law gets
+            p = out["theory_detection_rate"]
+            out["theory_detection_rate"] = p.where(null_kind == LAW).assign_attrs(
+                p.attrs, long_name=p.attrs["long_name"][:-1] + "; NaN where detection_null != 0)")
     fs = finite_size_z(ds, out, lazy)
     out.update(fs)
     hold_against(out, fs, reference, no_law_cells(ds) if centering == "class" and "T" in ds.dims else None)

@@ -101,3 +101,10 @@ def test_the_live_map_of_a_plane_without_snr_0_uses_the_null_beside_it(stores):
     assert "4 of 4 cells with a value" in shown.summary
     expected = compare(first)["detection_rate"].sel(snr=4.0).mean()
     assert f"mean {float(expected):.4g}" in shown.summary
+
+
+def test_the_tracy_widom_prediction_is_not_held_against_a_monte_carlo_null(stores):
+    """theory_detection_rate predicts the Tracy-Widom test: NaN at cells tested against another null."""
+    cmp = compare(stores[0])
+    assert cmp["theory_detection_rate"].isnull().all()
+    assert "detection rate within 3 binomial sigma" not in summary(cmp)
