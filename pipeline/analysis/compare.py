@@ -39,8 +39,8 @@ from ..store.io import edit_consolidated, read_object
 from ..store.layout import checksum_encoding
 from ..store.location import zarr_target
 from ..store.pending import require_theory
-from .detection import (FALSE_ALARM, MARGIN_FACTOR, Detection, d_of, detected, detection_margin, detection_rule, hits,
-                        signal_pair, theory_detection_rate, threshold)
+from .detection import (FALSE_ALARM, LAW, MARGIN_FACTOR, MONTE_CARLO, NO_NULL, Detection, d_of, detected,
+                        detection_margin, detection_rule, replicate_hits, signal_pair, theory_detection_rate)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
 from .reference import NO_LAW, REFERENCES, SHORT, finite_size_z, hold_against, no_law_cells, reference_text
@@ -50,7 +50,7 @@ from .transition import crossing, transition_snr
 
 __all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "NO_LAW", "REFERENCES", "SHORT", "Detection", "bulk_distance",
            "compare", "crossing", "d_of", "detected", "detection_margin", "detection_rule", "done_digest",
-           "false_alarm_lines", "measured", "no_law_cells", "open_source",
+           "false_alarm_lines", "measured", "no_law_cells", "null_caption", "open_source",
            "reference_text", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
 
 LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
@@ -218,12 +218,15 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
     else:
         out.update(_held("overlap", avg, arr("theory_overlap"), *observed["overlap"][1:]))
         tested = observed["lambda1"][0]
-    limit = threshold(ds if lazy else ds.assign({k: arr(k) for k in ("theory_edge", "theory_kappa") if k in ds}),
-                      d, rule, lazy)
+    hit, limit, null_kind = replicate_hits(
+        ds if lazy else ds.assign({k: arr(k) for k in ("theory_edge", "theory_kappa") if k in ds}), tested, done, d,
+        rule, lazy)
     uncalibrated = limit.attrs.pop("uncalibrated_cells", 0)
-    rate = hits(tested, limit, done).mean("replicate")
+    rate = hit.mean("replicate")
     out["n_done"] = done.sum("replicate").assign_attrs(long_name="replicates done", units="1")
     out["detection_threshold"] = limit
+    if null_kind is not None:
+        out["detection_null"] = null_kind
     out["detection_rate"] = rate.assign_attrs(
         long_name="fraction of done replicates whose tested eigenvalue exceeds detection_threshold", units="1")
     emp = xr.where(rate > 0.5, 2, 0).where(rate.notnull())
@@ -238,8 +241,17 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
         long_name="SNR where the detection rate crosses 1/2 (linear interpolation)", units="snr")
     out["transition_snr_empirical"], out["transition_snr_theory"] = t_emp, (t_th := arr("theory_snr_sample"))
     out["transition_snr_error"] = (t_emp - t_th).assign_attrs(long_name="empirical minus theory", units="snr")
+    if null_kind is not None:             # the maps show a variable's caption under it
+        caption = null_caption()
+        for name in ("detection_rate", "empirical_phase", "phase_agrees", "transition_snr_empirical",
+                     "transition_snr_error"):
+            out[name].attrs["caption"] = caption
     if centering == "class" and "theory_rho" in ds:
         out["theory_detection_rate"] = theory_detection_rate(ds, d, rule, lazy)
+        if null_kind is not None:         # its Tracy-Widom threshold is not the test a cell without a law gets
+            p = out["theory_detection_rate"]
+            out["theory_detection_rate"] = p.where(null_kind == LAW).assign_attrs(
+                p.attrs, long_name=p.attrs["long_name"][:-1] + "; NaN where detection_null != 0)")
     fs = finite_size_z(ds, out, lazy)
     out.update(fs)
     hold_against(out, fs, reference, no_law_cells(ds) if centering == "class" and "T" in ds.dims else None)
@@ -265,7 +277,7 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
         warnings.simplefilter("ignore", RuntimeWarning)            # means of cells with no replicate done: NaN
         cmp = cmp.compute()
         if dims.d_axis and ds.sizes[D] >= MIN_D and tested.size <= LIMIT_BUDGET:   # the d -> infinity limits
-            cmp = cmp.assign(limit_variables(cmp, hits(tested, limit, done).load(), rule))
+            cmp = cmp.assign(limit_variables(cmp, hit.load(), rule))
             cmp.attrs["limits"] = (f"per line over d (>= {MIN_D} values): transition_snr ~ limit + a d^-b (b: the "
                                    "finite-d theory's exponent), lambda1 and overlap ~ limit + c/d "
                                    "(rmtsweep.analysis.limits)")
@@ -306,12 +318,15 @@ def _write_group(path: Location, cmp: xr.Dataset) -> None:
 def false_alarm_lines(cmp: xr.Dataset) -> list[str]:
     """The detections at ``snr = 0`` against the rule's level: pooled, and per cell within 3 binomial s.e."""
     if 0.0 not in cmp["snr"].values:
-        return []
+        return _null_lines(cmp)
     rate, n = cmp["detection_rate"].sel(snr=0.0), cmp["n_done"].sel(snr=0.0) if "snr" in cmp["n_done"].dims \
         else cmp["n_done"]
     ok = rate.notnull() & (n > 0)
+    if "detection_null" in cmp:               # a Monte Carlo null's snr = 0 rate is at most the level by construction
+        ok = ok & (cmp["detection_null"] != MONTE_CARLO)
+    notes = _null_lines(cmp)
     if not bool(ok.any()):
-        return []
+        return notes
     hits, total = float((rate * n).where(ok).sum()), int(n.where(ok).sum())
     alpha = cmp.attrs.get("false_alarm")
     if alpha is None:
@@ -323,6 +338,31 @@ def false_alarm_lines(cmp: xr.Dataset) -> list[str]:
     if cmp.attrs.get("detection_uncalibrated_cells"):
         out.append(f"   {cmp.attrs['detection_uncalibrated_cells']} theory_law = 1 cells have no realised-count null "
                    "in the store (over the finite-size budget, or an older store): the cubic's threshold there")
+    return out + notes
+
+
+def null_caption() -> str:
+    """One line for a map of detection: which cells use a Monte Carlo null, and which have none (blank)."""
+    return ("cells without a null law at the store's size (data-dependent weights over T >= 2): detection against "
+            "the order statistic of their other snr = 0 replicates (detection_null = 1); blank where too few null "
+            "replicates or no snr = 0 (detection_null = 2: no detection, no transition)")
+
+
+def _null_lines(cmp: xr.Dataset) -> list[str]:
+    """How many cells take their detection threshold from each null (``detection_null``)."""
+    if "detection_null" not in cmp:
+        return []
+    kind = cmp["detection_null"]
+    mc, none = int((kind == MONTE_CARLO).sum()), int((kind == NO_NULL).sum())
+    out = [f"detection null: {int(kind.size) - mc - none} cells a law at the store's size, {mc} a Monte Carlo null "
+           f"from their snr = 0 replicates, {none} none"]
+    if mc:
+        out.append(f"   {mc} cells without a law (data-dependent weights over T >= 2) are tested against the order "
+                   "statistic of their other snr = 0 replicates; their snr = 0 rate is at most the level by "
+                   "construction (leave-one-out), so it is left out of the false-alarm count")
+    if none:
+        out.append(f"   {none} cells without a law have too few snr = 0 replicates (or no snr = 0 on the grid) for a "
+                   "Monte Carlo null: detection rate, phase and transition are NaN there")
     return out
 
 

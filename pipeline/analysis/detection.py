@@ -8,8 +8,16 @@ realised-count null the store keeps (``finite_size_null_location`` / ``_scale``,
 theory), and at cells of fixed weights over ``T >= 2`` positions the null over the realised pooling
 matrix (``pooled_null_location`` / ``_scale``). A store without the realised-count null at ``theory_law = 1``
 cells (over the finite-size budget, or older) gets the cubic's threshold there, and :func:`threshold`'s
-``uncalibrated_cells`` attr counts them; ``T >= 2`` cells without a pooled null (attention, over its
+``uncalibrated_cells`` attr counts them; fixed weights over ``T >= 2`` without a pooled null (over its
 budget, older stores) get the cubic's, as the limit theory does.
+
+**Where no law exists at the store's size** (data-dependent weights over ``T >= 2``: finite-d attention,
+:func:`rmtsweep.analysis.reference.no_law_cells`), a level's threshold is a Monte Carlo null from the
+store's own ``snr = 0`` replicates of the same cell (:func:`monte_carlo_null`; docs/theory.md §3.7): each
+replicate is tested against the order statistic ``k = ceil((m + 1)(1 - alpha))`` of the other ``m``
+done null replicates, which keeps the false-alarm rate at most ``alpha`` for an exchangeable draw. With
+fewer than ``1/alpha - 1`` others, or no ``snr = 0`` on the grid, detection there is NaN.
+``detection_null`` (:data:`DETECTION_NULL_ATTRS`) says which null each cell used.
 
 **The margin rule** (``margin_factor = f``): the tested eigenvalue exceeds ``kappa lambda_+ (1 + f
 d^(-2/3))``; its false-alarm rate is whatever the cell's null gives (docs/theory.md §3.7).
@@ -20,9 +28,12 @@ eigenvector best aligned with ``u``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from ..dims import D
@@ -34,14 +45,24 @@ from ..theory.on_grid import pooled_kurtosis
 from ..store import stored_sweep
 from ..store.pending import require_theory
 from .mask import only_done
+from .reference import no_law_cells
 from .source import open_source, store_name
 
-__all__ = ["FALSE_ALARM", "MARGIN_FACTOR", "Detection", "d_of", "detected", "detection_margin", "detection_rule",
-           "hits", "signal_pair", "tested_eigenvalue", "theory_detection_rate", "threshold"]
+__all__ = ["DETECTION_NULL_ATTRS", "FALSE_ALARM", "LAW", "MARGIN_FACTOR", "MONTE_CARLO", "NO_NULL", "Detection",
+           "d_of", "detected", "detection_margin", "detection_rule", "hits", "min_null_replicates", "monte_carlo_null",
+           "null_rank", "replicate_hits", "signal_pair", "tested_eigenvalue", "theory_detection_rate", "threshold"]
 
 FALSE_ALARM = 0.05
 MARGIN_FACTOR = 1.0
 EXACT = 1          # theory_law of the one-token cells (rmtsweep.theory.cell_law.EXACT)
+LAW, MONTE_CARLO, NO_NULL = 0, 1, 2     # detection_null: where a cell's threshold comes from
+DETECTION_NULL_ATTRS = {
+    "long_name": "null the detection threshold comes from: 0 a law at the store's size, 1 a Monte Carlo null from "
+                 "the cell's other snr = 0 replicates (leave-one-out), 2 none (too few null replicates or no snr = 0 "
+                 "on the grid: detection NaN)",
+    "flag_values": [LAW, MONTE_CARLO, NO_NULL],
+    "flag_meanings": "law_at_store_size monte_carlo_null_from_snr0_replicates none_too_few_null_replicates",
+    "units": "1"}
 
 
 @dataclass(frozen=True)
@@ -65,7 +86,9 @@ class Detection:
             return (f"detected iff eigenvalue > the {1 - self.false_alarm:g} quantile of the predicted null "
                     f"lambda_1 at the store's size (false-alarm level {self.false_alarm:g}: the realised-count "
                     f"null where theory_law = 1, the realised pooling null for fixed weights over T >= 2 "
-                    f"positions where the store has it, else Tracy-Widom at the cubic's edge)")
+                    f"positions where the store has it, else Tracy-Widom at the cubic's edge; where no law "
+                    f"exists, data-dependent weights over T >= 2, the order statistic of the cell's other snr = 0 "
+                    f"replicates: detection_null)")
         return (f"detected iff eigenvalue > kappa lambda_+ + {self.margin_factor:g} kappa lambda_+ d^(-2/3) "
                 f"(the margin rule; its false-alarm rate is not fixed)")
 
@@ -110,9 +133,11 @@ def _null_quantiles(ds: xr.Dataset, alpha: float, name: str = "finite_size_null"
 def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection, lazy: bool = False) -> xr.DataArray:
     """The detection threshold per cell, in the absolute units of the eigenvalues of ``S`` (module docstring).
 
-    Lazy where the store's arrays are. Unless ``lazy``, its ``uncalibrated_cells`` attr counts the
-    ``theory_law = 1`` cells that got the cubic's threshold (no realised-count null in the store); cells of
-    ``T >= 2`` without a pooled null get the cubic's as before and are not counted.
+    The cubic's at cells without a law (data-dependent weights over ``T >= 2``), where
+    :func:`replicate_hits` replaces it by a Monte Carlo null. Lazy where the store's arrays are. Unless
+    ``lazy``, its ``uncalibrated_cells`` attr counts the ``theory_law = 1`` cells that got the cubic's
+    threshold (no realised-count null in the store); fixed weights over ``T >= 2`` without a pooled null
+    get the cubic's too and are not counted.
     """
     edge = ds["theory_edge"]
     if rule.margin_factor is not None:
@@ -144,6 +169,117 @@ def threshold(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection, lazy: bool
                             **({} if lazy else {"uncalibrated_cells": uncalibrated}))
 
 
+def null_rank(m: int, alpha: float) -> int:
+    """The rank ``k = ceil((m + 1)(1 - alpha))`` of the order statistic of ``m`` null draws used as threshold.
+
+    A new draw exchangeable with the ``m`` exceeds their ``k``-th smallest with probability ``(m + 1 - k) /
+    (m + 1) <= alpha`` (continuous draws). Valid only when ``k <= m``.
+
+    Examples
+    --------
+    >>> null_rank(19, 0.05), null_rank(63, 0.05), null_rank(99, 0.01)
+    (19, 61, 99)
+    """
+    return math.ceil((m + 1) * (1.0 - alpha) - 1e-9)    # the margin absorbs rounding of exact products
+
+
+def min_null_replicates(alpha: float) -> int:
+    """The fewest null draws whose order statistic keeps a false-alarm rate at most ``alpha``: ``1/alpha - 1``.
+
+    Examples
+    --------
+    >>> min_null_replicates(0.05), min_null_replicates(0.01), min_null_replicates(0.3)
+    (19, 99, 3)
+    """
+    m = 1
+    while null_rank(m, alpha) > m:
+        m += 1
+    return m
+
+
+def _leave_one_out(x0: np.ndarray, ok: np.ndarray, alpha: float) -> np.ndarray:
+    """Per replicate: the ``null_rank`` order statistic of the other done replicates' ``x0``, NaN if too few."""
+    out = np.full(x0.shape, np.nan)
+    ok = ok & np.isfinite(x0)
+    n = int(ok.sum())
+    m = n - 1
+    if m < min_null_replicates(alpha):
+        return out
+    k = null_rank(m, alpha)
+    idx = np.flatnonzero(ok)
+    order = idx[np.argsort(x0[idx], kind="stable")]
+    s = x0[order]
+    # without the replicate at sorted position j, the k-th smallest of the others is s[k-1] if j >= k, else s[k]
+    out[order] = np.where(np.arange(n) >= k, s[k - 1], s[k])      # k <= m = n - 1, so s[k] exists
+    return out
+
+
+def _all_null(x0: np.ndarray, ok: np.ndarray, alpha: float) -> float:
+    """The ``null_rank`` order statistic of every done replicate's ``x0`` (the threshold for a new draw)."""
+    v = np.sort(x0[ok & np.isfinite(x0)])
+    if v.size < min_null_replicates(alpha):
+        return np.nan
+    return float(v[null_rank(v.size, alpha) - 1])
+
+
+def monte_carlo_null(tested: xr.DataArray, done: xr.DataArray, alpha: float
+                     ) -> tuple[xr.DataArray, xr.DataArray]:
+    """The Monte Carlo null threshold from a cell's own ``snr = 0`` replicates, at false-alarm level ``alpha``.
+
+    Returns the threshold per replicate (dims of ``done``: the order statistic :func:`null_rank` of the
+    *other* done replicates' tested eigenvalue at ``snr = 0``, so a replicate is never tested against
+    itself) and per cell (of all done null replicates: the threshold a new draw would face). NaN where
+    fewer than :func:`min_null_replicates` null draws are there. Lazy where ``tested`` is.
+    """
+    x0 = tested.sel(snr=0.0, drop=True)
+    kw: dict[str, Any] = {"input_core_dims": [["replicate"], ["replicate"]], "vectorize": True, "dask": "parallelized",
+          "output_dtypes": [float], "dask_gufunc_kwargs": {"allow_rechunk": True}}
+    per_replicate = xr.apply_ufunc(_leave_one_out, x0, done, kwargs={"alpha": alpha},
+                                   output_core_dims=[["replicate"]], **kw)
+    per_cell = xr.apply_ufunc(_all_null, x0, done, kwargs={"alpha": alpha}, **kw)
+    return per_replicate.transpose(*done.dims), per_cell
+
+
+def _null_kind(ds: xr.Dataset, rule: Detection) -> xr.DataArray | None:
+    """Per ``(T, weights)``: True where no null law exists at the store's size (None: the rule needs none)."""
+    if rule.false_alarm is None or "T" not in ds.dims or ds.attrs.get("table_centering", "class") != "class":
+        return None
+    no_law = no_law_cells(ds)
+    return no_law if bool(no_law.any()) else None
+
+
+def replicate_hits(ds: xr.Dataset, tested: xr.DataArray, done: xr.DataArray, d: xr.DataArray | int,
+                   rule: Detection, lazy: bool = False) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray | None]:
+    """Per replicate and SNR, whether ``tested`` clears the rule's threshold, with the threshold and its null.
+
+    Cells with a law get :func:`threshold` unchanged. Cells without one (:func:`_null_kind`) get
+    :func:`monte_carlo_null`'s leave-one-out threshold, or NaN detection where it has too few draws or
+    the grid has no ``snr = 0``. Returns ``(hits, threshold per cell, detection_null or None)``; the
+    last is None when every cell has a law (or the rule is the margin rule).
+    """
+    limit = threshold(ds, d, rule, lazy)
+    no_law = _null_kind(ds, rule)
+    if no_law is None:
+        return hits(tested, limit, done), limit, None
+    alpha = rule.false_alarm
+    assert alpha is not None                              # _null_kind is None under the margin rule
+    attrs = dict(limit.attrs)
+    if 0.0 in ds["snr"].values:
+        per_replicate, per_cell = monte_carlo_null(tested, done, alpha)
+        enough = per_cell.notnull()
+    else:
+        per_replicate = per_cell = xr.full_like(done, np.nan, dtype=float).isel(replicate=0, drop=True)
+        enough = per_cell.notnull()
+    kind = xr.where(no_law, xr.where(enough, MONTE_CARLO, NO_NULL), LAW).astype(np.int8)
+    kind = kind.broadcast_like(per_cell).assign_attrs(DETECTION_NULL_ATTRS)
+    out = xr.where(no_law, per_replicate, limit)            # law cells: the same threshold as before
+    hit = only_done(tested > out, done).where(kind != NO_NULL)
+    cell_limit = xr.where(no_law, per_cell, limit).assign_attrs(attrs)
+    cell_limit.attrs["long_name"] = (attrs.get("long_name", "detection threshold") + "; where detection_null = 1, "
+                                     "the order statistic of the cell's snr = 0 replicates (a new draw's threshold)")
+    return hit, cell_limit, kind
+
+
 def hits(tested: xr.DataArray, limit: xr.DataArray, done: xr.DataArray) -> xr.DataArray:
     """1 where ``tested`` exceeds ``limit``, 0 where not, NaN for replicates not done."""
     return only_done(tested > limit, done)
@@ -172,7 +308,8 @@ def detected(source: str | Path | xr.Dataset, rule: Detection | None = None) -> 
     ds = open_source(source)
     require_theory(ds.attrs, store_name(source), "detect")
     rule = rule or Detection()
-    return hits(tested_eigenvalue(ds), threshold(ds, d_of(ds), rule), ds["done"])
+    hit, _, kind = replicate_hits(ds, tested_eigenvalue(ds), ds["done"], d_of(ds), rule)
+    return hit if kind is None else hit.assign_coords(detection_null=kind)
 
 
 def theory_detection_rate(ds: xr.Dataset, d: xr.DataArray | int, rule: Detection | None = None,

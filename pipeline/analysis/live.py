@@ -25,6 +25,7 @@ from ..store import open_group, status
 from ..store.pending import theory_pending
 from ..store.writer import array_of, read_array
 from .compare import compare, done_digest
+from .detection import NO_NULL
 from .map_style import MapFigure
 from .plots import map_data, map_figure
 
@@ -216,9 +217,12 @@ def live_map(ds: xr.Dataset, var: str, x: str, y: str, at: dict[str, object]) ->
             da, _ = map_data(sub, var)
             sub = _transition_scalars(sub)
         else:
-            cmp = compare(sub)
+            cmp = compare(_beside_null(ds, sub, x, y, at)).sel(snr=sub["snr"].values)
             if var not in cmp.data_vars:
                 return LiveMap(var, None, f"{var}: not a variable of this store")
+            if var == DETECTION and "detection_null" in cmp and bool((cmp["detection_null"] == NO_NULL).all()):
+                return LiveMap(var, None, f"{var}: no null law at the store's size here, and too few snr = 0 "
+                                          "replicates (or none) for a Monte Carlo null")
             if var == DETECTION and not np.isfinite(np.asarray(cmp["detection_threshold"], dtype=float)).any():
                 return pending                                # no threshold: every rate would read 0
             da, _ = map_data(sub.assign({k: v for k, v in cmp.data_vars.items() if k not in sub}), var)
@@ -240,6 +244,16 @@ def plane(ds: xr.Dataset, x: str, y: str, at: dict[str, object], load: bool = Fa
     while a run keeps writing."""
     sub = ds.isel({a: [_index(ds, a, at.get(a))] for a in axes(ds) if a not in (x, y)})
     return sub.load() if load else sub
+
+
+def _beside_null(ds: xr.Dataset, sub: xr.Dataset, x: str, y: str, at: dict[str, object]) -> xr.Dataset:
+    """``sub`` with the store's ``snr = 0`` beside its SNR: the Monte Carlo null of cells without a law needs it."""
+    snr = [float(v) for v in ds["snr"].values] if "snr" in ds.dims else []
+    if "snr" in (x, y) or 0.0 not in snr or 0.0 in sub["snr"].values:
+        return sub
+    index = {a: [_index(ds, a, at.get(a))] for a in axes(ds) if a not in (x, y)}
+    index["snr"] = [snr.index(0.0), *index["snr"]]
+    return ds.isel(index)
 
 
 def _index(ds: xr.Dataset, axis: str, value: object) -> int:

@@ -16,6 +16,8 @@ threshold ``theory_snr_sample`` (docs/theory.md §3.2), and the best prediction 
 store's size (``theory_snr_best``, with ``theory_snr_best_source`` naming it): where the finite-d detection
 model is derived (class-centred cells of the cubic law, docs/theory.md §6.2) the SNR where its predicted
 detection rate under the same rule crosses 1/2 (``theory_snr_finite_d``), else the limit ``theory_snr_sample``.
+``detection_null`` names the null of each line's threshold: lines without a law at the store's size use a
+Monte Carlo null from their ``snr = 0`` replicates, or have none (then no transition: NaN, 0 replicates).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ..theory import finite_d, spikes
 from ..theory.null_law import tw_threshold
 from .compare import REFERENCES, d_of, detected, detection_rule, open_source
 from .source import store_name, with_options
-from .detection import Detection
+from .detection import LAW, MONTE_CARLO, NO_NULL, Detection
 from .transition import bootstrap_intervals, crossing
 
 if TYPE_CHECKING:
@@ -58,7 +60,11 @@ COLUMNS = {
                        "theory_snr_sample (reference='limit': theory_snr_sample)",
     "theory_snr_best_source": "which prediction theory_snr_best is: finite_d or limit",
     "snr_min": "smallest SNR on the grid", "snr_max": "largest SNR on the grid",
+    "detection_null": "where the line's detection threshold comes from: law (a null law at the store's size), "
+                      "monte_carlo (the line's other snr = 0 replicates, leave-one-out) or none (too few null "
+                      "replicates: no detection, transition NaN)",
 }
+NULL_NAMES = {LAW: "law", MONTE_CARLO: "monte_carlo", NO_NULL: "none"}
 
 
 def finite_d_transition(rho_per_snr: float, delta: float, gamma: float, d: int, rule: Detection,
@@ -174,6 +180,10 @@ def phase_diagram(source: str | Path | Location | xr.Dataset, n_boot: int = 1000
         table[name] = th.broadcast_like(hits.isel(replicate=0, snr=0, drop=True)).transpose(*line_dims).values.ravel()
     _best_transition(ds, table, rule, reference)
     table["snr_min"], table["snr_max"] = snr.min(), snr.max()
+    kind = hits.coords.get("detection_null")
+    table["detection_null"] = (np.full(len(table), NULL_NAMES[LAW]) if kind is None else
+                               [NULL_NAMES[int(v)] for v in kind.broadcast_like(
+                                   hits.isel(replicate=0, snr=0, drop=True)).transpose(*line_dims).values.ravel()])
     table.attrs = {"method": f"percentile bootstrap over replicates, {n_boot} resamples, level {level}, seed {seed}, "
                                  "widened to the grid step of the crossing",
                    **rule.attrs(), "reference": reference, "columns": COLUMNS}

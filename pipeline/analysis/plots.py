@@ -38,7 +38,7 @@ from ..dims import ALL_AXES, AXES
 from ..errors import SelectionError
 from ..store import Location
 from ..store.pending import PENDING_MARK, pending_note, require_theory, theory_pending
-from .compare import GROUP, SHORT, compare, measured, open_source
+from .compare import GROUP, SHORT, compare, measured, no_law_cells, open_source
 from .source import monte_carlo, store_name, with_options
 from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
@@ -90,6 +90,9 @@ def map_data(path: str | Path | Location | xr.Dataset, var: str,
             cmp = compare(ds)                                        # rule: its detection rates use another test
         elif "reference" not in cmp.attrs and var.split("_")[0] in ("lambda1", "overlap", "limit"):
             cmp = compare(ds)                  # written before the best prediction was the default reference
+        elif ("detection_null" not in cmp and "false_alarm" in cmp.attrs and "T" in ds.dims
+              and ds.attrs.get("table_centering", "class") == "class" and bool(no_law_cells(ds).any())):
+            cmp = compare(ds)                  # written before cells without a law got a Monte Carlo null
         if var not in cmp.data_vars:
             choices = sorted(map(str, set(ds.data_vars) | set(cmp.data_vars)))
             raise SelectionError(f"--var {var!r}: not a variable of {store_name(path)} (valid: {', '.join(choices)})")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..errors import UserError
+
 __all__ = ["CAPTIONS", "LIMITS", "NO_LAW", "REFERENCES", "SHORT", "finite_size_z", "hold_against", "no_law_cells",
            "reference_text"]
 
@@ -49,14 +51,28 @@ def reference_text(reference: str, name: str) -> str:
 NO_LAW = 2   # {name}_reference: a cell without a law at the store's size (attention over T >= 2)
 
 
+def _data_dependent(ds: xr.Dataset) -> set[str]:
+    """The labels of the store's weights schemes computed from the data (a plugin's too), from its stored sweep."""
+    if "sweep_canonical" not in ds.attrs:
+        return set()
+    from ..store import stored_sweep       # the store's sweep names its schemes and says which are data-dependent
+    try:
+        grid = stored_sweep("<store>", dict(ds.attrs)).grid
+    except UserError:                      # a plugin not installed here: the names alone decide
+        return set()
+    return {scheme.label for scheme in grid.weights if scheme.data_dependent}
+
+
 def no_law_cells(ds: xr.Dataset) -> xr.DataArray:
-    """``(T, weights)``: True where no prediction at the store's size exists, finite-d attention over ``T >= 2``.
+    """``(T, weights)``: True where no prediction at the store's size exists: data-dependent weights (finite-d
+    attention, a plugin's) over ``T >= 2``.
 
     Its weights are computed from the table, so the pooling matrix is not independent of the table's noise
     and neither finite-size construction applies; only the large-d limit (``causal(tau)``'s) is compared.
     """
-    attention = xr.DataArray([str(w).startswith("attention") for w in ds["weights"].values], dims="weights",
-                             coords={"weights": ds["weights"]})
+    dependent = _data_dependent(ds)
+    attention = xr.DataArray([str(w).startswith("attention") or str(w) in dependent for w in ds["weights"].values],
+                             dims="weights", coords={"weights": ds["weights"]})
     exact = ds["theory_law"] == 1 if "theory_law" in ds else False
     return (attention & (ds["T"] >= 2) & ~exact).transpose("T", "weights")
 
