@@ -45,7 +45,7 @@ from ..theory.on_grid import pooled_kurtosis
 from ..store import stored_sweep
 from ..store.pending import require_theory
 from .mask import only_done
-from .reference import no_law_cells
+from .reference import data_dependent_cells, no_law_cells
 from .source import open_source, store_name
 
 __all__ = ["DETECTION_NULL_ATTRS", "FALSE_ALARM", "LAW", "MARGIN_FACTOR", "MONTE_CARLO", "NO_NULL", "Detection",
@@ -244,7 +244,11 @@ def _null_kind(ds: xr.Dataset, rule: Detection) -> xr.DataArray | None:
     """Per ``(T, weights)``: True where no null law exists at the store's size (None: the rule needs none)."""
     if rule.false_alarm is None or "T" not in ds.dims or ds.attrs.get("table_centering", "class") != "class":
         return None
+    if not bool(data_dependent_cells(ds).any()):      # from the coordinates: nothing lazy is computed
+        return None
     no_law = no_law_cells(ds)
+    if not isinstance(no_law.data, np.ndarray):         # lazy: which cells lack a law is known once computed
+        return no_law
     return no_law if bool(no_law.any()) else None
 
 

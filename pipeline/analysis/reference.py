@@ -13,7 +13,8 @@ import xarray as xr
 
 from ..errors import UserError
 
-__all__ = ["CAPTIONS", "LIMITS", "NO_LAW", "REFERENCES", "SHORT", "finite_size_z", "hold_against", "no_law_cells",
+__all__ = ["CAPTIONS", "LIMITS", "NO_LAW", "REFERENCES", "SHORT", "finite_size_z", "data_dependent_cells",
+           "hold_against", "no_law_cells",
            "reference_text"]
 
 
@@ -70,11 +71,17 @@ def no_law_cells(ds: xr.Dataset) -> xr.DataArray:
     Its weights are computed from the table, so the pooling matrix is not independent of the table's noise
     and neither finite-size construction applies; only the large-d limit (``causal(tau)``'s) is compared.
     """
+    exact = ds["theory_law"] == 1 if "theory_law" in ds else False
+    return (data_dependent_cells(ds) & ~exact).transpose("T", "weights")
+
+
+def data_dependent_cells(ds: xr.Dataset) -> xr.DataArray:
+    """``(T, weights)``: True for data-dependent weights over ``T >= 2``, from the coordinates and attributes alone
+    (nothing lazy is computed); :func:`no_law_cells` leaves out those of them whose law is exact."""
     dependent = _data_dependent(ds)
     attention = xr.DataArray([str(w).startswith("attention") or str(w) in dependent for w in ds["weights"].values],
                              dims="weights", coords={"weights": ds["weights"]})
-    exact = ds["theory_law"] == 1 if "theory_law" in ds else False
-    return (attention & (ds["T"] >= 2) & ~exact).transpose("T", "weights")
+    return (attention & (ds["T"] >= 2)).transpose("T", "weights")
 
 
 def hold_against(out: dict[str, xr.DataArray], fs: dict[str, xr.DataArray], reference: str,
