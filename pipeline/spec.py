@@ -104,7 +104,9 @@ class Grid(BaseModel):
     @classmethod
     def _names(cls, v: Any) -> Any:
         v = [v] if isinstance(v, (str, dict)) else v
-        if isinstance(v, (list, tuple)) and not v:
+        if not isinstance(v, (list, tuple)):
+            return v                                   # pydantic names the wrong type in one line
+        if not v:
             raise ValueError("needs at least one weights scheme, e.g. [mean]")
         return [{"scheme": x} if isinstance(x, str) else x for x in v]
 

@@ -45,6 +45,7 @@ def _set(path: str, value):
 BAD = [
     ("unknown key", _set("colour", "red"), r"colour: unknown key"),
     ("no weights", _set("grid.weights", []), r"grid\.weights: needs at least one weights scheme"),
+    ("weights null", _set("grid.weights", None), r"grid\.weights: Input should be a valid tuple \(got None\)"),
     ("a colon without its space", _set("correlation", {"model:markov": None}),
      r"correlation: `model:markov` reads as a key with no value; YAML needs a space after the colon: "
      r"`\{model: markov\}`"),
