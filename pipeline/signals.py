@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import warnings
 from typing import Any
 
 __all__ = ["STOPS", "Held", "quiet_finalizers"]
@@ -65,6 +66,8 @@ def quiet_finalizers() -> None:
     worker made for its task, say) is collected after the loop it would close on. Its ``__del__`` then
     prints seven lines of ``Exception ignored ... IOLoop is closed``, which tell the user nothing.
     """
+    # A stop during the cluster's start leaves its start-up coroutines unawaited; the warning says nothing to a user
+    warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
     previous = sys.unraisablehook
     if getattr(previous, "quiet_finalizers", False):
         return
