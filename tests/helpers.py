@@ -136,3 +136,26 @@ def slurm_problem() -> str | None:
 def chromium() -> str | None:
     """The headless browser's path, or None."""
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def sigterm_once_written(proc, written, ceiling: float = 300.0) -> str:
+    """Send ``proc`` (a run behind a ``timeout`` prefix) SIGTERM once ``written()`` counts a task, as a batch
+    system's walltime would; check it stops in its one line, exit 143 (not 137: before ``--kill-after``).
+    Returns its stderr. Waits on the first write with a generous ceiling, not a fixed time."""
+    import signal
+    import time
+    try:
+        deadline = time.monotonic() + ceiling
+        while proc.poll() is None and time.monotonic() < deadline and written() == 0:
+            time.sleep(0.2)
+        assert written() > 0, f"no task written within {ceiling:.0f} s"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, stderr[-2000:]
+    assert stderr.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    return stderr

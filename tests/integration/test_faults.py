@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from rmtsweep.store.lock import lock_file
-from tests.helpers import MEDIUM, build_store, writes
+from tests.helpers import MEDIUM, build_store, writes, sigterm_once_written
 
 pytestmark = pytest.mark.slow
 
@@ -145,20 +145,7 @@ def test_the_pbs_driver_script_stops_rmtsweep_cleanly_before_its_walltime(tmp_pa
     proc = subprocess.Popen([*prefix[:-1], "3600s", sys.executable, "-m", "rmtsweep.cli", "run", str(sweep),
                              "--store", str(store), "--workers", "1", "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300                           # a generous ceiling for a first write
-        while writes(store) == 0 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert writes(store) > 0, "no task written within 300 s"
-        proc.send_signal(signal.SIGTERM)                            # as timeout's own TERM at the walltime
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 143, stderr[-2000:]                   # not 137: it stopped before --kill-after
-    assert stderr.strip().splitlines()[-1] == "rmtsweep: stopped by SIGTERM; rerun the same command to resume"
-    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    sigterm_once_written(proc, lambda: writes(store))
     assert not lock_file(store).exists() and 0 < writes(store) < 2048
     assert re.search(r"tasks done: \d+ / 2048", subprocess.run(
         [sys.executable, "-m", "rmtsweep.cli", "status", str(store)], capture_output=True, text=True).stdout)
