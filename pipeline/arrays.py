@@ -17,6 +17,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from .config import get
 from .clusters import _ONE_BLAS_THREAD, ClusterConfig, Kind, _seconds, rmtsweep_command
 from .jobwatch import jobqueue_classes
 from .errors import ClusterError
@@ -38,7 +39,8 @@ def site_array_limit(kind: Kind) -> int | None:
     """
     command, pattern = _LIMIT_QUERY[kind]
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(command, capture_output=True, text=True,
+                              timeout=float(get("batch-system.query-timeout")))
     except (OSError, subprocess.TimeoutExpired):
         return None
     found = re.search(pattern, proc.stdout, flags=re.MULTILINE) if proc.returncode == 0 else None

@@ -233,19 +233,20 @@ def _job_kwargs(config: ClusterConfig) -> dict[str, Any]:
     )
 
 
-DASHBOARD_PORT = 8787
-
-
 def default_dashboard(host: str = "localhost") -> str:
-    """``host:8787`` when that port is free here, else ``host:0`` (a free port): on a shared login node another
-    user's scheduler may hold 8787, and dask would then say so in a four-line warning on every run."""
+    """``host:8787`` (the setting ``rmtsweep.scheduler.dashboard-port``) when that port is free here, else ``host:0``
+    (a free port): on a shared login node another user's scheduler may hold it, and dask would then say so in a
+    four-line warning on every run."""
     import socket
+
+    from .config import get
+    port = int(get("scheduler.dashboard-port"))
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
-            probe.bind(("127.0.0.1", DASHBOARD_PORT))
+            probe.bind(("127.0.0.1", port))
         except OSError:
             return f"{host}:0"
-    return f"{host}:{DASHBOARD_PORT}"
+    return f"{host}:{port}"
 
 
 def make_cluster(kind: Kind, config: ClusterConfig, security: Any = None,

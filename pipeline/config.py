@@ -30,13 +30,13 @@ import difflib
 import os
 import re
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from . import shipped
 from .errors import SettingsError
 
 __all__ = ["MACHINE_KEYS", "PATH", "Settings", "allowed", "check", "current", "defaults", "get", "keys", "recordable",
@@ -66,7 +66,7 @@ try:
 except ValueError as _exc:               # dask reads its YAML files when it is imported, and refuses a malformed one
     raise SettingsError(_malformed(_exc)) from None
 
-PATH = Path(__file__).with_name("rmtsweep.yaml")
+PATH = shipped.SETTINGS
 """The shipped defaults, commented (docs/user-guide/configuration.md describes every key)."""
 
 
@@ -91,6 +91,8 @@ Limit = Annotated[float, _Number, Field(ge=0.0, allow_inf_nan=False), _Range("a 
 SecondsBudget = Annotated[float, _Number, Field(ge=0.0, allow_inf_nan=False), _Range("seconds >= 0, finite")]
 Count = Annotated[int, _Number, Field(ge=1), _Range("a whole number >= 1")]
 Budget = Annotated[int, _Number, Field(ge=0), _Range("a whole number >= 0")]
+Port = Annotated[int, _Number, Field(ge=1, le=65535), _Range("a port number, 1-65535")]
+Interval = Annotated[float, _Number, Field(ge=0.5, allow_inf_nan=False), _Range("seconds >= 0.5, finite")]
 # dask reads the environment's `none` (and YAML's null) as None: the same switch
 Folder = Annotated[str, BeforeValidator(lambda v: "none" if v is None else v), Field(min_length=1),
                    _Range("a folder, default (the user's cache folder) or none (off)")]
@@ -163,12 +165,32 @@ class BatchSystem(_Section):
     """``rmtsweep.batch-system``."""
 
     submit_timeout: Seconds
+    status_timeout: Seconds
+    query_timeout: Seconds
 
 
 class Scheduler(_Section):
     """``rmtsweep.scheduler``."""
 
     connect_timeout: Seconds
+    probe_timeout: Seconds
+    workers_timeout: Seconds
+    dashboard_port: Port
+
+
+class Serve(_Section):
+    """``rmtsweep.serve``: the live page."""
+
+    interval: Interval
+    rate_window: Seconds
+    stall: Seconds
+
+
+class Compare(_Section):
+    """``rmtsweep.compare``."""
+
+    limit_budget: Budget
+    list_all: Count
 
 
 class Settings(_Section):
@@ -182,13 +204,13 @@ class Settings(_Section):
     store: StoreWrites
     batch_system: BatchSystem
     scheduler: Scheduler
+    serve: Serve
+    compare: Compare
 
 
-@cache
 def defaults() -> dict[str, Any]:
     """The shipped defaults, ``{"rmtsweep": {...}}`` (parsed once; do not change the returned dict)."""
-    with open(PATH, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+    return shipped.defaults()
 
 
 def _model_at(parts: tuple[str, ...]) -> type[BaseModel] | None:

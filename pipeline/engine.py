@@ -93,6 +93,7 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
     """
     from distributed import Client, LocalCluster
 
+    from .config import get as setting
     if engine.scheduler:
         from .security import exposure_warning, load_security
         security = load_security(engine.security) if engine.security else None
@@ -123,7 +124,8 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
         resource_tracker.ensure_running()
         with _owned(lambda: LocalCluster(**_local_options(engine, n)), block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
-            client.wait_for_workers(n, timeout=120)     # the memory check needs every worker's limit
+            # the memory check needs every worker's limit
+            client.wait_for_workers(n, timeout=setting("scheduler.workers-timeout"))
             kind = "thread(s) of this process" if engine.in_process else "worker(s)"
             notes(f"dask LocalCluster: {n} {kind}, {_local_dashboard(cluster, engine)}")
             yield client, Capacity()
@@ -198,9 +200,6 @@ def _credentials(engine: Engine, config: Any, notes: Callable[[str], None]) -> I
 
 
 _TASK_CODE = "rmtsweep.run.work"     # what a LocalCluster worker imports as it starts (and no more: WORKER_ENV)
-CONNECT_TIMEOUT = 20      # seconds a --scheduler connection may take: the shipped default of the setting
-                          # rmtsweep.scheduler.connect-timeout, read at each connection
-_PROBE_TIMEOUT = 5        # seconds for the quick look at its address first
 
 
 @contextmanager
@@ -233,7 +232,7 @@ def _check_address(address: str, security: Any = None) -> None:
     from distributed.security import Security
 
     from .config import get
-    timeout = float(get("scheduler.connect-timeout"))
+    timeout, probe = float(get("scheduler.connect-timeout")), float(get("scheduler.probe-timeout"))
     where, deadline = f"--scheduler {address}", time.monotonic() + timeout
     try:
         scheme, location = parse_address(address)
@@ -256,8 +255,8 @@ def _check_address(address: str, security: Any = None) -> None:
         raise ClusterError(f"{where}: tls:// needs the client's TLS certificates: --security FILE, or the dask "
                            "config (distributed.comm.tls.ca-file, .client.cert, .client.key); or use tcp://")
     try:
-        with socket.create_connection((host, port), timeout=_PROBE_TIMEOUT) as sock:
-            _hears_a_handshake(sock, context if scheme == "tls" else None, host, where)
+        with socket.create_connection((host, port), timeout=probe) as sock:
+            _hears_a_handshake(sock, context if scheme == "tls" else None, host, where, probe)
     except ConnectionRefusedError:
         raise ClusterError(f"{where}: nothing listens on {host}:{port} (connection refused)") from None
     except OSError:
@@ -289,14 +288,15 @@ async def _identity(address: str, security: dict, timeout: float) -> str:
     return reply.get("type", "server") if isinstance(reply, dict) else "server"
 
 
-def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str) -> None:
-    """A dask server speaks first: its handshake comes as soon as the connection (and TLS) is up."""
+def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str, probe: float) -> None:
+    """A dask server speaks first: its handshake comes as soon as the connection (and TLS) is up (``probe``
+    seconds at most)."""
     tls = context is not None
     if tls:
         try:
             sock = context.wrap_socket(sock, server_hostname=host if context.check_hostname else None)
         except TimeoutError:
-            raise ClusterError(f"{where}: no answer to a TLS handshake within {_PROBE_TIMEOUT} s: is it a "
+            raise ClusterError(f"{where}: no answer to a TLS handshake within {probe:g} s: is it a "
                                "tcp:// scheduler?") from None
         except ssl.SSLError as exc:
             raise ClusterError(f"{where}: TLS handshake failed ({exc.reason or exc}): is it a tcp:// scheduler, "
@@ -305,7 +305,7 @@ def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str)
         first = sock.recv(1)
     except TimeoutError:
         hint = "" if tls else ", or one that wants tls://"
-        raise ClusterError(f"{where}: no dask handshake within {_PROBE_TIMEOUT} s: is it a scheduler's port (8786 "
+        raise ClusterError(f"{where}: no dask handshake within {probe:g} s: is it a scheduler's port (8786 "
                            f"unless told otherwise; 8787 is its dashboard){hint}?") from None
     except ConnectionError as exc:
         first, reason = b"", f" ({exc.strerror or exc})"

@@ -74,10 +74,6 @@ def jobqueue_settings(kind: Kind, over: dict[str, Any] | None = None) -> dict[st
 
 
 
-SUBMIT_TIMEOUT = 45.0     # seconds the first sbatch/qsub may take before the run gives up on the batch system: the
-                          # shipped default of the setting rmtsweep.batch-system.submit-timeout, read at each watch
-POLL_SECONDS = 10.0       # how often jobs with no worker yet are looked up (squeue/qstat): queue_poll
-_STATUS_TIMEOUT = 30.0
 # SLURM job states after which no worker can come (squeue %T); PBS: C (Torque) and F (PBS Pro) finished
 _SLURM_ENDED = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
                 "PREEMPTED", "REVOKED", "SPECIAL_EXIT", "TIMEOUT"}
@@ -131,14 +127,16 @@ def _submission_failure(kind: Kind, command: str, exc: Exception) -> str:
 
 
 async def _command(*args: str) -> tuple[int, str, str] | None:
-    """Exit status, stdout and stderr of a batch command; None if it cannot run or does not finish."""
+    """Exit status, stdout and stderr of a batch command; None if it cannot run or does not finish (within the
+    setting ``rmtsweep.batch-system.status-timeout``)."""
+    from .config import get
     try:
         proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE)
     except OSError:
         return None
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), _STATUS_TIMEOUT)
+        out, err = await asyncio.wait_for(proc.communicate(), float(get("batch-system.status-timeout")))
     except TimeoutError:
         proc.kill()
         await proc.wait()
@@ -207,9 +205,10 @@ class JobWatch:
         self._noted: set[str] = set()
 
     @contextmanager
-    def watching(self, submit_timeout: float | None = None, interval: float = POLL_SECONDS) -> Iterator[JobWatch]:
+    def watching(self, interval: float, submit_timeout: float | None = None) -> Iterator[JobWatch]:
         """Wait for the first submission, raise :class:`BatchSystemError` if the run cannot go on, then watch.
 
+        ``interval``: seconds between two looks at the queue (the cluster config's ``queue_poll``);
         ``submit_timeout`` defaults to the setting ``rmtsweep.batch-system.submit-timeout``.
         """
         from .config import get

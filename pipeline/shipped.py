@@ -1,4 +1,5 @@
-"""Files shipped with the package: the sweeps of ``sweeps/`` and the cluster configs of ``deploy/``.
+"""Files shipped with the package: the sweeps of ``sweeps/``, the cluster configs of ``deploy/`` and the settings'
+defaults (``rmtsweep.yaml``, the one source of every default; :mod:`rmtsweep.config` checks and serves the values).
 
 Both folders stay where the project keeps them; ``pyproject.toml`` installs them as package data
 (``rmtsweep/sweeps``, ``rmtsweep/deploy``), so a plain ``pip install .`` (not only an editable one)
@@ -8,13 +9,15 @@ carries them and ``rmtsweep run demo`` works from any directory.
 from __future__ import annotations
 
 import difflib
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from .errors import SweepDefinitionError
 
-__all__ = ["cluster_config", "resolve_sweep", "sweeps"]
+__all__ = ["SETTINGS", "cluster_config", "default", "defaults", "resolve_sweep", "sweeps"]
 
 
 def _root(name: str) -> Path:
@@ -63,3 +66,26 @@ def resolve_sweep(sweep: str | Path) -> Path:
 def cluster_config(kind: str) -> Path:
     """The shipped dask-jobqueue config of a batch system (``deploy/<kind>/jobqueue.yaml``)."""
     return _root("deploy") / kind / "jobqueue.yaml"
+
+
+SETTINGS = Path(__file__).with_name("rmtsweep.yaml")
+"""The settings' shipped defaults, commented (docs/user-guide/configuration.md describes every key)."""
+
+
+@cache
+def defaults() -> dict[str, Any]:
+    """The shipped defaults, ``{"rmtsweep": {...}}``, parsed once without dask (do not change the returned dict)."""
+    with open(SETTINGS, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def default(key: str) -> Any:
+    """The shipped default of the setting ``rmtsweep.<key>`` (dotted, e.g. ``"theory.pooled-budget"``).
+
+    What the rooms below :mod:`rmtsweep.config` use where a caller gives no value: the theory, which knows
+    nothing of dask, takes its budgets' defaults from here, so the file stays their one source.
+    """
+    node: Any = defaults()["rmtsweep"]
+    for part in key.replace("_", "-").split("."):
+        node = node[part]
+    return node

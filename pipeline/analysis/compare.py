@@ -31,7 +31,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from .. import theory
+from .. import config, theory
 from ..errors import SelectionError
 from ..dims import D, has_d_axis, store_dims
 from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
@@ -53,8 +53,6 @@ __all__ = ["FALSE_ALARM", "GROUP", "MARGIN_FACTOR", "NO_LAW", "REFERENCES", "SHO
            "false_alarm_lines", "measured", "no_law_cells", "null_caption", "open_source",
            "reference_text", "signal_pair", "summary", "theory_detection_rate", "transition_snr", "write_comparison"]
 
-LIMIT_BUDGET = 50_000_000   # per-replicate detections a comparison bootstraps for the d -> infinity limits
-LIST_ALL = 24          # the summary lists every SNR line up to this many, else the worst ones
 
 
 S_UNITS = "same units as the eigenvalues of S"
@@ -276,7 +274,8 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)            # means of cells with no replicate done: NaN
         cmp = cmp.compute()
-        if dims.d_axis and ds.sizes[D] >= MIN_D and tested.size <= LIMIT_BUDGET:   # the d -> infinity limits
+        # the d -> infinity limits, bootstrapped over the per-replicate detections within the budget
+        if dims.d_axis and ds.sizes[D] >= MIN_D and tested.size <= config.get("compare.limit-budget"):
             cmp = cmp.assign(limit_variables(cmp, hit.load(), rule))
             cmp.attrs["limits"] = (f"per line over d (>= {MIN_D} values): transition_snr ~ limit + a d^-b (b: the "
                                    "finite-d theory's exponent), lambda1 and overlap ~ limit + c/d "
@@ -427,7 +426,7 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
                          f"  z {row.transition_snr_limit_z:+.1f}")
     lines.append("transition SNR (detection rate crosses 1/2) vs theory_snr_sample:")
     t = cmp[["transition_snr_empirical", "transition_snr_theory", "transition_snr_error"]].to_dataframe()
-    if len(t) > LIST_ALL:
+    if len(t) > config.get("compare.list-all"):
         shown = max(worst, 1)
         lines[-1] = (f"transition SNR vs theory_snr_sample on {len(t)} lines "
                      f"({int(t.transition_snr_error.notna().sum())} with a crossing); the {shown} largest |error| "

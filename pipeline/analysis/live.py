@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .. import config
 from ..dims import ALL_AXES
 from ..errors import RmtsweepError
 from ..store import open_group, status
@@ -33,8 +34,6 @@ __all__ = ["DETECTION", "LiveMap", "Progress", "Watch", "axes", "default_axes", 
            "map_variables", "plane"]
 
 DETECTION = "detection_rate"
-WINDOW = 300.0          # seconds of counts the rate is measured over: recent enough to follow a cluster that grows
-STALL = 30.0            # seconds without a new task after which the page says so instead of an ETA
 SKIP_VARS = ("done", "run")
 
 
@@ -49,10 +48,10 @@ class Progress:
     replicates_done, replicates_total
         The same in replicates.
     rate
-        Tasks a second over the last :data:`WINDOW` seconds watched; ``None`` before two readings.
+        Tasks a second over the last ``rmtsweep.serve.rate-window`` seconds watched; ``None`` before two readings.
     eta
         Seconds left at that rate; ``None`` without a rate, or when no task landed for three times the gap
-        between the tasks seen landing (:data:`STALL` s at least).
+        between the tasks seen landing (``rmtsweep.serve.stall`` seconds at least: then ``stalled``).
     quiet
         Seconds since the last task landed (since watching began if none did).
     digest
@@ -61,6 +60,8 @@ class Progress:
         The store's sweep name.
     theory_pending
         The store's theory at its own size is not written yet (a run in progress): the maps that need it wait.
+    stalled
+        No task landed for long enough that the page says so instead of an ETA.
     """
 
     done: int
@@ -73,6 +74,7 @@ class Progress:
     digest: str
     sweep: str
     theory_pending: bool = False
+    stalled: bool = False
 
     @property
     def complete(self) -> bool:
@@ -87,7 +89,7 @@ class Progress:
         """The rate and the time left, in words."""
         if self.complete:
             return "complete"
-        if self.rate is None or (self.eta is None and self.quiet < STALL):
+        if self.rate is None or (self.eta is None and not self.stalled):
             return "rate: measuring (from the tasks that land while the page watches)"
         if self.eta is None:
             return f"no task landed in the last {duration(self.quiet)}"
@@ -123,26 +125,27 @@ class Watch:
 
     def poll(self) -> Progress:
         """Read the store's ``done`` flags now; the rate counts the tasks that landed over the last
-        :data:`WINDOW` seconds of readings."""
+        ``rmtsweep.serve.rate-window`` seconds of readings (recent enough to follow a cluster that grows)."""
+        window, least = float(config.get("serve.rate-window")), float(config.get("serve.stall"))
         st = status(self.path)
         now = self._clock()
         done = st.tasks_done
         if self._seen and done != self._seen[-1][1]:
             self._changed = now
         self._seen.append((now, done))
-        while len(self._seen) > 2 and now - self._seen[1][0] >= WINDOW:
+        while len(self._seen) > 2 and now - self._seen[1][0] >= window:
             self._seen.popleft()
         t0, n0 = self._seen[0]
         rate = (done - n0) / (now - t0) if len(self._seen) > 1 and now > t0 else None
         quiet = now - self._changed
-        # stalled: quiet for three times the gap between landings seen before (and STALL s at least)
+        # stalled: quiet for three times the gap between landings seen before (and the setting's seconds at least)
         busy = (done - n0) / (self._changed - t0) if self._changed > t0 and done > n0 else None
-        stalled = quiet > (max(STALL, 3 / busy) if busy else STALL)
+        stalled = quiet > (max(least, 3 / busy) if busy else least)
         eta = (st.tasks_total - done) / rate if rate and not stalled else None
         # a task can land between the two reads: the next poll sees it
         digest = done_digest(read_array(array_of(open_group(self.path), "done")))
         return Progress(done, st.tasks_total, st.replicates_done, st.replicates_total, rate, eta, quiet,
-                        digest, str(st.attrs.get("sweep_name", "")), theory_pending(st.attrs))
+                        digest, str(st.attrs.get("sweep_name", "")), theory_pending(st.attrs), stalled)
 
 
 def axes(ds: xr.Dataset) -> list[str]:

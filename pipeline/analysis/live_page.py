@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import config
 from ..errors import UserError
 from .live import DETECTION, LiveMap, Progress, Watch
 from .live_feed import Feed
@@ -33,9 +34,8 @@ from .live_feed import Feed
 if TYPE_CHECKING:
     from .map_style import MapFigure
 
-__all__ = ["INTERVAL", "build_page", "origins", "serve", "url_host"]
+__all__ = ["build_page", "origins", "serve", "url_host"]
 
-INTERVAL = 5.0          # seconds between two readings of the store
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 CSS = """
 .rmt-head {font-family: "DejaVu Sans", sans-serif; line-height: 1.35}
@@ -158,7 +158,7 @@ class Figures:
         return Deserializer().deserialize(got[1])
 
 
-def build_page(feed: Feed, interval: float = INTERVAL, label: str = "", figures: Figures | None = None) -> Any:
+def build_page(feed: Feed, interval: float | None = None, label: str = "", figures: Figures | None = None) -> Any:
     """One browser session's page: widgets, the head and the two maps, and the callback that refreshes them.
 
     The session reads nothing itself: it shows the ``feed``'s latest snapshot and asks it for its maps, so that
@@ -169,7 +169,7 @@ def build_page(feed: Feed, interval: float = INTERVAL, label: str = "", figures:
     feed
         The page's reader of the store, shared by every session.
     interval
-        Seconds between two readings of the store.
+        Seconds between two readings of the store (default: the setting ``rmtsweep.serve.interval``).
     label
         How the head names the store (its path or URL).
     figures
@@ -185,6 +185,7 @@ def build_page(feed: Feed, interval: float = INTERVAL, label: str = "", figures:
     y = pn.widgets.Select(name="up", options=names, value=y0, width=110)
     var = pn.widgets.Select(name="second map", options=list(snap.variables), value=snap.second, width=200)
     fixed = {a: pn.widgets.Select(name=a, options=snap.labels[a], width=110) for a in names}
+    interval = float(config.get("serve.interval") if interval is None else interval)
     head = pn.pane.HTML(_header(label, None, interval, "reading the store..."), sizing_mode="stretch_width",
                         stylesheets=[CSS])
     bar = pn.indicators.Progress(value=0, max=1, width=1100, height=14, bar_color="success")
@@ -279,7 +280,7 @@ def _token_auth(token: str, port: int) -> Any:
     return TokenAuth()
 
 
-def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval: float = INTERVAL,
+def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval: float | None = None,
           announce: Callable[[str], None] = print, token: bool = True,
           say: Callable[[str], None] = lambda line: None) -> int:
     """Serve the live page of the store at ``path`` until SIGINT or SIGTERM; returns that signal's number.
@@ -293,7 +294,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval:
     port
         The port; 0 for any free one.
     interval
-        Seconds between two readings of the store.
+        Seconds between two readings of the store (default: the setting ``rmtsweep.serve.interval``).
     announce
         Called once with the page's URL when the server listens.
     token
@@ -311,6 +312,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 5006, interval:
     label = str(path)
     stop_reading = threading.Event()
     # a reading cut short by the server's end is no news: nothing is said once it ends
+    interval = float(config.get("serve.interval") if interval is None else interval)
     feed = Feed(Watch(path), label, lambda line: None if stop_reading.is_set() else say(line))
     try:
         feed.read(strict=True)                           # a store that cannot be read fails here, in one line

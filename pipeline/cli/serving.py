@@ -24,12 +24,12 @@ __all__ = ["serve"]
                    "ssh -L); 0.0.0.0 every interface, for anyone who can reach this machine.")
 @click.option("--port", type=click.IntRange(0, 65535), default=5006, show_default=True,
               help="Port to listen on; 0: any free one.")
-@click.option("--interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True, metavar="SECONDS",
-              help="How often the page reads the store again.")
+@click.option("--interval", type=click.FloatRange(min=0.5), default=None, metavar="SECONDS",
+              help="How often the page reads the store again (default: rmtsweep.serve.interval, 5 s).")
 @click.option("--no-token", "no_token", is_flag=True,
               help="Serve the page to anyone who can reach the port, without the URL's token: unsafe on a shared "
                    "machine, where every user reaches 127.0.0.1.")
-def serve(store_path: Path, host: str, port: int, interval: float, no_token: bool) -> None:
+def serve(store_path: Path, host: str, port: int, interval: float | None, no_token: bool) -> None:
     """Serve a live page of STORE: tasks done, rate and time left, and the maps of the detection rate and a
     chosen variable over any two axes, redrawn as tasks land. The page cannot change the store; Ctrl-C stops.
 

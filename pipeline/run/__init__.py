@@ -16,8 +16,6 @@ from ..lazy import lazy_names
 # in __all__; test_layers.py fails until the TYPE_CHECKING block below imports it too.
 _LAZY: dict[str, str] = {
     "compute_block": "block",
-    "DRIVER_TASKS_PER_SECOND": "cost",
-    "TARGET_TASK_SECONDS": "cost",
     "Blocking": "cost",
     "choose_blocking": "cost",
     "point_seconds": "cost",
@@ -49,8 +47,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:                                   # the names of _LAZY for the type checker
     from .block import compute_block
-    from .cost import (DRIVER_TASKS_PER_SECOND, TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds,
-                       task_target)
+    from .cost import Blocking, choose_blocking, point_seconds, task_target
     from .execute import RunReport, Window, check_memory, run_tasks
     from .work import compute_task, write_task
     from .grid import Context, Task, grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks

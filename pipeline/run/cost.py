@@ -22,21 +22,11 @@ from .. import config
 from ..model.topk import LANCZOS_MIN_N
 from ..spec import Sweep, sizes
 
-__all__ = ["DRIVER_TASKS_PER_SECOND", "PROGRESSIVE_BLOCKS", "TARGET_TASK_SECONDS", "Blocking", "PointCost",
+__all__ = ["Blocking", "PointCost",
            "choose_blocking", "point_cost", "point_seconds", "task_target"]
 
-# TARGET_TASK_SECONDS, PROGRESSIVE_BLOCKS and DRIVER_TASKS_PER_SECOND are the shipped defaults of the settings
-# rmtsweep.batching.* (rmtsweep.yaml), which the functions below read when they are called.
-TARGET_TASK_SECONDS = 1.0
-PROGRESSIVE_BLOCKS = 4
-"""Replicate blocks a new store's tasks cut each point into, at least: in progressive order (the default of
-:func:`rmtsweep.run.grid.tasks`) a quarter of the tasks then covers every point."""
-DRIVER_TASKS_PER_SECOND = 100.0
-"""Tasks per second the driver is asked to handle at most, since it and the scheduler spend CPU on every task
-(``benchmarks/scale.py``): a large cluster gets longer tasks, not a saturated driver; the target is
-``max(target-task-seconds, threads / driver-tasks-per-second)``."""
-
-# seconds per unit, fitted by non-negative least squares on replicates timed one by one
+# Fitted cost coefficients stay constants (they describe the code, not a choice): seconds per unit, fitted by
+# non-negative least squares on replicates timed one by one.
 _PER_SCHEME_RANK2 = 1.1e-3     # Python overhead of the rank-2 path (bisection set-up), per scheme
 _PER_SCHEME_SNR = 9.7e-5       # one direct top-k solve of a small matrix, per scheme and SNR value
 _TABLE = 2.24e-8               # Gaussian table draw, per d * V
@@ -157,8 +147,9 @@ class Blocking:
 
 
 def task_target(threads: int = 0) -> float:
-    """Seconds a task should take on a cluster of ``threads`` worker threads (see :data:`DRIVER_TASKS_PER_SECOND`):
-    the settings ``rmtsweep.batching.target-task-seconds`` and ``driver-tasks-per-second`` now."""
+    """Seconds a task should take on a cluster of ``threads`` worker threads ): the settings
+    ``rmtsweep.batching.target-task-seconds`` and ``driver-tasks-per-second`` now. The driver and the scheduler
+    spend CPU on every task (``benchmarks/scale.py``), so a large cluster gets longer tasks, not a saturated driver."""
     return max(float(config.get("batching.target-task-seconds")),
                threads / float(config.get("batching.driver-tasks-per-second")))
 
@@ -167,10 +158,10 @@ def choose_blocking(sweep: Sweep, target: float | None = None) -> Blocking:
     """The batching of a new store: ``replicates_per_task`` and ``cells_per_task`` if given, else the cost model.
 
     Replicates are grouped first (while one point's replicates fit the target, and into at least
-    :data:`PROGRESSIVE_BLOCKS` blocks where there are that many replicates), then points: along ``T``, then ``gamma``,
-    then ``delta`` (whole axes where they fit), so that a task of average cost takes about ``target`` seconds
-    (:func:`task_target`; default: that of no threads). The block count and the target are the settings
-    ``rmtsweep.batching.*``.
+    ``rmtsweep.batching.progressive-blocks`` blocks where there are that many replicates), then points: along ``T``,
+    then ``gamma``, then ``delta`` (whole axes where they fit), so that a task of average cost takes about
+    ``target`` seconds (:func:`task_target`; default: that of no threads). The block count and the target are the
+    settings ``rmtsweep.batching.*``.
     """
     target = task_target() if target is None else target
     blocks = int(config.get("batching.progressive-blocks"))

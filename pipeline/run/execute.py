@@ -42,17 +42,8 @@ from .work import compute_task, write_task
 if TYPE_CHECKING:
     from dask.typing import Key
 
-__all__ = ["MIN_IN_FLIGHT", "PER_THREAD", "SUBMIT_BATCH", "RunReport", "Window", "check_memory", "compute_task",
+__all__ = ["RunReport", "Window", "check_memory", "compute_task",
            "run_tasks", "salvage", "write_task", "written"]
-
-# The shipped defaults of rmtsweep.run.window.* and rmtsweep.run.submit-batch (rmtsweep.yaml), which the run reads
-# through rmtsweep.config when it starts.
-MIN_IN_FLIGHT = 4
-PER_THREAD = 4          # tasks in flight per worker thread that has joined
-ADAPTIVE_PER_THREAD = 10   # ... per thread the adaptive cluster may grow to: dask's adaptive target asks for a
-                           # worker per 5 s of queued work, and counts 0.5 s for a task it has not timed yet
-SUBMIT_BATCH = 256      # tasks handed to the scheduler in one message: one graph update per batch, not per task,
-                        # keeps the driver and the scheduler from spending the run on submissions
 
 
 def written(results: Iterable[tuple[Task, dict]]) -> list[tuple[Task, dict]]:

@@ -10,10 +10,8 @@ from tqdm.auto import tqdm
 
 from .. import config
 
-__all__ = ["LINE_SECONDS", "Progress"]
+__all__ = ["Progress"]
 
-LINE_SECONDS = 15.0
-"""The shipped default of the setting ``rmtsweep.progress.line-seconds`` (:mod:`rmtsweep.config`)."""
 
 
 def _duration(seconds: float) -> str:

@@ -60,15 +60,10 @@ from .backend import Location
 from .fence import close_staging, fence_out, open_staging
 from .location import locate
 
-__all__ = ["HEARTBEAT", "LEASE", "LOCK_SUFFIX", "Share", "StoreLock", "conflicts", "holds",
+__all__ = ["LOCK_SUFFIX", "Share", "StoreLock", "conflicts", "holds",
            "holders", "judge", "lock_file", "share_locks"]
 
 LOCK_SUFFIX = ".lock"
-HEARTBEAT = 5.0
-"""Seconds between heartbeats: the shipped default of the setting ``rmtsweep.lock.heartbeat``."""
-LEASE = 60.0
-"""Seconds without a heartbeat after which a lock is stale: the shipped default of ``rmtsweep.lock.lease``
-(e.g. ``DASK_RMTSWEEP__LOCK__LEASE=10`` for a shorter one)."""
 
 
 Share = tuple[int, int]

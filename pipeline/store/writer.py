@@ -24,11 +24,9 @@ from ..dims import has_d_axis, store_dims
 from .fence import Fence, FencedStore
 from .location import StorePath, locate, zarr_target
 
-__all__ = ["DONE_WRITERS", "Writer", "array_of", "dims_of", "open_for_writing", "per_replicate_arrays",
+__all__ = ["Writer", "array_of", "dims_of", "open_for_writing", "per_replicate_arrays",
            "read_array", "selection_shape"]
 
-DONE_WRITERS = 8   # threads that write done chunks concurrently (each chunk has its own file): the shipped
-                   # default of the setting rmtsweep.store.done-writers, read when a writer first marks done
 
 
 def array_of(group: zarr.Group, name: str) -> zarr.Array:

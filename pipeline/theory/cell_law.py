@@ -24,14 +24,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ArgumentError
 from ..spec import Sweep
+from ..shipped import default
 from . import finite_t, spikes
 from .token_law import DiscreteLaw
 
-__all__ = ["CUBIC", "EXACT", "ONE_TOKEN_BUDGET", "exact_law", "law_at", "limit_spike", "one_position",
+__all__ = ["CUBIC", "EXACT", "exact_law", "law_at", "limit_spike", "one_position",
            "one_token_spikes", "transition_snr"]
 
 CUBIC, EXACT = 0, 1
-ONE_TOKEN_BUDGET = 256   # (delta, gamma) points whose exact edge, outlier and threshold a template computes
 
 Float = NDArray[np.float64]
 
@@ -100,10 +100,11 @@ def one_token_spikes(ds: xr.Dataset, sweep: Sweep, budget: int | None = None) ->
     """Edge, outlier, alignment, phase and sample threshold from the exact law at the :func:`one_position` cells.
 
     There they replace the cubic's (which stays in ``paper_*``), and ``theory_law`` is ``EXACT``.
-    ``theory_rho_sample`` (per delta, gamma) stays the cubic's. Beyond ``budget`` (default
-    :data:`ONE_TOKEN_BUDGET`) ``(delta, gamma)`` points nothing is replaced and the flag's description says so.
+    ``theory_rho_sample`` (per delta, gamma) stays the cubic's. Beyond ``budget`` ``(delta, gamma)`` points
+    (default: the shipped ``rmtsweep.theory.one-token-budget``) nothing is replaced and the flag's description
+    says so.
     """
-    budget = ONE_TOKEN_BUDGET if budget is None else int(budget)
+    budget = int(default("theory.one-token-budget") if budget is None else budget)
     coords = {name: ds[name].values for name in ("delta", "gamma", "T", "weights")}
     flag = np.zeros((coords["T"].size, coords["weights"].size), np.int8)
     cells = one_position(sweep)

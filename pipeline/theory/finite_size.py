@@ -25,6 +25,7 @@ import xarray as xr
 
 from ..dims import D
 from ..spec import Sweep
+from ..shipped import default
 from .null_law import CANDIDATES, POOLED_DRAWS, count_null
 from .pooled_spikes import LANCZOS_STEPS, PooledSpikes, pooled_spikes
 from .pooling import DrawCache
@@ -34,14 +35,11 @@ Mapper = Callable[[Callable, list], list]
 """How independent computations are done: ``mapper(fn, items)`` is ``[fn(item) for item in items]``, perhaps on
 other machines."""
 
-__all__ = ["BUDGET", "COUNTS", "DRAWS", "NONE", "POOLED_BUDGET", "POOLING", "Mapper", "finite_size_arrays",
+__all__ = ["COUNTS", "DRAWS", "NONE", "POOLING", "Mapper", "finite_size_arrays",
            "finite_size_law", "pooled_arrays"]
 
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
-BUDGET = 64    # (d, delta, gamma) points computed (~0.5 s each); beyond, nothing (the variables are absent)
 ABS = "same units as the eigenvalues of S"
-POOLED_BUDGET = 4e11   # sum over cells of draws * (min(V, N)^3 + 100 V N + Lanczos) + POOLED_CELL: ~40 s of one core,
-                       # spread over the workers beside the first tasks; beyond, the cubic
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
 POOLED_SECONDS = 1e-10   # seconds per unit of that work on the 2-core development machine (one BLAS thread)
 POOLED_SAY = 3.0         # estimated seconds past which the nulls' computation is announced (``notes``)
@@ -60,11 +58,11 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray,
     null's candidates ``finite_size_null_location`` / ``_scale`` (:func:`rmtsweep.theory.null_law.count_null`,
     dims ``([d,] delta, gamma, count_draw, null_candidate)``, units of kappa) for the detection threshold.
 
-    Dims ``([d,] delta, gamma, snr, T, weights)``: ``d`` only where it is a grid axis of the sweep
-    (else the arrays are at its one ``d``). Empty when no cell has ``law == 1``, or beyond
-    ``budget`` (default :data:`BUDGET`) ``(d, delta, gamma)`` points. ``rho = alpha snr / kappa`` is ``snr`` at
-    these cells (``alpha = kappa = w_t^2``), so one prediction serves every scheme of a point. NaN at a point
-    too small for it (a tiny ``V``, ``N`` where some draw's counts leave the law no main gap).
+    Dims ``([d,] delta, gamma, snr, T, weights)``: ``d`` only where it is a grid axis of the sweep (else the arrays
+    are at its one ``d``). Empty when no cell has ``law == 1``, or beyond ``budget`` ``(d, delta, gamma)`` points
+    (default: the shipped ``rmtsweep.theory.finite-size-budget``, each about 0.5 s). ``rho = alpha snr / kappa`` is
+    ``snr`` at these cells (``alpha = kappa = w_t^2``), so one prediction serves every scheme of a point. NaN at a
+    point too small for it (a tiny ``V``, ``N`` where some draw's counts leave the law no main gap).
 
     Parameters
     ----------
@@ -81,7 +79,7 @@ def finite_size_arrays(sweep: Sweep, law: xr.DataArray, kappa: xr.DataArray,
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
     delta, gamma, snr = (np.asarray(v, float) for v in (g.delta, g.gamma, g.snr))
-    if d_values.size * delta.size * gamma.size > (BUDGET if budget is None else budget):
+    if d_values.size * delta.size * gamma.size > (default("theory.finite-size-budget") if budget is None else budget):
         return {}
     shape = (d_values.size, delta.size, gamma.size, snr.size)
     res = {k: np.empty(shape) for k in ("lambda1", "lambda1_se", "overlap", "overlap_se")}
@@ -136,11 +134,12 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     (:func:`rmtsweep.theory.pooled_spikes.pooled_spikes`). NaN at the cells with ``theory_law = 1`` (they have
     :func:`finite_size_arrays`), with weights computed from the data (finite-d attention: ``D`` is not
     independent of the table) or ``T = 1``. Empty when no cell qualifies or when the work would exceed
-    ``budget`` (default :data:`POOLED_BUDGET`; the detection then uses the cubic's Tracy-Widom threshold there,
-    and the cells have no finite-size prediction). ``notes`` gets one line first when the work is expected to take
-    more than :data:`POOLED_SAY` seconds. ``mapper`` computes the (point, weights) pairs, each independent and
-    seeded by its own values (default: one after another; a run hands them to its cluster's workers). ``cache``
-    keeps the draws' results between stores (:func:`rmtsweep.theory.pooling.cached_draws`; the same arrays).
+    ``budget`` (default: the shipped ``rmtsweep.theory.pooled-budget``; the detection then uses the cubic's
+    Tracy-Widom threshold there, and the cells have no finite-size prediction). ``notes`` gets one line first when
+    the work is expected to take more than :data:`POOLED_SAY` seconds. ``mapper`` computes the (point, weights)
+    pairs, each independent and seeded by its own values (default: one after another; a run hands them to its
+    cluster's workers). ``cache`` keeps the draws' results between stores (:func:`rmtsweep.theory.pooling.cached_draws`;
+    the same arrays).
     """
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
@@ -152,7 +151,7 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     work = len(cells) * sum(POOLED_DRAWS * (min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N) + POOLED_CELL
                             for d in d_values for dl in delta for gm in gamma
                             for V, N in [(round(d / dl), round(d / gm))])
-    if not cells or work > (POOLED_BUDGET if budget is None else budget):
+    if not cells or work > (default("theory.pooled-budget") if budget is None else budget):
         return {}
     if notes is not None and work * POOLED_SECONDS > POOLED_SAY:
         n = len(cells) * d_values.size * delta.size * gamma.size

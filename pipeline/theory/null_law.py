@@ -243,7 +243,7 @@ POOLED_DRAWS = 16
 """Draws of the pooling matrix per cell of :func:`pooled_null`. With 8 the 0.95 quantile of the mixture moved by
 up to 0.4 of the null's spread with the seed of the draws where a few tokens make the top of ``D``'s spectrum,
 and its noise raised the false alarms (docs/theory.md §6.4); 16 halve its variance and keep a store of
-d = 1000, ``V = N = 2000`` within :data:`.finite_size.POOLED_BUDGET`."""
+d = 1000, ``V = N = 2000`` within the setting ``rmtsweep.theory.pooled-budget``."""
 
 POOLED_TAIL = 16
 """Eigenvalues from the top within which :func:`pooled_null` looks for a gap of the support: on 36 cells at

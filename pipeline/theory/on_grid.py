@@ -20,7 +20,7 @@ they are off on an uncentred table (for ``class`` they equal ``theory_*``).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -28,16 +28,17 @@ import xarray as xr
 
 from ..dims import ALL_AXES
 from ..model import effective_length
+from ..shipped import default
 from ..spec import Sweep, SweepFile, load_sweep
 from . import finite_t, spikes
 from .bulk import edge as bulk_edge, histogram as bulk_histogram
-from .cell_law import ONE_TOKEN_BUDGET, one_position, one_token_spikes, transition_snr
+from .cell_law import one_position, one_token_spikes, transition_snr
 from .finite_d import pooled_sign_excess_kurtosis
-from .finite_size import BUDGET, POOLED_BUDGET, Mapper, finite_size_arrays, finite_size_law, pooled_arrays
+from .finite_size import Mapper, finite_size_arrays, finite_size_law, pooled_arrays
 from .pooling import DrawCache
 from .token_law import SampleOptions
 
-__all__ = ["ABS", "FINITE_T_BELOW", "FINITE_T_BUDGET", "HISTOGRAM_SECONDS", "ONE_TOKEN_BUDGET", "LAWS", "SAMPLE",
+__all__ = ["ABS", "HISTOGRAM_SECONDS", "LAWS", "SAMPLE",
            "SAMPLE_SECONDS", "SPECTRUM_SAY", "TheoryBudgets", "grid_coords", "pooled_kurtosis", "spectrum_arrays",
            "SIZED", "sized_theory", "theory_dataset", "weight_scalars"]
 
@@ -100,8 +101,6 @@ def pooled_kurtosis(sweep: Sweep) -> xr.DataArray:
 
 LAWS = ("cubic MP_delta ⊠ MP_gamma", "finite-T law, exact (one token per sequence carries all the weight)",
         "finite-T law over a sampled token-count spectrum (seeded, V = 1000, 4 samples)")
-FINITE_T_BELOW = 8.0     # T_eff under which the finite-T law is computed; above it the cubic is within 0.003
-FINITE_T_BUDGET = 25.0   # estimated seconds of the finite-T spectrum law a template may take; beyond, the cubic
 SAMPLE: SampleOptions = {"size": 1000, "replicates": 4, "seed": 0, "resolution": 1e-2}  # ~0.4 CPU-s a law, ~1e-3 in KS
 # Seconds of one sampled law (growing as replicates x size^3) and of one histogram (fixed, and per bin), fitted on
 # a 2-core machine: an estimate from the grid alone, so that the budget decides alike on every machine.
@@ -114,15 +113,21 @@ SPECTRUM_SAY = 3.0        # estimated seconds past which the finite-T spectrum l
 class TheoryBudgets:
     """What a new store's theory may compute; beyond a budget the cheaper law stands and the store says so.
 
-    The caller passes them in (the run reads the settings ``rmtsweep.theory.*``, whose shipped defaults these
-    are), since this package knows nothing of dask's config; they decide what a store's theory holds.
+    The run passes the settings ``rmtsweep.theory.*`` in, since this package knows nothing of dask's config; a
+    field left out takes the setting's shipped default (:func:`rmtsweep.shipped.default`). The budgets decide
+    what a store's theory holds.
     """
 
-    finite_t_below: float = FINITE_T_BELOW     # T_eff under which the finite-T spectrum law replaces the cubic
-    finite_t_budget: float = FINITE_T_BUDGET   # estimated seconds of the finite-T spectrum law
-    one_token_budget: int = ONE_TOKEN_BUDGET   # (delta, gamma) points of the exact one-token law
-    finite_size_budget: int = BUDGET           # (d, delta, gamma) points of the finite-size laws over token counts
-    pooled_budget: float = POOLED_BUDGET       # work units of the finite-size laws over T >= 2 positions
+    # T_eff under which the finite-T spectrum law replaces the cubic; above it the cubic is within 0.003
+    finite_t_below: float = field(default_factory=lambda: float(default("theory.finite-t-below")))
+    # estimated seconds of the finite-T spectrum law a template may take; beyond, the cubic
+    finite_t_budget: float = field(default_factory=lambda: float(default("theory.finite-t-budget")))
+    # (delta, gamma) points of the exact one-token law
+    one_token_budget: int = field(default_factory=lambda: int(default("theory.one-token-budget")))
+    # (d, delta, gamma) points of the finite-size laws over token counts
+    finite_size_budget: int = field(default_factory=lambda: int(default("theory.finite-size-budget")))
+    # work units of the finite-size laws over T >= 2 positions
+    pooled_budget: float = field(default_factory=lambda: float(default("theory.pooled-budget")))
 
 
 # The finite-T histograms and sampled laws computed in this process, by what determines them (bounded, FIFO).
@@ -172,8 +177,8 @@ def spectrum_arrays(sweep: Sweep, notes: Callable[[str], None] | None = None,
     a spectrum observable. ``notes`` gets one line first when the laws are expected to take more than
     :data:`SPECTRUM_SAY` seconds. Without ``finite_t`` it is the cubic everywhere (:data:`SIZED`).
     """
-    below, budget = (FINITE_T_BELOW, FINITE_T_BUDGET) if budgets is None else \
-        (budgets.finite_t_below, budgets.finite_t_budget)
+    budgets = budgets or TheoryBudgets()
+    below, budget = budgets.finite_t_below, budgets.finite_t_budget
     spec = sweep.observables.spectrum
     if spec is None:
         return {}

@@ -10,7 +10,8 @@ import pytest
 from distributed import Client, LocalCluster
 
 from rmtsweep import SweepFile, parse_sweep, run_sweep
-from rmtsweep.run.execute import ADAPTIVE_PER_THREAD, MIN_IN_FLIGHT, PER_THREAD, Window
+from rmtsweep import config
+from rmtsweep.run.execute import Window
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +48,9 @@ def test_eight_late_joining_workers_are_all_busy(tmp_path):
 
 
 def test_window_follows_threads_and_the_adaptive_maximum():
+    window = config.get("run.window")
+    MIN_IN_FLIGHT, PER_THREAD, ADAPTIVE_PER_THREAD = (window[k] for k in ("min-in-flight", "per-thread",
+                                                                         "adaptive-per-thread"))
     with LocalCluster(n_workers=0, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         assert Window(client).size() == MIN_IN_FLIGHT                      # nobody there, fixed cluster
@@ -62,7 +66,7 @@ def test_a_large_window_goes_to_the_scheduler_in_few_messages(tmp_path):
     the store is the same bit for bit as with a window of a few tasks refilled one at a time."""
     from distributed.diagnostics.plugin import SchedulerPlugin
 
-    from rmtsweep.run.execute import SUBMIT_BATCH
+    SUBMIT_BATCH = config.get("run.submit-batch")
     from rmtsweep.testing import assert_stores_equal
 
     class Graphs(SchedulerPlugin):

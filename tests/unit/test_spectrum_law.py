@@ -90,13 +90,13 @@ def test_one_position_cells_take_edge_outlier_phase_and_threshold_from_the_exact
 
 
 def test_a_grid_too_large_for_the_finite_t_budget_keeps_the_cubic_and_says_so():
-    from rmtsweep.theory.on_grid import FINITE_T_BUDGET, spectrum_arrays
+    from rmtsweep.theory.on_grid import spectrum_arrays
     data = {**SWEEP, "grid": {**SWEEP["grid"], "delta": list(np.linspace(0.5, 2.0, 12)),
                               "gamma": list(np.linspace(0.5, 2.0, 12)), "T": [2, 3]},
             "observables": {"spectrum": {"bins": 200, "max": 8.0}}}
     ds = spectrum_arrays(parse_sweep(data))               # 2 schemes x 2 T x 144 points x 200 bins >> budget
     assert (ds["theory_spectrum_law"] == 0).all()
-    assert f"exceed the budget of {FINITE_T_BUDGET:g} s" in ds["theory_spectrum_law"].attrs["description"]
+    assert "exceed the budget of 25 s" in ds["theory_spectrum_law"].attrs["description"]
     assert np.array_equal(ds["theory_spectrum"].isel(T=0, weights=0), ds["paper_spectrum"])
 
 
@@ -104,14 +104,14 @@ def test_many_sampled_laws_count_against_the_budget_even_with_few_bins():
     """The budget weighs each sampled token-count law (about a quarter of a second), not only the bins: 8 weight
     profiles at 36 ratios with 4 bins are 288 sampled laws, estimated at 98 s (counted by their bins alone, 1,152
     of a former budget of 6,400), and keep the cubic, saying so."""
-    from rmtsweep.theory.on_grid import FINITE_T_BUDGET, spectrum_arrays
+    from rmtsweep.theory.on_grid import spectrum_arrays
     data = {**SWEEP, "correlation": {"model": "markov", "r": 0.5},
             "grid": {**SWEEP["grid"], "delta": list(np.linspace(0.25, 4.0, 12)), "gamma": [0.5, 1.0, 2.0],
                      "T": [2, 3, 4], "weights": ["mean", "optimal", "harmonic"]},
             "observables": {"spectrum": {"bins": 4, "max": 8.0}}}
     law = spectrum_arrays(parse_sweep(data))["theory_spectrum_law"]
     assert (law == 0).all()
-    assert f"exceed the budget of {FINITE_T_BUDGET:g} s" in law.attrs["description"]
+    assert "exceed the budget of 25 s" in law.attrs["description"]
 
 
 def test_pairs_sharing_delta_over_gamma_share_one_sample_and_equal_their_own(monkeypatch):
