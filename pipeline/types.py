@@ -1,6 +1,6 @@
 """Every string option of the package, as ``Literal`` types, in one place.
 
-Parsed once at the boundary (:mod:`rmtsweep.spec`, :mod:`rmtsweep.clusters`, the CLI); code below
+Parsed once at the boundary (:mod:`rmtsweep.spec`, :mod:`rmtsweep.cluster.batch`, the CLI); code below
 the boundary trusts values of these types.
 """
 

@@ -118,7 +118,7 @@ def _stopping(process_ends: bool) -> bool:
 # rmtsweep.config comes first, alone: it imports dask, which reads the YAML files of its config (a malformed
 # one is refused in one line before any other module imports dask), and the settings are checked before the rest.
 _STARTS_WORK = {"run", "demo", "submit", "work"}
-_HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.engine",
+_HEAVY = {True: ("rmtsweep.spec", "rmtsweep.store", "rmtsweep.run", "rmtsweep.cluster.engine",
                  "rmtsweep.run.runner", "rmtsweep.store.handle", "rmtsweep.theory.on_grid", "distributed", "zarr",
                  "scipy.optimize", "scipy.sparse.linalg", "dask.array", "cryptography.x509",
                  "cryptography.hazmat.primitives.asymmetric.rsa"),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..cluster.engine import Engine
     from ..spec import Sweep, SweepFile
 
 __all__ = ["CLUSTER_SECONDS", "IMPORT_SECONDS", "dry_run", "duration", "planned_threads", "refuse_impossible",

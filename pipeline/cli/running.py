@@ -16,7 +16,7 @@ from ..errors import ClusterError, RmtsweepError
 from ._group import STORE_LOCATION, STORE_PATH, cli, storage_options
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..cluster.engine import Engine
     from ..run.grid import Order
     from ..spec import SweepFile
     from ..types import ClusterKind, Writes
@@ -43,7 +43,7 @@ def _load(sweep: Path, overrides: tuple[str, ...] = ()) -> SweepFile:
 def _run(sweep_file: SweepFile, store_path: Path | None, engine: Engine, progress: bool, force: bool = False,
          writes: Writes = "workers", share: tuple[int, int] | None = None, order: Order = "progressive") -> Path:
     from .. import store
-    from ..engine import connect
+    from ..cluster.engine import connect
     from ..run import open_run, run_sweep
     from ..run.recorded import resume_check
     from .dry_run import planned_threads
@@ -157,7 +157,7 @@ def run(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, progre
     ~KEY removes one, e.g. `rmtsweep run demo d=400 grid.T=4,16 replicates=32`; they are kept in the
     store's provenance, and a resume needs the same ones.
     """
-    from ..engine import make_engine
+    from ..cluster.engine import make_engine
     sweep_file = _load(sweep, overrides)
     eng = make_engine(**engine)
     if dry_run:
@@ -192,8 +192,8 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     With --array N, make the store here and submit a job array instead: element I runs
     `rmtsweep work STORE --share I/N`. Submitting the same again after failures computes what is missing.
     """
-    from ..clusters import driver_script, submit_driver, worker_job_script
-    from ..engine import make_engine
+    from ..cluster.batch import driver_script, submit_driver, worker_job_script
+    from ..cluster.engine import make_engine
     from ..store.backend import posix
     from ..store.location import format_storage_options, local_path, locate
 
@@ -239,8 +239,8 @@ def _refuse_another_sweep(sweep_file: SweepFile, path) -> None:
 
 def _submit_array(sweep_file: SweepFile, path: Path, kind: ClusterKind, config, elements: int, max_running: int | None,
                   dry_run: bool) -> None:
-    from ..arrays import after_option, array_parts, array_script, site_array_limit
-    from ..clusters import submit_driver
+    from ..cluster.arrays import after_option, array_parts, array_script, site_array_limit
+    from ..cluster.batch import submit_driver
     from ..run import ready_store
     limit = site_array_limit(kind)
     parts = array_parts(elements, limit)
@@ -297,7 +297,7 @@ def work(store_path: Path, share_text: str, workers: int | None, in_process: boo
     while one is running. Stopped (SIGTERM before the walltime, Ctrl-C), it loses only its tasks in flight.
     """
     from .. import store
-    from ..engine import make_engine
+    from ..cluster.engine import make_engine
     from ..spec import SweepFile
     from ..store.lock import conflicts
     share = _parse_share(share_text)
@@ -337,7 +337,7 @@ def _node_cores() -> int:
 @_dashboard
 def demo(store_path: Path, workers: int | None, progress: bool, dashboard_address: str | None) -> None:
     """Run the shipped demo sweep on a local dask cluster, compare it with theory, draw two maps."""
-    from ..engine import Engine
+    from ..cluster.engine import Engine
     _run(_load(Path("demo")), store_path, Engine(workers=workers, dashboard_address=dashboard_address), progress)
     click.echo(f"read it with: python -c \"import rmtsweep; print(rmtsweep.open_store('{store_path}'))\"")
     from ..analysis.compare import compare as compare_store, write_comparison

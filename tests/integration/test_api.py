@@ -69,7 +69,7 @@ def test_the_api_names_resolve_and_modules_stay_modules():
 def test_the_workers_rmtsweep_starts_import_the_task_code_and_nothing_of_the_drivers():
     """A LocalCluster worker of a run imports what a task needs (numpy, scipy's linear algebra, the model, zarr),
     not the driver's side: no xarray or pandas, theory, analysis or scipy.stats."""
-    from rmtsweep.engine import connect, make_engine
+    from rmtsweep.cluster.engine import connect, make_engine
     from rmtsweep.run.cost import Blocking
     from rmtsweep.run.grid import tasks
     from rmtsweep.run.work import compute_task

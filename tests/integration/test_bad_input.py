@@ -93,7 +93,7 @@ def test_store_path_not_writable(good, tmp_path, capsys):
 def _no_cluster(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("a cluster was started for a run that is refused")
-    monkeypatch.setattr("rmtsweep.engine.connect", refuse)
+    monkeypatch.setattr("rmtsweep.cluster.engine.connect", refuse)
 
 
 def test_a_store_path_no_directory_can_be_made_in_is_refused_before_the_cluster(good, capsys, monkeypatch):

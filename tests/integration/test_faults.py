@@ -133,7 +133,7 @@ def test_the_pbs_driver_script_stops_rmtsweep_cleanly_before_its_walltime(tmp_pa
     import re
     import shlex
 
-    from rmtsweep.clusters import ClusterConfig, driver_script
+    from rmtsweep.cluster.batch import ClusterConfig, driver_script
     script = driver_script("pbs", ClusterConfig(driver_walltime="00:01:00", driver_stop_warning=50),
                            tmp_path / "s.yaml", tmp_path / "s.zarr", None, None)
     exec_line = shlex.split(script.splitlines()[-1])

@@ -263,8 +263,8 @@ def test_an_element_cut_by_its_walltime_stops_cleanly_losing_only_its_tasks_in_f
     warning) sends SIGTERM after 10 s, and the element stops in one line with its finished tasks whole. On a busy
     machine 10 s may pass before a first write, so the script runs with a long duration and the test sends the
     SIGTERM itself once a task is written: ``timeout`` (the script's process, by ``exec``) relays it."""
-    from rmtsweep.arrays import array_script
-    from rmtsweep.clusters import ClusterConfig
+    from rmtsweep.cluster.arrays import array_script
+    from rmtsweep.cluster.batch import ClusterConfig
     sweep = tmp_path / "long.yaml"
     sweep.write_text(yaml.safe_dump({**MEDIUM, "name": "long", "replicates": 4096, "replicates_per_task": 16}))
     store = tmp_path / "cut.zarr"

@@ -242,7 +242,7 @@ def test_the_cli_refuses_another_sweep_before_a_cluster_starts_and_names_both(re
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("a cluster was started for a run the store refuses")
-    monkeypatch.setattr("rmtsweep.engine.connect", no_cluster)
+    monkeypatch.setattr("rmtsweep.cluster.engine.connect", no_cluster)
     code, _, err = run_main(["run", str(sweep_path), "seed=8", "--store", str(store), "--no-progress"], capsys)
     new_hash = load_sweep(sweep_path, ["seed=8"]).sweep.digest()[:12]
     assert code != 0 and "Traceback" not in err
@@ -259,7 +259,7 @@ def test_submit_refuses_another_sweep_before_the_queue(reference, monkeypatch, t
 
     def no_job(*args, **kwargs):
         raise AssertionError("a driver job was submitted for a store that refuses its sweep")
-    monkeypatch.setattr("rmtsweep.clusters.submit_driver", no_job)
+    monkeypatch.setattr("rmtsweep.cluster.batch.submit_driver", no_job)
     code, _, err = run_main(["submit", str(sweep_path), "seed=8", "--store", str(store), "--cluster", "slurm"], capsys)
     assert code != 0 and "Traceback" not in err and "changes `seed`" in err and "overrides seed=8" in err, err
 

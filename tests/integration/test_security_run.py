@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rmtsweep.engine import make_engine
+from rmtsweep.cluster.engine import make_engine
 from rmtsweep.errors import ClusterError
-from rmtsweep.security import temporary_credentials
+from rmtsweep.cluster.security import temporary_credentials
 from rmtsweep.testing import assert_stores_equal
 from tests.helpers import BASE, build_store
 
@@ -59,13 +59,13 @@ def test_an_unencrypted_scheduler_off_loopback_is_warned_about(monkeypatch, caps
     documentation address, never contacted.)"""
     from contextlib import contextmanager
 
-    import rmtsweep.engine as engine
+    import rmtsweep.cluster.engine as engine
 
     @contextmanager
     def connected(address, security=None):
         yield "a client"
 
-    monkeypatch.setattr(engine, "_scheduler_client", connected)
+    monkeypatch.setattr(engine, "scheduler_client", connected)
     for address, warned in [("tcp://192.0.2.1:8786", True), ("tcp://127.0.0.1:8786", False),
                             ("tls://192.0.2.1:8786", False)]:
         said: list[str] = []

@@ -18,7 +18,7 @@ from distributed import Client
 
 from rmtsweep.testing import assert_stores_equal
 
-from rmtsweep.clusters import load_cluster_config, make_cluster, scale_cluster
+from rmtsweep.cluster.batch import load_cluster_config, make_cluster, scale_cluster
 
 # one test process runs them all, one after another: they share the single node and its job slots
 pytestmark = [pytest.mark.slurm, pytest.mark.requires_slurm, pytest.mark.xdist_group("slurm")]

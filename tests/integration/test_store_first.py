@@ -1,6 +1,6 @@
 """The store, its template and its lock exist before the cluster starts, so ``rmtsweep status`` answers at once.
 
-A run's cluster start is slowed here by a wrapper around :func:`rmtsweep.engine.connect`: it waits up to
+A run's cluster start is slowed here by a wrapper around :func:`rmtsweep.cluster.engine.connect`: it waits up to
 ``DELAY`` seconds (or until the test says go) before it connects, as a cluster on a busy machine or in a
 batch queue would. Meanwhile the store must be there, complete and with no task done, and a stop must
 release its lock. Every wait is for an event, under a generous ceiling.
@@ -29,7 +29,7 @@ DELAY = 20.0           # seconds the wrapped cluster start takes unless the test
 # when the cluster start begins, STARTED.cluster when it ends (the real connection begins).
 WRAPPER = f"""
 import contextlib, pathlib, sys, time
-import rmtsweep.engine as engine
+import rmtsweep.cluster.engine as engine
 started, go = pathlib.Path(sys.argv.pop(1)), pathlib.Path(sys.argv.pop(1))
 real = engine.connect
 

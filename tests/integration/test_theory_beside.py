@@ -157,7 +157,7 @@ def test_a_pending_store_whose_record_cannot_be_used_is_refused_before_a_cluster
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("a cluster was started for a store whose theory cannot be computed as recorded")
-    monkeypatch.setattr("rmtsweep.engine.connect", no_cluster)
+    monkeypatch.setattr("rmtsweep.cluster.engine.connect", no_cluster)
     code, _, err = run_main(["run", sf.path, "--store", str(store), "--no-progress"], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert err == (f"rmtsweep: error: {store}: its theory at its own size is still to be computed, but {why}; move "

@@ -45,7 +45,7 @@ def test_a_damaged_sweep_is_one_line_or_a_plan_and_never_leaves_a_store(sweep, d
                                                                        monkeypatch):
     def reached(*args, **kwargs):
         raise ClusterReached
-    monkeypatch.setattr("rmtsweep.engine.connect", reached)
+    monkeypatch.setattr("rmtsweep.cluster.engine.connect", reached)
     data = copy.deepcopy(sweep)
     for field, value in damage:
         _put(data, field, value)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from rmtsweep.clusters import (
+from rmtsweep.cluster.batch import (
     ClusterConfig,
     driver_script,
     load_cluster_config,
@@ -23,8 +23,8 @@ from rmtsweep.clusters import (
     worker_job_script,
 )
 from rmtsweep.errors import ClusterError
-from rmtsweep.clusters import rmtsweep_command
-from rmtsweep.jobwatch import JobWatch, watched_job_class
+from rmtsweep.cluster.batch import rmtsweep_command
+from rmtsweep.cluster.jobwatch import JobWatch, watched_job_class
 from rmtsweep.shipped import cluster_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +155,7 @@ def test_worker_job_script(kind, monkeypatch, tmp_path):
 
 def test_worker_job_script_is_what_the_cluster_submits(tmp_path):
     """TLS by default: the script names the run's credential files (never their contents); --insecure: none."""
-    from rmtsweep.security import CREDENTIALS_PREFIX, temporary_credentials
+    from rmtsweep.cluster.security import CREDENTIALS_PREFIX, temporary_credentials
     cfg = load_cluster_config("slurm", overrides=dict(cores=2, memory="2GB", credentials_directory=str(tmp_path)))
     with temporary_credentials(tmp_path) as creds, make_cluster("slurm", cfg, creds.security()) as cluster:
         assert cluster.scheduler_address.startswith("tls://")
@@ -327,7 +327,7 @@ def test_submit_driver_errors(tmp_path, monkeypatch):
 
 def test_importing_dask_jobqueue_keeps_the_sigint_handler():
     """dask_jobqueue.runner sets SIGINT to sys.exit() on import: Ctrl-C would exit 0 through tracebacks."""
-    code = ("import signal; from rmtsweep.jobwatch import watched_job_class; watched_job_class('slurm'); "
+    code = ("import signal; from rmtsweep.cluster.jobwatch import watched_job_class; watched_job_class('slurm'); "
             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"

@@ -231,7 +231,7 @@ def test_get_takes_either_spelling_and_refuses_an_unknown_key(key):
 
 def test_cluster_settings_left_null_come_from_dask_jobqueues_config():
     """One schema: a cluster file's null is dask-jobqueue's ``jobqueue.<kind>``; the file and the options win."""
-    from rmtsweep.clusters import load_cluster_config
+    from rmtsweep.cluster.batch import load_cluster_config
     from rmtsweep.errors import ClusterError
 
     assert load_cluster_config("slurm").account is None                       # the shipped file: account: null

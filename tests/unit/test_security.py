@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from rmtsweep.errors import ClusterError
-from rmtsweep.security import CREDENTIALS_PREFIX, exposure_warning, load_security, temporary_credentials
+from rmtsweep.cluster.security import CREDENTIALS_PREFIX, exposure_warning, load_security, temporary_credentials
 
 
 def test_credentials_are_private_and_removed_after_the_run(tmp_path):

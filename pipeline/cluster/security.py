@@ -16,7 +16,7 @@ submit``) with mutual TLS:
 - :func:`exposure_warning` names a ``tcp://`` address that others on the network can reach.
 
 The embedded LocalCluster is secured the same way, with credentials held in memory
-(:func:`rmtsweep.engine.connect`): every user of a shared node reaches loopback.
+(:func:`rmtsweep.cluster.engine.connect`): every user of a shared node reaches loopback.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from .errors import ClusterError
+from ..errors import ClusterError
 
 __all__ = ["CREDENTIALS_PREFIX", "Credentials", "credentials_parent", "exposure_warning", "load_security",
            "temporary_credentials"]

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from distributed.core import Status
 from distributed.diagnostics.plugin import SchedulerPlugin
 
-from .errors import BatchSystemError, ClusterError
-from .types import ClusterKind
+from ..errors import BatchSystemError, ClusterError
+from ..types import ClusterKind
 
 __all__ = ["JOBQUEUE_FIELDS", "JobWatch", "jobqueue_classes", "jobqueue_settings", "watched_job_class"]
 
@@ -129,7 +129,7 @@ def _submission_failure(kind: Kind, command: str, exc: Exception) -> str:
 async def _command(*args: str) -> tuple[int, str, str] | None:
     """Exit status, stdout and stderr of a batch command; None if it cannot run or does not finish (within the
     setting ``rmtsweep.batch-system.status-timeout``)."""
-    from .config import get
+    from ..config import get
     try:
         proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE)
@@ -211,7 +211,7 @@ class JobWatch:
         ``interval``: seconds between two looks at the queue (the cluster config's ``queue_poll``);
         ``submit_timeout`` defaults to the setting ``rmtsweep.batch-system.submit-timeout``.
         """
-        from .config import get
+        from ..config import get
         submit_timeout = float(get("batch-system.submit-timeout") if submit_timeout is None else submit_timeout)
         self.cluster.sync(self._plugin)
         failure = self.cluster.sync(self._first_submission, submit_timeout)

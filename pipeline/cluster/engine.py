@@ -6,13 +6,10 @@ what is known of the cluster's size before any worker has joined.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
-import ssl
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,9 +18,10 @@ from pathlib import Path
 from typing import Any, cast
 
 
-from .errors import ClusterError
-from .signals import Held
-from .types import ClusterKind
+from ..errors import ClusterError
+from ..signals import Held
+from ..types import ClusterKind
+from .probe import scheduler_client
 
 __all__ = ["NO_DASHBOARD", "Capacity", "Engine", "connect", "make_engine"]
 
@@ -48,7 +46,7 @@ class Engine:
 
     def batch_config(self):
         """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
-        from .clusters import load_cluster_config
+        from .batch import load_cluster_config
         return load_cluster_config(cast(ClusterKind, self.cluster), self.cluster_config, dict(self.overrides))
 
 
@@ -72,7 +70,7 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
     ``notes`` gets a line for the user: where the cluster's dashboard is, the batch jobs' fate, warnings.
 
     Every scheduler started here serves only clients and workers that hold this run's TLS credentials:
-    a batch-system cluster's (:mod:`rmtsweep.security`, unless ``insecure``) and the LocalCluster's
+    a batch-system cluster's (:mod:`rmtsweep.cluster.security`, unless ``insecure``) and the LocalCluster's
     (:func:`_local_options`), since every user of a shared node reaches loopback. Every dashboard binds to
     loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which spares the driver
     importing bokeh and serving it: about half a CPU-second a run).
@@ -93,16 +91,16 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
     """
     from distributed import Client, LocalCluster
 
-    from .config import get as setting
+    from ..config import get as setting
     if engine.scheduler:
         from .security import exposure_warning, load_security
         security = load_security(engine.security) if engine.security else None
-        with _scheduler_client(engine.scheduler, security) as client:
+        with scheduler_client(engine.scheduler, security) as client:
             if security is None and (warning := exposure_warning(engine.scheduler)):
                 notes(warning)                            # once connected: a wrong address is its own one line
             yield client, Capacity()
     elif engine.cluster in ("slurm", "pbs"):
-        from .clusters import make_cluster, scale_cluster
+        from .batch import make_cluster, scale_cluster
         from .jobwatch import JobWatch
         system = cast(ClusterKind, engine.cluster)        # slurm or pbs, as the branch says
         config = engine.batch_config()
@@ -158,7 +156,7 @@ def _local_options(engine: Engine, n: int) -> dict[str, Any]:
     else:
         from distributed.security import Security
 
-        from .run.work import WORKER_ENV
+        from ..run.work import WORKER_ENV
         # the workers import the task code as they start: a worker's first task would otherwise hold its
         # event loop long enough to miss heartbeats
         options.update(host=LOOPBACK, security=Security.temporary(), preload=[_TASK_CODE], env=WORKER_ENV)
@@ -200,133 +198,6 @@ def _credentials(engine: Engine, config: Any, notes: Callable[[str], None]) -> I
 
 
 _TASK_CODE = "rmtsweep.run.work"     # what a LocalCluster worker imports as it starts (and no more: WORKER_ENV)
-
-
-@contextmanager
-def _scheduler_client(address: str, security: Any = None) -> Iterator:
-    """A client of the scheduler at ``address``; a :class:`ClusterError` naming it and what is wrong if none.
-
-    ``security``: a ``distributed.Security`` (``--security FILE``); None takes dask's configuration.
-    """
-    from distributed import Client
-
-    from .config import get
-    _check_address(address, security)
-    try:
-        client = Client(address, timeout=f"{float(get('scheduler.connect-timeout'))}s", security=security)
-    except Exception as exc:  # noqa: BLE001 - whatever stops the connection is the one line to print
-        raise ClusterError(f"--scheduler {address}: cannot connect: {_reason(exc)}") from None
-    with client:
-        yield client
-
-
-def _check_address(address: str, security: Any = None) -> None:
-    """One line, within ``rmtsweep.scheduler.connect-timeout`` seconds, on an address that has no port, an unknown
-    scheme or host, nothing listening, no TLS where it says tls://, or something other than a dask scheduler answering.
-
-    The last is asked for the scheduler's identity here, under a deadline: a client whose handshake meets
-    something that never answers (a web server, the dashboard's port) would wait for ever.
-    """
-    from distributed.comm.addressing import parse_address, parse_host_port
-    from distributed.comm.registry import get_backend
-    from distributed.security import Security
-
-    from .config import get
-    timeout, probe = float(get("scheduler.connect-timeout")), float(get("scheduler.probe-timeout"))
-    where, deadline = f"--scheduler {address}", time.monotonic() + timeout
-    try:
-        scheme, location = parse_address(address)
-        get_backend(scheme)
-    except ValueError as exc:
-        raise ClusterError(f"{where}: {exc}; give one such as tcp://host:8786") from None
-    if scheme not in ("tcp", "tls"):
-        return
-    try:
-        host, port = parse_host_port(location)
-    except ValueError:
-        raise ClusterError(f"{where}: no port; give one, e.g. {scheme}://{location}:8786") from None
-    try:
-        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise ClusterError(f"{where}: unknown host {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
-    security = (security or Security()).get_connection_args("client")
-    context = security.get("ssl_context")
-    if scheme == "tls" and context is None:
-        raise ClusterError(f"{where}: tls:// needs the client's TLS certificates: --security FILE, or the dask "
-                           "config (distributed.comm.tls.ca-file, .client.cert, .client.key); or use tcp://")
-    try:
-        with socket.create_connection((host, port), timeout=probe) as sock:
-            _hears_a_handshake(sock, context if scheme == "tls" else None, host, where, probe)
-    except ConnectionRefusedError:
-        raise ClusterError(f"{where}: nothing listens on {host}:{port} (connection refused)") from None
-    except OSError:
-        pass            # unreachable, or slow: the identity below tries until the deadline and says why
-    try:
-        left = max(1.0, deadline - time.monotonic())
-        kind = asyncio.run(asyncio.wait_for(_identity(address, security, left), left))
-    except TimeoutError:
-        raise ClusterError(f"{where}: no dask scheduler answered within {timeout:g} s (a scheduler listens "
-                           "on 8786 unless told otherwise; 8787 is its dashboard)") from None
-    except OSError as exc:
-        raise ClusterError(f"{where}: cannot connect: {_reason(exc)}") from None
-    except Exception as exc:  # noqa: BLE001 - garbage from something that is not dask
-        raise ClusterError(f"{where}: what answers there is not a dask scheduler ({_reason(exc)})") from None
-    if kind != "Scheduler":
-        raise ClusterError(f"{where}: that is a dask {kind}, not a scheduler")
-
-
-async def _identity(address: str, security: dict, timeout: float) -> str:
-    """The ``type`` a dask server at ``address`` says it is (``Scheduler``, ``Worker``, ``Nanny``)."""
-    from distributed.comm import connect
-
-    comm = await connect(address, timeout=timeout, **security)
-    try:
-        await comm.write({"op": "identity", "reply": True})
-        reply = await comm.read()
-    finally:
-        comm.abort()
-    return reply.get("type", "server") if isinstance(reply, dict) else "server"
-
-
-def _hears_a_handshake(sock: socket.socket, context: Any, host: str, where: str, probe: float) -> None:
-    """A dask server speaks first: its handshake comes as soon as the connection (and TLS) is up (``probe``
-    seconds at most)."""
-    tls = context is not None
-    if tls:
-        try:
-            sock = context.wrap_socket(sock, server_hostname=host if context.check_hostname else None)
-        except TimeoutError:
-            raise ClusterError(f"{where}: no answer to a TLS handshake within {probe:g} s: is it a "
-                               "tcp:// scheduler?") from None
-        except ssl.SSLError as exc:
-            raise ClusterError(f"{where}: TLS handshake failed ({exc.reason or exc}): is it a tcp:// scheduler, "
-                               "or one with other certificates?") from None
-    try:
-        first = sock.recv(1)
-    except TimeoutError:
-        hint = "" if tls else ", or one that wants tls://"
-        raise ClusterError(f"{where}: no dask handshake within {probe:g} s: is it a scheduler's port (8786 "
-                           f"unless told otherwise; 8787 is its dashboard){hint}?") from None
-    except ConnectionError as exc:
-        first, reason = b"", f" ({exc.strerror or exc})"
-    else:
-        reason = ""
-    if not first:
-        raise ClusterError(f"{where}: the connection was closed{reason} before a dask handshake: is it a "
-                           f"scheduler{' that speaks TLS' if tls else ''}?")
-
-
-def _reason(exc: BaseException) -> str:
-    """An exception and its innermost cause, in one line."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    inner = exc
-    while (deeper := inner.__cause__ or inner.__context__) is not None:
-        inner = deeper
-    if inner is not exc:
-        cause = " ".join(str(inner).split()) or type(inner).__name__
-        if cause not in text:
-            text += f" ({cause})"
-    return text
 
 
 @contextmanager

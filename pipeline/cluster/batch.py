@@ -5,7 +5,7 @@ the scheduler and the store's lock (workers write the chunks); the batch system 
 ``dask worker`` with a lifetime shorter than its walltime. Settings come from a commented YAML file
 (``deploy/<kind>/jobqueue.yaml``, over dask-jobqueue's config ``jobqueue.<kind>``) with keyword overrides, validated
 once into a frozen :class:`ClusterConfig`. A batch system that cannot run the workers (no ``sbatch``, a controller
-down, a job that ends before its worker joins) stops the run in one line: :mod:`rmtsweep.jobwatch`.
+down, a job that ends before its worker joins) stops the run in one line: :mod:`rmtsweep.cluster.jobwatch`.
 
 Example
 -------
@@ -30,13 +30,13 @@ import yaml
 from dask.utils import parse_bytes, parse_timedelta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from .errors import ClusterError
+from ..errors import ClusterError
 from .jobwatch import jobqueue_classes, jobqueue_settings, watched_job_class
-from .shipped import cluster_config
-from .types import ClusterKind
+from ..shipped import cluster_config
+from ..types import ClusterKind
 
-__all__ = ["ClusterConfig", "driver_script", "load_cluster_config", "make_cluster", "rmtsweep_command", "scale_cluster",
-           "submit_driver", "worker_job_script"]
+__all__ = ["ONE_BLAS_THREAD", "ClusterConfig", "driver_script", "load_cluster_config", "make_cluster",
+           "rmtsweep_command", "scale_cluster", "submit_driver", "walltime_seconds", "worker_job_script"]
 
 if TYPE_CHECKING:
     from dask_jobqueue import JobQueueCluster
@@ -45,11 +45,11 @@ if TYPE_CHECKING:
 Kind = ClusterKind
 _SUBMIT = {"slurm": ["sbatch", "--parsable"], "pbs": ["qsub"]}
 # distributed's nanny already sets these for every worker; the exports also cover the job script.
-_ONE_BLAS_THREAD = "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1"
+ONE_BLAS_THREAD = "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1"
 _WALLTIME = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
 
 
-def _seconds(text: str) -> float:
+def walltime_seconds(text: str) -> float:
     """Seconds in ``HH:MM:SS`` or a dask duration such as ``"50m"`` or ``"3000s"``."""
     if m := _WALLTIME.match(text):
         return int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3])
@@ -107,14 +107,14 @@ class ClusterConfig(BaseModel):
     @field_validator("walltime", "driver_walltime")
     @classmethod
     def _walltime(cls, v: str | None) -> str | None:
-        if v is not None and (not _WALLTIME.match(v) or _seconds(v) < 60):
+        if v is not None and (not _WALLTIME.match(v) or walltime_seconds(v) < 60):
             raise ValueError("must be HH:MM:SS and at least 00:01:00, e.g. '02:00:00'")
         return v
 
     @property
     def driver_walltime_seconds(self) -> int:
         """The driver job's time limit in seconds."""
-        return int(_seconds(self.driver_walltime or self.walltime))
+        return int(walltime_seconds(self.driver_walltime or self.walltime))
 
     @field_validator("lifetime", "lifetime_stagger")
     @classmethod
@@ -122,18 +122,18 @@ class ClusterConfig(BaseModel):
         if v is None:
             return v
         try:
-            seconds = _seconds(v)
+            seconds = walltime_seconds(v)
         except (ValueError, TypeError, KeyError):
             raise ValueError("must be a duration such as '55m', '3000s' or '00:55:00'") from None
         walltime = info.data.get("walltime")
         if walltime is None:  # the walltime itself is invalid, and reported
             return v
-        limit = _seconds(walltime)
+        limit = walltime_seconds(walltime)
         if info.field_name == "lifetime" and not 1 <= seconds < limit:
             raise ValueError(f"lifetime must be at least 1s and shorter than the walltime {walltime}")
         life = info.data.get("lifetime")
         if info.field_name == "lifetime_stagger" and (
-            seconds + (_seconds(life) if life else limit - _margin(limit)) >= limit
+            seconds + (walltime_seconds(life) if life else limit - _margin(limit)) >= limit
         ):
             raise ValueError(f"lifetime + lifetime_stagger must be shorter than the walltime {walltime}")
         return v
@@ -148,15 +148,15 @@ class ClusterConfig(BaseModel):
     @property
     def lifetime_seconds(self) -> int:
         """Seconds after which a worker retires (explicit, or derived from the walltime)."""
-        w = _seconds(self.walltime)
-        return int(_seconds(self.lifetime) if self.lifetime else w - _margin(w))
+        w = walltime_seconds(self.walltime)
+        return int(walltime_seconds(self.lifetime) if self.lifetime else w - _margin(w))
 
     @property
     def lifetime_stagger_seconds(self) -> int:
         """Random spread (+/-) of the lifetime, so jobs do not all retire at once."""
         if self.lifetime_stagger:
-            return int(_seconds(self.lifetime_stagger))
-        return int(min(60.0, (_seconds(self.walltime) - self.lifetime_seconds) / 2))
+            return int(walltime_seconds(self.lifetime_stagger))
+        return int(min(60.0, (walltime_seconds(self.walltime) - self.lifetime_seconds) / 2))
 
 
 def _margin(walltime: float) -> float:
@@ -221,7 +221,7 @@ def _job_kwargs(config: ClusterConfig) -> dict[str, Any]:
     return dict(
         {name: getattr(config, name) for name in same},
         job_name="rmtsweep-worker",
-        job_script_prologue=[*config.job_script_prologue, _ONE_BLAS_THREAD],
+        job_script_prologue=[*config.job_script_prologue, ONE_BLAS_THREAD],
         job_extra_directives=list(config.job_extra_directives),
         # Retire before the walltime; the job then ends and adaptive scaling submits a new one.
         # No --lifetime-restart: it would restart the worker inside the same, expiring job.
@@ -239,7 +239,7 @@ def default_dashboard(host: str = "localhost") -> str:
     four-line warning on every run."""
     import socket
 
-    from .config import get
+    from ..config import get
     port = int(get("scheduler.dashboard-port"))
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
@@ -282,7 +282,7 @@ def scale_cluster(cluster: JobQueueCluster, config: ClusterConfig, jobs: int | N
     retired at their lifetime, and it releases idle jobs in the tail of a sweep. For a fixed number
     of jobs set ``min_jobs`` equal to ``jobs``. One job at least, even with ``min_jobs: 0``, and from
     the start: its submission tells a batch system that cannot run the workers (no ``sbatch``, a
-    controller down) before the run writes its store (:class:`~rmtsweep.jobwatch.JobWatch`).
+    controller down) before the run writes its store (:class:`~rmtsweep.cluster.jobwatch.JobWatch`).
     """
     maximum = config.max_jobs if jobs is None else jobs
     if maximum < 1:
@@ -360,7 +360,7 @@ def driver_script(
         if getattr(config, field) is not None:
             cmd += [f"--{field}", str(getattr(config, field))]
     lines = ["#!/usr/bin/env bash", header, "set -eo pipefail", *config.job_script_prologue,
-             _ONE_BLAS_THREAD, "exec " + shlex.join(_stop_before_walltime(kind, config) + cmd)]
+             ONE_BLAS_THREAD, "exec " + shlex.join(_stop_before_walltime(kind, config) + cmd)]
     return "\n".join(lines) + "\n"
 
 

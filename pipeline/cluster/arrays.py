@@ -17,10 +17,10 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from .config import get
-from .clusters import _ONE_BLAS_THREAD, ClusterConfig, Kind, _seconds, rmtsweep_command
+from ..config import get
+from ..errors import ClusterError
+from .batch import ONE_BLAS_THREAD, ClusterConfig, Kind, rmtsweep_command, walltime_seconds
 from .jobwatch import jobqueue_classes
-from .errors import ClusterError
 
 __all__ = ["ARRAY_INDEX", "after_option", "array_parts", "array_script", "site_array_limit"]
 
@@ -81,7 +81,7 @@ def array_script(kind: Kind, config: ClusterConfig, store_path: Path, elements: 
     if max_running is not None and max_running < 1:
         raise ClusterError(f"--max-running must be at least 1, got {max_running}")
     first, count = part or (0, elements)
-    walltime = int(_seconds(config.walltime))
+    walltime = int(walltime_seconds(config.walltime))
     if config.driver_stop_warning >= walltime:
         raise ClusterError(f"driver_stop_warning {config.driver_stop_warning} s must be shorter than the walltime "
                            f"{config.walltime} of the array's jobs")
@@ -104,6 +104,6 @@ def array_script(kind: Kind, config: ClusterConfig, store_path: Path, elements: 
     element = f"${{{index}:?not an element of a job array}}" if index else "0"
     share = f'"{element}/{elements}"' if not first else f'"$(({element} + {first}))/{elements}"'
     cmd = shlex.join([*prefix, rmtsweep_command(), "work", str(Path(store_path).resolve())])
-    lines = ["#!/usr/bin/env bash", header, "set -eo pipefail", *config.job_script_prologue, _ONE_BLAS_THREAD,
+    lines = ["#!/usr/bin/env bash", header, "set -eo pipefail", *config.job_script_prologue, ONE_BLAS_THREAD,
              f"exec {cmd} --share {share} --workers {config.cores} --no-progress"]
     return "\n".join(lines) + "\n"
