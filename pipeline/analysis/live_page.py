@@ -120,14 +120,14 @@ def _figure(fig: MapFigure, width: int, height: int) -> Any:
     """The bokeh figure of a map's ``fig`` (as ``rmtsweep plot`` draws a panel, under the map's whole title)."""
     import holoviews as hv
 
-    from .map_html import _hv_panel
+    from .map_html import hv_panel
     from .map_static import drawn_transitions
-    from .plots import _backends
+    from .plots import holoviews_backends
 
     panel = dataclasses.replace(fig.panels[0], title=fig.title)
-    with _backends():
+    with holoviews_backends():
         import hvplot.xarray  # noqa: F401  (registers .hvplot)
-        overlay = _hv_panel(hv, fig, panel, (width, height), drawn_transitions([panel]))
+        overlay = hv_panel(hv, fig, panel, (width, height), drawn_transitions([panel]))
         return hv.render(overlay, backend="bokeh")
 
 

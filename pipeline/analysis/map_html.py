@@ -20,7 +20,7 @@ import numpy as np
 from .map_static import TRANSITIONS, drawn_transitions
 from .map_style import MapFigure, Panel
 
-__all__ = ["FRAME", "HTML_COLUMNS", "title_points"]
+__all__ = ["FRAME", "HTML_COLUMNS", "holomap", "hv_panel", "save_html", "title_points"]
 
 HTML_COLUMNS = 3
 FRAME = {1: (520, 360), 2: (420, 300), 3: (300, 230)}    # (width, height) of a panel's data area, px
@@ -80,7 +80,9 @@ def _linear_edges(centres: np.ndarray) -> np.ndarray:
     return np.concatenate([[centres[0] - half[0]], centres[:-1] + half[: centres.size - 1], [centres[-1] + half[-1]]])
 
 
-def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: list[str]):
+def hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: list[str]):
+    """One panel of ``fig`` as a holoviews overlay: its quadmesh in a ``frame`` of pixels, and the transitions of
+    ``kinds`` drawn over it (the live page draws one panel at a time)."""
     s = fig.scale
     pt = title_points(panel.title, frame[0])
     opts = dict(cmap=s.cmap, clim=(s.lo, s.hi), colorbar=True, frame_width=frame[0], frame_height=frame[1],
@@ -119,15 +121,17 @@ def _hv_panel(hv, fig: MapFigure, panel: Panel, frame: tuple[int, int], kinds: l
         "margin": 2, "label_height": 12})
 
 
-def _holomap(hv, fig: MapFigure, frame: tuple[int, int] = FRAME[1], per_panel: bool = False):
+def holomap(hv, fig: MapFigure, frame: tuple[int, int] = FRAME[1], per_panel: bool = False):
     """One overlay per panel; their legends name the transitions drawn in the panel (``per_panel``: facets
     shown side by side) or in any panel (frames of one widget share their layers)."""
     kinds = drawn_transitions(fig.panels)
-    panels = {p.key: _hv_panel(hv, fig, p, frame, drawn_transitions([p]) if per_panel else kinds) for p in fig.panels}
+    panels = {p.key: hv_panel(hv, fig, p, frame, drawn_transitions([p]) if per_panel else kinds) for p in fig.panels}
     return hv.HoloMap(panels, kdims=list(fig.facets) or ["panel"], sort=False)      # facets in the sweep's order
 
 
-def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
+def save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
+    """Write ``fig`` to the self-contained HTML file ``path``: one widget over the panels (``widgets``, with more
+    than one panel), else the panels laid out :data:`HTML_COLUMNS` a row."""
     import holoviews as hv
     import hvplot.xarray  # noqa: F401
     from bokeh.embed import file_html
@@ -138,7 +142,7 @@ def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
         import panel as pn
         with pn.config.set(inline=True):
             heading = pn.pane.HTML(f"<h3>{html.escape(fig.title)}</h3>")      # Markdown would link a CDN css
-            parts = [heading, pn.panel(_holomap(hv, fig))]
+            parts = [heading, pn.panel(holomap(hv, fig))]
             if fig.caption:
                 parts.append(pn.pane.HTML(f"<p><i>{html.escape(fig.caption)}</i></p>"))
             page = pn.Column(*parts)
@@ -147,7 +151,7 @@ def _save_html(fig: MapFigure, path: Path, widgets: bool) -> None:
         return
     rows = math.ceil(n / HTML_COLUMNS)
     cols = math.ceil(n / rows)
-    frames = list(_holomap(hv, fig, FRAME[cols], per_panel=True).values())
+    frames = list(holomap(hv, fig, FRAME[cols], per_panel=True).values())
     for i, frame in enumerate(frames):                 # one colour bar per row (the scale is shared), at the
         if i % cols != cols - 1:                       # right: in the last column, which the first row fills
             frames[i] = frame.opts(hv.opts.QuadMesh(colorbar=False), clone=True)

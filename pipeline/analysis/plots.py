@@ -42,13 +42,13 @@ from .compare import GROUP, SHORT, compare, measured, no_law_cells, open_source
 from .source import monte_carlo, store_name, with_options
 from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
 from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
-from .map_html import _holomap, _save_html, title_points
+from .map_html import holomap, save_html, title_points
 from .map_static import save_static
 from .map_style import MapFigure, Panel, colour_label, colour_scale, statistic
 from .mask import NotDone, not_done, not_done_note, only_done
 
-__all__ = ["StoreMap", "heat_map", "make_map", "map_data", "map_figure", "plot_map", "save_map", "snr_transition",
-           "title_points", "transition_curves"]
+__all__ = ["StoreMap", "heat_map", "holoviews_backends", "make_map", "map_data", "map_figure", "plot_map", "save_map",
+           "snr_transition", "title_points", "transition_curves"]
 
 MAX_PANELS = 24
 POINTS = (200, 120)        # points across an axis of a transition line, and of a (delta, gamma) contour grid
@@ -194,7 +194,7 @@ def transition_curves(ds: xr.Dataset, x: str, y: str, at: dict) -> dict[str, lis
 
 
 @contextlib.contextmanager
-def _backends():
+def holoviews_backends():
     """Holoviews' bokeh plotting backend loaded and current; the caller's current backend restored.
 
     Loads the backends by import (what ``hv.extension`` does in a script, without notebook output),
@@ -278,8 +278,8 @@ def save_map(fig: MapFigure, out: Path, stem: str, widgets: bool | None = None, 
     paths: list[Path] = []
     for fmt in parse_formats(formats) or DEFAULT_FORMATS:
         if fmt == "html":
-            with _backends():
-                _save_html(fig, out / f"{stem}.html", widgets)
+            with holoviews_backends():
+                save_html(fig, out / f"{stem}.html", widgets)
             paths.append(out / f"{stem}.html")
         else:
             paths += save_static(fig, out, stem, (fmt,), max_panels)
@@ -304,13 +304,13 @@ class StoreMap:
         """The map as a ``holoviews.HoloMap`` (built on each access: holoviews objects are mutable)."""
         import holoviews as hv
 
-        with _backends():                             # hvplot's import picks a backend too: import it inside
+        with holoviews_backends():          # hvplot's import picks a backend too: import it inside
             import hvplot.xarray  # noqa: F401  (registers .hvplot)
-            return _holomap(hv, self.figure)
+            return holomap(hv, self.figure)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         hmap = self.hv
-        with _backends():                             # rendered by bokeh whatever the notebook's current backend
+        with holoviews_backends():          # rendered by bokeh whatever the notebook's current backend
             return hmap._repr_mimebundle_(include, exclude)
 
     def __repr__(self) -> str:

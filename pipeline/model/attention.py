@@ -43,7 +43,7 @@ from .topk import spectrum_top_k
 from .weights import Harmonic, Scheme, Tau, causal_weights
 
 __all__ = [
-    "Attention", "AttentionResult", "Scale", "attention_weights", "limit_weights",
+    "Attention", "AttentionResult", "Scale", "attention_weights", "limit_weights", "position_signs", "softmax_pool",
     "literal_attention_weights", "measure_attention", "pool_attention", "score_scale",
 ]
 
@@ -117,7 +117,8 @@ def limit_weights(T: int, tau: float, scale: Scale = "d") -> np.ndarray:
     return causal_weights(T, tau) if scale == "d" else np.full(T, 1.0 / T)
 
 
-def _signs(tokens: np.ndarray, n_pos: int) -> np.ndarray:
+def position_signs(tokens: np.ndarray, n_pos: int) -> np.ndarray:
+    """The class sign of each token: +1 for the first ``n_pos`` tokens of the table, -1 for the others."""
     return np.where(tokens < n_pos, 1.0, -1.0)
 
 
@@ -131,13 +132,13 @@ def _score_parts(Z: np.ndarray, u: np.ndarray, tokens: np.ndarray, n_pos: int
     for i in range(0, N, step):
         X = ZT[tokens[i:i + step]]                           # (n, T, d) gathered noise rows
         np.matmul(X, X.transpose(0, 2, 1), out=G0[i:i + step])
-    s = _signs(tokens, n_pos)
+    s = position_signs(tokens, n_pos)
     p = (ZT @ u)[tokens]                                     # u.z at each position
     sp = s[:, :, None] * p[:, None, :]
     return G0, sp + sp.transpose(0, 2, 1), s[:, :, None] * s[:, None, :]
 
 
-def _softmax_pool(scores: np.ndarray) -> np.ndarray:
+def softmax_pool(scores: np.ndarray) -> np.ndarray:
     """Causal row softmax of ``scores`` (N, T, T), then ``w_s = (1/T) sum_{t>=s} a_{t,s}`` (N, T)."""
     T = scores.shape[-1]
     scores = np.where(np.tri(T, dtype=bool), scores, -np.inf)
@@ -179,7 +180,7 @@ def attention_weights(Z: np.ndarray, u: np.ndarray, tokens: np.ndarray, n_pos: i
     if c == 0:                                               # uniform causal attention: harmonic, exactly
         return np.broadcast_to(limit_weights(T, 0.0), (snr.size, N, T)).copy()
     G0, G1, G2 = _score_parts(Z, u, tokens, n_pos)
-    return np.stack([_softmax_pool(c * (G0 + np.sqrt(s) * G1 + s * G2)) for s in snr])
+    return np.stack([softmax_pool(c * (G0 + np.sqrt(s) * G1 + s * G2)) for s in snr])
 
 
 def literal_attention_weights(Z: np.ndarray, u: np.ndarray, tokens: np.ndarray, n_pos: int,

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from .attention import Scale, _signs, _softmax_pool, attention_weights, score_scale
+from .attention import Scale, position_signs, softmax_pool, attention_weights, score_scale
 from .correlation import Prefix
 from .replicate import CellModel, draw_replicate
 
@@ -20,9 +20,9 @@ __all__ = ["benchmark_attention"]
 def _einsum_loop(Z: np.ndarray, u: np.ndarray, tokens: np.ndarray, n_pos: int, snr: np.ndarray,
                  c: float) -> np.ndarray:
     """Per SNR value: gather the full embeddings and form the N x T x T x d score product (baseline)."""
-    s = _signs(tokens, n_pos)[:, :, None]
+    s = position_signs(tokens, n_pos)[:, :, None]
     noise = Z.T[tokens]
-    return np.stack([_softmax_pool(c * np.einsum("ntd,nsd->nts", X, X))
+    return np.stack([softmax_pool(c * np.einsum("ntd,nsd->nts", X, X))
                      for X in (noise + np.sqrt(v) * s * u for v in snr)])
 
 

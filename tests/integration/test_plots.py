@@ -304,7 +304,7 @@ def test_categorical_axis_labels_clear_and_no_transitions(tiny_store):
 def test_legends_outside_the_data_with_both_transitions(tiny_store):
     import holoviews as hv
 
-    from rmtsweep.analysis.plots import _backends, heat_map, map_data
+    from rmtsweep.analysis.plots import holoviews_backends, heat_map, map_data
     fig = _figure(tiny_store, "overlap", "snr", "gamma")
     page = _pages(fig)[0]
     renderer = page.canvas.get_renderer()
@@ -315,7 +315,7 @@ def test_legends_outside_the_data_with_both_transitions(tiny_store):
     box = legend.get_window_extent(renderer)
     assert not any(_overlaps(box, ax.get_window_extent(renderer)) for ax in panels)
     da, ds = map_data(tiny_store, "overlap")
-    with _backends():
+    with holoviews_backends():
         for overlay in heat_map(da.rename("overlap"), ds, "snr", "gamma").values():
             plot = hv.render(overlay, backend="bokeh")
             legends = [r for r in plot.above if type(r).__name__ == "Legend"]
