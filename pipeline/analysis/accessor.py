@@ -78,9 +78,11 @@ class RmtAccessor:
         """A map of ``var`` over ``x`` and ``y`` (:class:`rmtsweep.analysis.plots.StoreMap`): a notebook shows
         it; ``.save("maps/")`` writes its HTML and PNG files (as ``rmtsweep plot`` does); ``.hv`` is the
         ``holoviews.HoloMap``."""
-        from .plots import make_map
-        return make_map(self._ds, x, y, var, select, clim)
+        from .plots import plot
+        return plot(self._ds, x, y, var, select, clim)
 
     def map(self, x: str, y: str, var: str, select: dict | None = None, clim: tuple[float, float] | None = None):
-        """The map of :meth:`plot` as a ``holoviews.HoloMap`` (``ds.rmt.plot(...).hv``)."""
+        """Deprecated: ``ds.rmt.plot(...).hv``, the map as a ``holoviews.HoloMap``."""
+        import warnings
+        warnings.warn("ds.rmt.map is deprecated; use ds.rmt.plot(...).hv", DeprecationWarning, stacklevel=2)
         return self.plot(x, y, var, select, clim).hv

@@ -336,7 +336,7 @@ def figures(paths: list[str | Path], out: str | Path, select: dict | None = None
     ``select`` (``{axis: value}``, the CLI's ``--select``) narrows each store first. A figure of one
     cell shows :func:`figure_cell` of what remains (the largest T); its title and a message say which.
     """
-    from .plots import plot_map
+    from .plots import plot
     out = Path(out)
     files, notes = [], []
     for path in paths:
@@ -387,11 +387,11 @@ def figures(paths: list[str | Path], out: str | Path, select: dict | None = None
             weights = "harmonic" if "harmonic" in ds["weights"].values else str(ds["weights"].values[-1])
             same = (0.0, 0.04) if var == "paper_bulk_ks" else None     # the two laws on one scale
             fixed = {**chosen, "snr": snr_at, **at_d}
-            files += plot_map(path, "T", "weights", var, sub, select=fixed, clim=same)
+            files += plot(path, "T", "weights", var, fixed, same).save(sub)
             if var == "paper_bulk_ks":                 # and against the store's finite-T law, on the same axes
-                files += plot_map(path, "T", "weights", "bulk_ks", sub, select=fixed, clim=(0.0, 0.04))
+                files += plot(path, "T", "weights", "bulk_ks", fixed, (0.0, 0.04)).save(sub)
             if ds.sizes["delta"] > 1 and ds.sizes["gamma"] > 1:        # a plane of more than one cell
-                files += plot_map(path, "delta", "gamma", var, sub, select={**fixed, "weights": weights})
+                files += plot(path, "delta", "gamma", var, {**fixed, "weights": weights}).save(sub)
     return files, notes
 
 

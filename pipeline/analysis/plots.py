@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -47,8 +49,8 @@ from .map_static import save_static
 from .map_style import MapFigure, Panel, colour_label, colour_scale, statistic
 from .mask import NotDone, not_done, not_done_note, only_done
 
-__all__ = ["StoreMap", "heat_map", "holoviews_backends", "make_map", "map_data", "map_figure", "plot_map", "save_map",
-           "snr_transition", "title_points", "transition_curves"]
+__all__ = ["StoreMap", "heat_map", "holoviews_backends", "map_data", "map_figure", "plot", "save_map", "snr_transition",
+           "title_points", "transition_curves"]
 
 MAX_PANELS = 24
 POINTS = (200, 120)        # points across an axis of a transition line, and of a (delta, gamma) contour grid
@@ -289,7 +291,7 @@ def save_map(fig: MapFigure, out: Path, stem: str, widgets: bool | None = None, 
 class StoreMap:
     """A map of one store variable: a notebook shows it; :meth:`save` writes its files.
 
-    ``ds.rmt.plot(...)`` and :func:`make_map` return one. ``hv`` is the ``holoviews.HoloMap`` (one heat
+    :func:`plot` (``rmtsweep.plot``, ``ds.rmt.plot``) returns one. ``hv`` is the ``holoviews.HoloMap`` (one heat
     map per value of the other axes, with the transition lines) for anything holoviews does next. ``attrs``
     holds ``theory`` (:data:`rmtsweep.store.pending.PENDING_MARK`) for a map of a theory-pending store.
     """
@@ -319,8 +321,23 @@ class StoreMap:
     def save(self, out: str | Path = "maps", widgets: bool | None = None, *,
              formats: Iterable[str] | str | None = None, max_panels: int = MAX_PANELS,
              notes: Callable[[str], None] | None = None) -> tuple[Path, ...]:
-        """Write the map as :func:`plot_map` does (``out``, ``widgets``, ``formats``, ``max_panels`` and
-        ``notes`` as there); returns the paths written, ``(html, png)`` by default."""
+        """Write the map's files; returns the paths written, ``(html, png)`` by default.
+
+        Parameters
+        ----------
+        out
+            A directory (created if missing), or a file such as ``fig.pdf`` (its suffix is the format).
+        widgets
+            HTML with widgets (True) or facets (False) over the other axes; None: widgets beyond
+            ``max_panels // 2`` panels.
+        formats
+            Any of ``html``, ``png``, ``svg``, ``pdf`` (a list or a comma-separated string); default
+            ``html`` and ``png``.
+        max_panels
+            Panels per static page: more panels are split over ``<stem>-p1.png``, ``<stem>-p2.png``, ...
+        notes
+            Called with a line for what the user should know (pages, transitions not drawn).
+        """
         directory, stem, fmts = output_target(out, self.stem, formats)
         fig = self.figure
         paths = save_map(fig, directory, stem, widgets, max_panels, fmts)
@@ -340,26 +357,11 @@ class StoreMap:
         return tuple(paths)
 
 
-def make_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str, select: dict | None = None,
-             clim: tuple[float, float] | str | None = None) -> StoreMap:
-    """The map of ``var`` over ``x`` and ``y`` (arguments as :func:`plot_map`'s), not yet written."""
-    for name, axis in (("--x", x), ("--y", y)):
-        if axis not in ALL_AXES:
-            raise SelectionError(f"{name} {axis!r}: not a grid axis (valid: {', '.join(AXES)}; d where it is "
-                                 f"a grid axis)")
-    name = path.attrs.get("sweep_name", "store") if isinstance(path, xr.Dataset) else Path(str(path)).stem
-    da, ds = map_data(path, var, select)
-    fig = map_figure(da.rename(var), ds, x, y, parse_clim(clim))
-    nd = NotDone(da.attrs.get("replicates_not_done", 0), da.attrs.get("replicates_total", 0))
-    return StoreMap(fig, f"{name}-{var}-{x}-{y}", path, nd, {k: da.attrs[k] for k in ("theory",) if k in da.attrs})
+def plot(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str, select: dict | None = None,
+         clim: tuple[float, float] | str | None = None, *, storage_options: dict | None = None) -> StoreMap:
+    """The map of ``var`` over the axes ``x`` and ``y`` of a store: a notebook shows it, ``.save(out)`` writes it.
 
-
-def plot_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str, out: str | Path,
-             widgets: bool | None = None,
-             select: dict | None = None, *, clim: tuple[float, float] | str | None = None,
-             formats: Iterable[str] | str | None = None, max_panels: int = MAX_PANELS,
-             notes: Callable[[str], None] | None = None, storage_options: dict | None = None) -> tuple[Path, ...]:
-    """Map ``var`` over the axes ``x`` and ``y`` of the store at ``path``; returns the paths written.
+    ``rmtsweep plot`` and ``ds.rmt.plot`` are this function.
 
     Parameters
     ----------
@@ -369,35 +371,51 @@ def plot_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str,
         Grid axes across and up.
     var
         A store or comparison variable.
-    out
-        A directory (created if missing), or a file such as ``fig.pdf`` (its suffix is the format).
-    widgets
-        HTML with widgets (True) or facets (False) over the other axes; None: widgets beyond
-        ``max_panels // 2`` panels.
     select
         ``{dim: value}`` fixed first (strings are cast to the axis' type); ``k`` picks the eigenpair.
     clim
         ``(lo, hi)`` or ``"LO,HI"``: colour limits instead of the chosen ones (not for categorical variables).
-    formats
-        Any of ``html``, ``png``, ``svg``, ``pdf`` (a list or a comma-separated string); default
-        ``html`` and ``png``.
-    max_panels
-        Panels per static page: more panels are split over ``<stem>-p1.png``, ``<stem>-p2.png``, ...
-    notes
-        Called with a line for what the user should know (pages, transitions not drawn).
     storage_options
         For a store at a URL: the options of its filesystem (``endpoint_url``, credentials, ...).
 
     Returns
     -------
-    tuple of Path
-        One HTML file and every static page, in the order of ``formats``: ``(html, png)`` by default.
+    StoreMap
+        Its :meth:`StoreMap.save` writes one HTML file and every static page, ``(html, png)`` by default.
 
     Examples
     --------
-    >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "maps/")  # doctest: +SKIP
-    >>> plot_map("store/demo.zarr", "snr", "gamma", "overlap", "paper/overlap.pdf", clim=(0, 1))  # doctest: +SKIP
+    >>> rmtsweep.plot("store/demo.zarr", "snr", "gamma", "overlap").save("maps/")  # doctest: +SKIP
+    >>> m = rmtsweep.plot("store/demo.zarr", "snr", "gamma", "overlap", clim=(0, 1))  # doctest: +SKIP
+    >>> m.save("paper/overlap.pdf")  # doctest: +SKIP
     """
-    path = with_options(path, storage_options)
-    return make_map(path, x, y, var, select, clim).save(out, widgets, formats=formats, max_panels=max_panels,
-                                                         notes=notes)
+    for name, axis in (("--x", x), ("--y", y)):
+        if axis not in ALL_AXES:
+            raise SelectionError(f"{name} {axis!r}: not a grid axis (valid: {', '.join(AXES)}; d where it is "
+                                 f"a grid axis)")
+    if not isinstance(path, xr.Dataset):
+        path = with_options(path, storage_options)
+    name = path.attrs.get("sweep_name", "store") if isinstance(path, xr.Dataset) else Path(str(path)).stem
+    da, ds = map_data(path, var, select)
+    fig = map_figure(da.rename(var), ds, x, y, parse_clim(clim))
+    nd = NotDone(da.attrs.get("replicates_not_done", 0), da.attrs.get("replicates_total", 0))
+    return StoreMap(fig, f"{name}-{var}-{x}-{y}", path, nd, {k: da.attrs[k] for k in ("theory",) if k in da.attrs})
+
+
+def make_map(*args: Any, **kwargs: Any) -> StoreMap:
+    """Deprecated: :func:`plot`, under the name it has everywhere."""
+    warnings.warn("rmtsweep.analysis.plots.make_map is deprecated; use rmtsweep.plot", DeprecationWarning,
+                  stacklevel=2)
+    return plot(*args, **kwargs)
+
+
+def plot_map(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str, out: str | Path,
+             widgets: bool | None = None, select: dict | None = None, *,
+             clim: tuple[float, float] | str | None = None, formats: Iterable[str] | str | None = None,
+             max_panels: int = MAX_PANELS, notes: Callable[[str], None] | None = None,
+             storage_options: dict | None = None) -> tuple[Path, ...]:
+    """Deprecated: ``plot(path, x, y, var, select, clim).save(out, widgets, formats=..., ...)``."""
+    warnings.warn("rmtsweep.plot_map is deprecated; use rmtsweep.plot(...).save(out)", DeprecationWarning,
+                  stacklevel=2)
+    return plot(path, x, y, var, select, clim, storage_options=storage_options).save(
+        out, widgets, formats=formats, max_panels=max_panels, notes=notes)

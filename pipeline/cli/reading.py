@@ -263,10 +263,10 @@ def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | 
 
     Every panel is drawn: beyond 24, static files are split into pages NAME-p1.png, NAME-p2.png, ...
     """
-    from ..analysis.plots import plot_map
+    from ..analysis.plots import plot as plot_store
     with _corruption_named(store_path):
-        paths = plot_map(store_path, x, y, var, out, widgets, _selection(select), clim=clim,
-                         formats=formats or None, notes=lambda line: click.echo(line, err=True))
+        paths = plot_store(store_path, x, y, var, _selection(select), clim).save(
+            out, widgets, formats=formats or None, notes=lambda line: click.echo(line, err=True))
     for path in paths:
         click.echo(path)
 

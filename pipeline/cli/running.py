@@ -341,14 +341,14 @@ def demo(store_path: Path, workers: int | None, progress: bool, dashboard_addres
     _run(_load(Path("demo")), store_path, Engine(workers=workers, dashboard_address=dashboard_address), progress)
     click.echo(f"read it with: python -c \"import rmtsweep; print(rmtsweep.open_store('{store_path}'))\"")
     from ..analysis.compare import compare as compare_store, write_comparison
-    from ..analysis.plots import plot_map
+    from ..analysis.plots import plot as plot_store
     cmp = compare_store(store_path)
     write_comparison(store_path, cmp)
     click.echo(f"comparison written to {store_path} (group 'comparison'); "
                f"{int(cmp['phase_agrees'].sum())}/{int(cmp['phase_agrees'].count())} cells in the predicted phase")
     maps = store_path.parent / "maps"
     for x, y, var in (("snr", "gamma", "overlap"), ("snr", "weights", "lambda1_z")):
-        html, png = plot_map(store_path, x, y, var, maps)
+        html, png = plot_store(store_path, x, y, var).save(maps)
         click.echo(f"map of {var} over ({x}, {y}): {html} and {png}")
 
 

@@ -54,7 +54,7 @@ def test_map_from_the_accessor_is_an_object_a_notebook_shows(reference):
     import holoviews as hv
     _, store = reference
     ds = rmtsweep.open_store(store)
-    m = ds.rmt.map("snr", "delta", "overlap")
+    m = ds.rmt.plot("snr", "delta", "overlap").hv
     assert isinstance(m, hv.HoloMap) and len(m) == ds.sizes["gamma"] * ds.sizes["T"] * ds.sizes["weights"]
     heat = next(iter(m.values()))
     image = heat.get(0) if isinstance(heat, hv.Overlay) else heat
@@ -86,3 +86,22 @@ def test_the_accessor_is_there_when_xarray_came_first():
     code = "import xarray as xr, rmtsweep; print(type(xr.Dataset().rmt).__name__)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout == "RmtAccessor\n", proc.stderr
+
+
+def test_the_old_names_of_a_map_warn_and_give_the_same_map(reference, tmp_path):
+    """``ds.rmt.map``, ``rmtsweep.plot_map`` and ``make_map`` are deprecated for one release: each says which name
+    replaces it, and gives what that name gives."""
+    from rmtsweep.analysis.plots import make_map
+    _, store = reference
+    ds = rmtsweep.open_store(store)
+    with pytest.warns(DeprecationWarning, match=r"ds\.rmt\.plot\(\.\.\.\)\.hv"):
+        old = ds.rmt.map("snr", "delta", "overlap")
+    assert len(old) == len(ds.rmt.plot("snr", "delta", "overlap").hv)
+    with pytest.warns(DeprecationWarning, match=r"use rmtsweep\.plot\(\.\.\.\)\.save\(out\)"):
+        (html,) = rmtsweep.plot_map(store, "snr", "delta", "overlap", tmp_path / "old", formats="html")
+    (new,) = rmtsweep.plot(store, "snr", "delta", "overlap").save(tmp_path / "new", formats="html")
+    assert html.name == new.name and html.stat().st_size > 0
+    with pytest.warns(DeprecationWarning, match=r"use rmtsweep\.plot$"):
+        assert make_map(store, "snr", "delta", "overlap").figure.title == rmtsweep.plot(store, "snr", "delta",
+                                                                                         "overlap").figure.title
+    assert "plot_map" not in rmtsweep.__all__ and "plot" in rmtsweep.__all__

@@ -19,7 +19,7 @@ import zarr
 
 import rmtsweep
 from rmtsweep.analysis.export import export
-from rmtsweep.analysis.plots import map_data, map_figure, plot_map
+from rmtsweep.analysis.plots import map_data, map_figure, plot
 from rmtsweep.cli import main
 from tests.helpers import TINY, build_store
 
@@ -154,7 +154,7 @@ def test_map_draws_only_done_replicates_and_says_how_many_are_not(stores, tmp_pa
         drawn = panel.data.transpose("gamma", "snr").values
         np.testing.assert_allclose(drawn, ref.sel(at).transpose("gamma", "snr").values, rtol=1e-12)
     notes: list[str] = []
-    plot_map(partial, "snr", "gamma", var, tmp_path, formats="png", notes=notes.append)
+    plot(partial, "snr", "gamma", var).save(tmp_path, formats="png", notes=notes.append)
     said = [n for n in notes if "not done" in n]
     assert said == [f"{partial}: {N_NOT_DONE} of {N_TOTAL} replicates not done (interrupted run); the map counts "
                     f"only the done ones"]

@@ -83,12 +83,12 @@ def test_the_accessor_refuses_a_pending_store_in_one_line_naming_it(stores, read
 
 
 def test_the_python_readers_of_theory_refuse_a_pending_store(stores, tmp_path):
-    from rmtsweep import export, phase_diagram, plot_map
+    from rmtsweep import export, phase_diagram, plot
     from rmtsweep.analysis.detection import detected
     pending = stores[0]
     for read in (lambda: phase_diagram(pending, n_boot=20), lambda: detected(pending),
                  lambda: export(pending, tmp_path / "t.csv"),
-                 lambda: plot_map(pending, "snr", "delta", "detection_rate", tmp_path / "maps")):
+                 lambda: plot(pending, "snr", "delta", "detection_rate").save(tmp_path / "maps")):
         with pytest.raises(StoreError, match=f"^{pending}: {NOT_YET}"):
             read()
 

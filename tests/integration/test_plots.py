@@ -126,8 +126,8 @@ def _panels(page) -> list:
                                                 ("snr", "delta", "detection_rate", {"gamma": "1.0"})])
 def test_map_draws_the_requested_variable(tiny_store, tmp_path, x, y, var, select):
     """The HTML holds exactly the values of ``var`` (decoded from the page), offline; the PNG is not blank."""
-    from rmtsweep.analysis.plots import heat_map, map_data, plot_map
-    html, png = plot_map(tiny_store, x, y, var, tmp_path, select=select)
+    from rmtsweep.analysis.plots import heat_map, map_data, plot
+    html, png = plot(tiny_store, x, y, var, select=select).save(tmp_path)
     text = html.read_text()
     assert len(text) > 100_000 and "Bokeh" in text
     assert _offline(text) and "cdn.bokeh.org" not in text   # inline resources only
@@ -146,9 +146,8 @@ def test_map_draws_the_requested_variable(tiny_store, tmp_path, x, y, var, selec
 
 
 def test_map_with_widgets(tiny_store, tmp_path):
-    from rmtsweep.analysis.plots import plot_map
-    html, png = plot_map(tiny_store, "snr", "gamma", "overlap_error", tmp_path, widgets=True,
-                         select={"delta": "0.5"})
+    from rmtsweep.analysis.plots import plot
+    html, png = plot(tiny_store, "snr", "gamma", "overlap_error", select={"delta": "0.5"}).save(tmp_path, widgets=True)
     text = html.read_text()
     assert html.stat().st_size > 100_000 and _offline(text)
     assert ("overlap_error (k=1), mean over 4 replicates minus the best prediction, finite size where stored; "
@@ -189,19 +188,19 @@ def test_transitions_follow_the_selected_values(tiny_store):
     ({"x": "snr", "y": "gamma", "var": "overlap", "formats": "png,jpg"}, r"--format 'jpg': not a map format"),
 ])
 def test_map_errors(tiny_store, tmp_path, kwargs, match):
-    from rmtsweep.analysis.plots import plot_map
+    from rmtsweep.analysis.plots import plot
+    save = {k: kwargs.pop(k) for k in ("formats",) if k in kwargs}
     with pytest.raises(SelectionError, match=match):
-        plot_map(tiny_store, out=tmp_path / "maps", **kwargs)
+        plot(tiny_store, **kwargs).save(tmp_path / "maps", **save)
     assert not (tmp_path / "maps").exists()               # a mistake leaves no empty output directory behind
 
 
 def test_every_panel_is_drawn_on_pages(tiny_store, tmp_path):
     """8 panels (weights x snr) at 3 per page: four pages named -p1..-p4, each half the snr values of one
     scheme (a group larger than a page gets pages of its own), holding all 8, and a note that says so."""
-    from rmtsweep.analysis.plots import plot_map
+    from rmtsweep.analysis.plots import plot
     notes: list[str] = []
-    paths = plot_map(tiny_store, "delta", "gamma", "eigenvalues", tmp_path, formats="png", max_panels=3,
-                     notes=notes.append)
+    paths = plot(tiny_store, "delta", "gamma", "eigenvalues").save(tmp_path, formats="png", max_panels=3, notes=notes.append)
     assert [p.name for p in paths] == [f"tiny-eigenvalues-delta-gamma-p{i}.png" for i in (1, 2, 3, 4)]
     for p in paths:
         _png_ok(p)
@@ -244,8 +243,8 @@ def test_title_says_k_and_statistic(tiny_store, tmp_path):
         "eigenvalues (k=2), mean over 4 replicates")
     assert _figure(tiny_store, "lambda1_z", "snr", "gamma").title.startswith(
         "lambda1_z (k=1), z-score of the mean over 4 replicates")
-    from rmtsweep.analysis.plots import plot_map
-    html, _ = plot_map(tiny_store, "snr", "gamma", "overlap", tmp_path)
+    from rmtsweep.analysis.plots import plot
+    html, _ = plot(tiny_store, "snr", "gamma", "overlap").save(tmp_path)
     assert "overlap (k=1), mean over 4 replicates; T=4" in html.read_text()
 
 
@@ -264,14 +263,14 @@ def test_clim_overrides_the_limits(tiny_store, tmp_path):
     ("phase_agrees", ["disagree", "agree"]),                 # its attrs carry theory_phase's flags: not used
 ])
 def test_categorical_variable_gets_a_discrete_legend(tiny_store, tmp_path, var, names):
-    from rmtsweep.analysis.plots import plot_map
+    from rmtsweep.analysis.plots import plot
     fig = _figure(tiny_store, var, "snr", "gamma")
     assert fig.scale.kind == "categorical" and [n for _, n in fig.scale.categories] == names
     page = _pages(fig)[0]
     assert not [ax for ax in page.axes if ax.get_label() == "<colorbar>"]           # no continuous colour bar
     texts = [[t.get_text() for t in legend.get_texts()] for legend in page.legends]
     assert names in texts
-    html, _ = plot_map(tiny_store, "snr", "gamma", var, tmp_path)
+    html, _ = plot(tiny_store, "snr", "gamma", var).save(tmp_path)
     bars = _models(html.read_text(), "ColorBar")
     assert bars and all(sorted(b["major_label_overrides"]["entries"], key=lambda e: e[0]) ==
                         [[v, n] for v, n in fig.scale.categories] for b in bars)
@@ -328,8 +327,8 @@ def test_html_panel_titles_fit_their_panels(tiny_store, tmp_path):
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import TextToPath
 
-    from rmtsweep.analysis.plots import plot_map
-    html, _ = plot_map(tiny_store, "snr", "T", "overlap", tmp_path)
+    from rmtsweep.analysis.plots import plot
+    html, _ = plot(tiny_store, "snr", "T", "overlap").save(tmp_path)
     text = html.read_text()
     (frame,) = {p["frame_width"] for p in _models(text, "Figure")}
     titles = [t for t in _models(text, "Title") if t.get("text")]
@@ -431,11 +430,11 @@ def test_maps_and_figures_leave_global_plotting_state_alone(tiny_store, tmp_path
     import matplotlib
 
     from rmtsweep.analysis.figures import figures
-    from rmtsweep.analysis.plots import plot_map
+    from rmtsweep.analysis.plots import plot
     import holoviews.plotting.mpl
     hv.Store.set_current_backend("matplotlib")
     backend = matplotlib.get_backend()
-    plot_map(tiny_store, "snr", "delta", "overlap", tmp_path)
+    plot(tiny_store, "snr", "delta", "overlap").save(tmp_path)
     figures([tiny_store], tmp_path / "figs")
     assert hv.Store.current_backend == "matplotlib"
     assert matplotlib.get_backend() == backend
@@ -471,9 +470,8 @@ def test_cells_end_at_zero_and_are_geometric_on_a_log_axis(uneven_store, tmp_pat
     np.testing.assert_allclose(np.log2(ye), [-2.5, -1.5, -0.5, 0.5])
     assert ax.get_yscale() == "log" and ax.get_xlim()[0] == 0.0
     assert [t.get_text() for t in ax.get_yticklabels()] == ["0.25", "0.5", "1"]
-    from rmtsweep.analysis.plots import plot_map
-    html, _ = plot_map(uneven_store, "snr", "gamma", "detection_rate", tmp_path,
-                       select={"delta": "0.5", "weights": "mean", "T": "4"})
+    from rmtsweep.analysis.plots import plot
+    html, _ = plot(uneven_store, "snr", "gamma", "detection_rate", select={"delta": "0.5", "weights": "mean", "T": "4"}).save(tmp_path)
     text = html.read_text()
     lefts, rights = np.unique(_html_column(text, "left")), np.unique(_html_column(text, "right"))
     np.testing.assert_allclose(np.union1d(lefts, rights), [0.0, 0.75, 2.25, 4.5, 7.5])
@@ -485,7 +483,7 @@ def test_cells_end_at_zero_and_are_geometric_on_a_log_axis(uneven_store, tmp_pat
 def test_legend_names_only_the_lines_drawn(tiny_store, tmp_path):
     """(delta, gamma) at snr = 0: no transition crosses the plane, so no legend names one (PNG and HTML);
     at snr = 2 only the lines drawn are named."""
-    from rmtsweep.analysis.plots import plot_map
+    from rmtsweep.analysis.plots import plot
     for snr in ("0.0", "2.0"):
         page = _pages(_figure(tiny_store, "overlap", "delta", "gamma", {"snr": snr}))[0]
         styles = {line.get_linestyle() for ax in _panels(page) for line in ax.lines if line.get_color() == "black"}
@@ -493,7 +491,7 @@ def test_legend_names_only_the_lines_drawn(tiny_store, tmp_path):
         assert named == [f"{k} transition" for k, style in (("population", "--"), ("sample", "-")) if style in styles]
         if snr == "0.0":
             assert not styles and not named
-    html, _ = plot_map(tiny_store, "delta", "gamma", "overlap", tmp_path, select={"snr": "0.0"})
+    html, _ = plot(tiny_store, "delta", "gamma", "overlap", select={"snr": "0.0"}).save(tmp_path)
     assert not [i for i in _models(html.read_text(), "LegendItem") if "transition" in str(i.get("label"))]
 
 
@@ -518,12 +516,12 @@ def test_one_column_of_extreme_z_scores_does_not_fade_the_rest(tiny_store):
 
 def test_colour_bar_says_what_the_colours_are(tiny_store, tmp_path):
     """The colour bar reads the variable's long_name (wrapped to the bar), not ``lambda1_z`` (PNG and HTML)."""
-    from rmtsweep.analysis.plots import plot_map
+    from rmtsweep.analysis.plots import plot
     want = xr.open_zarr(tiny_store, group="comparison")["lambda1_z"].attrs["long_name"]
     bar = next(ax for ax in _pages(_figure(tiny_store, "lambda1_z", "snr", "gamma"))[0].axes
                if ax.get_label() == "<colorbar>")
     assert " ".join(bar.get_ylabel().split()) == want and "lambda1_z" not in bar.get_ylabel()
-    html, _ = plot_map(tiny_store, "snr", "gamma", "lambda1_z", tmp_path)
+    html, _ = plot(tiny_store, "snr", "gamma", "lambda1_z").save(tmp_path)
     titles = {" ".join(str(b.get("title")).split()) for b in _models(html.read_text(), "ColorBar")}
     assert titles == {want}
 
@@ -678,14 +676,14 @@ def test_a_comparison_group_that_states_no_detection_rule_is_not_drawn(tiny_stor
 def test_a_plane_one_grid_value_wide_is_drawn_with_its_value_and_no_contour(tmp_path):
     """(delta, gamma) with one gamma: no transition contour can be traced (it crashed contourpy), and the one row
     of cells is labelled with its value, in the PNG and in the HTML, not with its edges' span."""
-    from rmtsweep.analysis.plots import plot_map
+    from rmtsweep.analysis.plots import plot
     store = build_store(tmp_path / "one-gamma.zarr", BASE)              # gamma: [0.5] only
     fig = _figure(store, "detection_rate", "delta", "gamma")
     assert fig.transitions and all(p.curves == {"population": [], "sample": []} for p in fig.panels)
     ax = _panels(_pages(fig)[0])[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["0.5"]
     assert ax.get_yticks().tolist() == [0.5]
-    html, png = plot_map(store, "delta", "gamma", "detection_rate", tmp_path / "maps")
+    html, png = plot(store, "delta", "gamma", "detection_rate").save(tmp_path / "maps")
     assert png.exists() and '"0.5"' in html.read_text()
 
 
