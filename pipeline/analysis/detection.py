@@ -41,7 +41,7 @@ from ..errors import UserError
 from ..theory import finite_d
 from ..theory.bulk import edge as bulk_edge
 from ..theory.null_law import mixture_quantile, tw_threshold
-from ..theory.on_grid import pooled_kurtosis
+from ..theory.grid import pooled_kurtosis
 from ..store import stored_sweep
 from ..store.pending import require_theory
 from .mask import only_done

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..spec import Sweep, SweepFile, as_sweep
 from .. import config
 from ..theory.estimate import theory_parts
-from ..theory.on_grid import TheoryBudgets
+from ..theory.grid import TheoryBudgets
 from .cost import Blocking, choose_blocking, point_cost, task_target
 from .grid import n_tasks, task_memory_bytes
 

@@ -16,7 +16,7 @@ from ..spec import SweepFile
 from ..store import locate, open_group, store_problem
 from ..store.handle import sweep_plan
 from ..store.pending import theory_pending
-from ..theory.on_grid import TheoryBudgets
+from ..theory.grid import TheoryBudgets
 
 __all__ = ["recorded_budgets", "resume_check"]
 

@@ -47,7 +47,8 @@ from ..store.io import open_group
 from ..store.lock import Share
 from ..store.pending import PENDING, theory_pending, write_theory
 from ..theory.estimate import LIMIT_SECONDS, theory_seconds
-from ..theory.on_grid import TheoryBudgets, sized_theory, theory_dataset
+from ..theory.grid import TheoryBudgets
+from ..theory.on_grid import sized_theory, theory_dataset
 from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks

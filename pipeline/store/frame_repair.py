@@ -18,7 +18,8 @@ import xarray as xr
 import zarr
 
 from .. import config
-from ..theory.on_grid import SIZED, TheoryBudgets, theory_dataset
+from ..theory.grid import TheoryBudgets
+from ..theory.on_grid import SIZED, theory_dataset
 from .frame_check import FrameDamage
 from .io import open_group, stored_sweep
 from .layout import frame

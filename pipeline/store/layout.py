@@ -25,7 +25,7 @@ import xarray as xr
 
 from ..dims import D
 from ..spec import Sweep, SweepFile
-from ..theory.on_grid import grid_coords
+from ..theory.grid import grid_coords
 
 __all__ = [
     "FORMAT", "GROUPS", "OPTIONAL", "PER_REPLICATE", "PER_SNR", "RESULT_VARS", "THEORY_PREFIXES", "ZARR_FORMAT",

@@ -1,7 +1,7 @@
 """How long a new store's theory takes to compute, estimated from the grid alone (nothing is computed).
 
 The parts are those of :func:`rmtsweep.theory.on_grid.theory_dataset`, each within its budget
-(:class:`~rmtsweep.theory.on_grid.TheoryBudgets`): the limit formulas, the exact one-token law, the
+(:class:`~rmtsweep.theory.grid.TheoryBudgets`): the limit formulas, the exact one-token law, the
 finite-size laws over token counts and over the realised pooling matrix, and the finite-T spectrum law.
 Their unit costs are the ones the budgets already use, fitted on a 2-core machine with one BLAS thread.
 """
@@ -14,8 +14,9 @@ from ..spec import Sweep
 from .cell_law import one_position
 from .finite_size import POOLED_CELL, POOLED_SECONDS
 from .null_law import POOLED_DRAWS
-from .on_grid import HISTOGRAM_SECONDS, TheoryBudgets, _finite_t_cells, _spectrum_cost, weight_scalars
+from .grid import TheoryBudgets, weight_scalars
 from .pooled_spikes import LANCZOS_STEPS
+from .spectrum import HISTOGRAM_SECONDS, finite_t_cells, spectrum_cost
 
 __all__ = ["FINITE_SIZE_POINT_SECONDS", "LIMIT_SECONDS", "ONE_TOKEN_POINT_SECONDS", "spectrum_seconds",
            "theory_parts", "theory_seconds"]
@@ -67,8 +68,8 @@ def spectrum_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> floa
     per_histogram = HISTOGRAM_SECONDS[0] + HISTOGRAM_SECONDS[1] * (edges.size - 1)
     if len(sweep.grid.delta) * len(sweep.grid.gamma) * per_histogram > budgets.finite_t_budget:
         return 0.0                          # beyond the budget with a single weight profile: no need to list them
-    wanted, profile, pairs = _finite_t_cells(sweep, weight_scalars(sweep), budgets.finite_t_below)
+    wanted, profile, pairs = finite_t_cells(sweep, weight_scalars(sweep), budgets.finite_t_below)
     if not wanted:
         return 0.0
-    seconds = _spectrum_cost(set(profile.values()), pairs, edges)[2]
+    seconds = spectrum_cost(set(profile.values()), pairs, edges)[2]
     return 0.0 if seconds > budgets.finite_t_budget else seconds

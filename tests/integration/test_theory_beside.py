@@ -119,7 +119,8 @@ def test_a_resume_computes_the_theory_its_store_recorded(tmp_path):
     import sys
 
     from rmtsweep import open_store
-    from rmtsweep.theory.on_grid import TheoryBudgets, theory_dataset
+    from rmtsweep.theory.grid import TheoryBudgets
+    from rmtsweep.theory.on_grid import theory_dataset
     sf, store = _pending_store(tmp_path)
     recorded = dict(open_store(store).attrs["config"])
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("DASK_RMTSWEEP")}, **OTHER_BUDGETS,

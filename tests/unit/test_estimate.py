@@ -10,7 +10,8 @@ import pytest
 from rmtsweep.run.plan import TEMPLATE_SECONDS, plan
 from rmtsweep.spec import parse_sweep
 from rmtsweep.theory.estimate import LIMIT_SECONDS, theory_seconds
-from rmtsweep.theory.on_grid import TheoryBudgets, theory_dataset
+from rmtsweep.theory.grid import TheoryBudgets
+from rmtsweep.theory.on_grid import theory_dataset
 from tests.helpers import BASE, MEDIUM, run_main
 
 

@@ -90,7 +90,7 @@ def test_one_position_cells_take_edge_outlier_phase_and_threshold_from_the_exact
 
 
 def test_a_grid_too_large_for_the_finite_t_budget_keeps_the_cubic_and_says_so():
-    from rmtsweep.theory.on_grid import spectrum_arrays
+    from rmtsweep.theory.spectrum import spectrum_arrays
     data = {**SWEEP, "grid": {**SWEEP["grid"], "delta": list(np.linspace(0.5, 2.0, 12)),
                               "gamma": list(np.linspace(0.5, 2.0, 12)), "T": [2, 3]},
             "observables": {"spectrum": {"bins": 200, "max": 8.0}}}
@@ -104,7 +104,7 @@ def test_many_sampled_laws_count_against_the_budget_even_with_few_bins():
     """The budget weighs each sampled token-count law (about a quarter of a second), not only the bins: 8 weight
     profiles at 36 ratios with 4 bins are 288 sampled laws, estimated at 98 s (counted by their bins alone, 1,152
     of a former budget of 6,400), and keep the cubic, saying so."""
-    from rmtsweep.theory.on_grid import spectrum_arrays
+    from rmtsweep.theory.spectrum import spectrum_arrays
     data = {**SWEEP, "correlation": {"model": "markov", "r": 0.5},
             "grid": {**SWEEP["grid"], "delta": list(np.linspace(0.25, 4.0, 12)), "gamma": [0.5, 1.0, 2.0],
                      "T": [2, 3, 4], "weights": ["mean", "optimal", "harmonic"]},
@@ -117,16 +117,16 @@ def test_many_sampled_laws_count_against_the_budget_even_with_few_bins():
 def test_pairs_sharing_delta_over_gamma_share_one_sample_and_equal_their_own(monkeypatch):
     """The sampled token-count law depends on delta/gamma only: a template samples it once per ratio, and each
     (delta, gamma) cell equals the law sampled for that cell alone (same seed and size; a small size here)."""
-    from rmtsweep.theory import on_grid
+    from rmtsweep.theory import spectrum
     sweep = parse_sweep({**copy.deepcopy(BASE), "grid": {"delta": [0.5, 1.0], "gamma": [0.25, 0.5], "snr": [0.0],
                                                         "T": [2], "weights": ["mean"]},
                          "observables": {"spectrum": {"bins": 20, "max": 8.0}}})
-    small = {**on_grid.SAMPLE, "size": 200, "replicates": 2}
+    small = {**spectrum.SAMPLE, "size": 200, "replicates": 2}
     real, calls = finite_t.sample_token_law, []
-    monkeypatch.setattr(on_grid, "_MEMO", {})                # nothing computed earlier in this process
-    monkeypatch.setattr(on_grid, "SAMPLE", small)
+    monkeypatch.setattr(spectrum, "_MEMO", {})                # nothing computed earlier in this process
+    monkeypatch.setattr(spectrum, "SAMPLE", small)
     monkeypatch.setattr(finite_t, "sample_token_law", lambda *a, **k: calls.append(a[1] / a[2]) or real(*a, **k))
-    got = on_grid.spectrum_arrays(sweep)["theory_spectrum"]
+    got = spectrum.spectrum_arrays(sweep)["theory_spectrum"]
     assert sorted(calls) == [1.0, 2.0, 4.0]                 # four cells, three ratios (0.5/0.25 = 1.0/0.5)
     for delta, gamma in ((0.5, 0.25), (1.0, 0.5)):
         own = finite_t.histogram(np.linspace(0.0, 8.0, 21), real(np.full(2, 0.5), delta, gamma, **small), delta, nodes=8)
@@ -136,45 +136,45 @@ def test_pairs_sharing_delta_over_gamma_share_one_sample_and_equal_their_own(mon
 def test_a_template_made_again_in_one_process_reuses_its_finite_t_spectrum(monkeypatch):
     """The second template of the same sweep (a batching change, an extension) takes the finite-T histograms from
     the process's memo: no law sampled, no Stieltjes solve, the same values; a caller's edits do not reach the memo."""
-    from rmtsweep.theory import on_grid
+    from rmtsweep.theory import spectrum
     sweep = parse_sweep({**copy.deepcopy(BASE), "correlation": {"model": "iid"},
                          "grid": {"delta": [0.5], "gamma": [0.5], "snr": [0.0], "T": [1, 2], "weights": ["mean"]},
                          "observables": {"spectrum": {"bins": 10, "max": 8.0}}})
-    monkeypatch.setattr(on_grid, "_MEMO", {})
-    monkeypatch.setattr(on_grid, "SAMPLE", {**on_grid.SAMPLE, "size": 200, "replicates": 2})
-    first = on_grid.spectrum_arrays(sweep)["theory_spectrum"].values.copy()
-    assert len(on_grid._MEMO) == 3                           # T = 1 exact, T = 2 sampled: two histograms, one law
+    monkeypatch.setattr(spectrum, "_MEMO", {})
+    monkeypatch.setattr(spectrum, "SAMPLE", {**spectrum.SAMPLE, "size": 200, "replicates": 2})
+    first = spectrum.spectrum_arrays(sweep)["theory_spectrum"].values.copy()
+    assert len(spectrum._MEMO) == 3                           # T = 1 exact, T = 2 sampled: two histograms, one law
     def never(*args, **kwargs):
         raise AssertionError("computed again")
     monkeypatch.setattr(finite_t, "sample_token_law", never)
     monkeypatch.setattr(finite_t, "histogram", never)
-    again = on_grid.spectrum_arrays(sweep)["theory_spectrum"]
+    again = spectrum.spectrum_arrays(sweep)["theory_spectrum"]
     assert np.array_equal(again.values, first)
     again.values[...] = -1.0
-    assert np.array_equal(on_grid.spectrum_arrays(sweep)["theory_spectrum"].values, first)
+    assert np.array_equal(spectrum.spectrum_arrays(sweep)["theory_spectrum"].values, first)
 
 
 def test_a_long_finite_t_spectrum_law_is_announced_once_per_process(monkeypatch):
     """Sampled token-count laws take about a second each when a store is made: past SPECTRUM_SAY seconds one line
     names the sweep and counts the laws and histograms still to compute; computed once in a process, they are
     not announced again (a store made twice, or extended)."""
-    from rmtsweep.theory import on_grid
-    monkeypatch.setattr(on_grid, "_MEMO", {})
-    monkeypatch.setattr(on_grid, "SAMPLE", {**on_grid.SAMPLE, "size": 100, "replicates": 1})   # a small sample
+    from rmtsweep.theory import spectrum
+    monkeypatch.setattr(spectrum, "_MEMO", {})
+    monkeypatch.setattr(spectrum, "SAMPLE", {**spectrum.SAMPLE, "size": 100, "replicates": 1})   # a small sample
     sweep = parse_sweep({**copy.deepcopy(BASE), "name": "spec", "correlation": {"model": "iid"},
                          "grid": {"delta": [0.5, 1.0], "gamma": [0.5], "snr": [0.0], "T": [1, 2],
                                   "weights": ["mean", "harmonic"]},
                          "observables": {"spectrum": {"bins": 10, "max": 8.0}}})
     lines: list[str] = []
-    on_grid.spectrum_arrays(sweep, lines.append)
+    spectrum.spectrum_arrays(sweep, lines.append)
     assert lines == []                                   # under a second for this sample: nothing to say
-    monkeypatch.setattr(on_grid, "_MEMO", {})
-    monkeypatch.setattr(on_grid, "SPECTRUM_SAY", 0.0)
-    got = on_grid.spectrum_arrays(sweep, lines.append)
+    monkeypatch.setattr(spectrum, "_MEMO", {})
+    monkeypatch.setattr(spectrum, "SPECTRUM_SAY", 0.0)
+    got = spectrum.spectrum_arrays(sweep, lines.append)
     # T = 2: two weight profiles (mean's equal weights, harmonic's unequal ones) x two delta/gamma ratios sampled; and
     # histograms of those 4 laws and of the exact law of T = 1 at both (delta, gamma)
     assert len(lines) == 1 and lines[0].startswith(
         "spec: computing the finite-T spectrum law (4 sampled token-count laws, 6 histograms; about "), lines
     assert got["theory_spectrum_law"].sel(T=2).values.tolist() == [2, 2]
-    on_grid.spectrum_arrays(sweep, lines.append)
+    spectrum.spectrum_arrays(sweep, lines.append)
     assert len(lines) == 1                               # cached in this process: nothing left to announce
