@@ -80,6 +80,8 @@ class Result:
         Every store has it, whatever version made it.
     colour
         How a map colours it, and its mean and theory counterparts.
+    label
+        Its axis label in a figure (:mod:`rmtsweep.analysis.figures`; default: :attr:`long_name`).
     cost
         Seconds it adds to one replicate of each ``gamma`` value (``None``: none beyond the top-k path).
     """
@@ -96,6 +98,7 @@ class Result:
     required: bool = False
     colour: Colour = "auto"
     cost: Callable[[PointWork], np.ndarray] | None = None
+    label: str = ""
 
     def present(self, sweep: Sweep) -> bool:
         """Whether ``sweep``'s store has this variable."""
@@ -104,6 +107,11 @@ class Result:
     def trailing_shape(self, sweep: Sweep) -> tuple[int, ...]:
         """The lengths of :attr:`trailing` in ``sweep``'s store."""
         return tuple(trailing_extent(sweep, dim) for dim in self.trailing)
+
+    @property
+    def axis_label(self) -> str:
+        """Its axis label in a figure."""
+        return self.label or self.long_name
 
     @property
     def attrs(self) -> dict[str, str]:
@@ -135,10 +143,10 @@ _RESULTS = (
            fill=-1, measured=False, compared=False),
     Result("spectrum", ("snr", "bin"), "eigenvalue density of S/kappa on fixed bins (all d eigenvalues)",
            "1/(kappa units)", when=lambda s: s.observables.spectrum is not None,
-           cost=lambda w: w.schemes * w.n_snr * (w.eigh(w.n) + w.gram(w.N, w.d, w.n))),
+           cost=lambda w: w.schemes * w.n_snr * (w.eigh(w.n) + w.gram(w.N, w.d, w.n)), label="density"),
     Result("accuracy", ("snr",), "ridge test accuracy of the sequence label from the pooled vector",
            when=lambda s: s.observables.ridge is not None, colour="unit",
-           cost=lambda w: w.schemes * w.n_snr * (w.direct(w.N, w.d, w.d) + w.eigh(w.d))),
+           cost=lambda w: w.schemes * w.n_snr * (w.direct(w.N, w.d, w.d) + w.eigh(w.d)), label="ridge test accuracy"),
     Result("kappa_snr", ("snr",), "realised noise level (1/N) sum_n ||w_n||^2 at each SNR value "
            "(finite-d attention: the weights move with the SNR)", when=_attention),
     Result("alpha_snr", ("snr",), "realised signal strength (1/N) sum_n (w_n . xi_n)^2 at each SNR value",
