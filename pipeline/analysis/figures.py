@@ -33,6 +33,7 @@ import xarray as xr
 from .. import theory
 from ..dims import ALL_AXES, D
 from ..errors import SelectionError
+from ..results import RESULTS
 from ..store.pending import require_theory
 from ..theory import cell_law
 from .compare import compare, d_of, open_source
@@ -116,7 +117,7 @@ def spectrum_figure(ds: xr.Dataset, out: Path, snr: float | None = None, cell: d
                         arrowprops={"arrowstyle": "->"})
         ax.set_title(f"δ={dl:g}, γ={g:g}, snr={snr:g}, T={sel['T']}, {sel['weights']} weights", fontsize=9)
         ax.set_xlabel("eigenvalue of S/κ")
-        ax.set_ylabel("density")
+        ax.set_ylabel(RESULTS["spectrum"].axis_label)
     axes[0][0].legend(fontsize=8)
     return _save(fig, out / "fig-a-spectrum.png")
 
@@ -205,7 +206,7 @@ def accuracy_figure(ds: xr.Dataset, out: Path, cell: dict | None = None) -> tupl
         ax.errorbar(acc["snr"], acc.sel(weights=w), yerr=sem.sel(weights=w), fmt="o-", ms=3.5, capsize=2,
                     color=f"C{i}", label=f"{w} (α/κ = {float(ratio.sel(weights=w)):.2f})")
     ax.set_xlabel("snr = ||μ||²")
-    ax.set_ylabel("ridge test accuracy")
+    ax.set_ylabel(RESULTS["accuracy"].axis_label)
     ax.set_title(f"downstream task, δ={cell['delta']:g}, γ={cell['gamma']:g}, T={cell['T']}", fontsize=9)
     ax.legend(fontsize=8)
     score = acc.where(acc["snr"] > 0).mean("snr")

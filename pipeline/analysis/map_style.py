@@ -22,13 +22,14 @@ import numpy as np
 import xarray as xr
 
 from ..errors import SelectionError
+from ..results import RESULTS
 from .map_axes import AxisScale
 
 __all__ = ["ColourScale", "LOG_SPAN", "MapFigure", "Panel", "categories", "colour_label", "colour_scale", "statistic"]
 
 ScaleKind = Literal["unit", "linear", "log", "diverging", "categorical"]
 DIVERGING = ("_error", "_z")
-UNIT_INTERVAL = re.compile(r"(^|_)(overlap|accuracy|rate)(_mean|_theory)?$")
+UNIT_RATES = ("rate",)              # the comparison's rates (``detection_rate``); store variables say theirs in RESULTS
 LOG_SPAN = 20.0                     # robust max / min beyond which a positive quantity gets a log scale
 ROBUST = (1.0, 99.0)                # percentiles; extremes within SNAP of the range are kept instead
 SNAP = 0.1
@@ -188,6 +189,12 @@ def _extend(values: np.ndarray, lo: float, hi: float) -> str:
                                                                                          "both")
 
 
+def _unit_interval() -> re.Pattern[str]:
+    """Names coloured on exactly [0, 1]: the store's unit variables and rates, their means and theory values."""
+    names = [name for name, r in RESULTS.items() if r.colour == "unit"] + list(UNIT_RATES)
+    return re.compile(rf"(^|_)({'|'.join(names)})(_mean|_theory)?$")
+
+
 def colour_scale(da: xr.DataArray, clim: tuple[float, float] | None = None) -> ColourScale:
     """The colour scale of ``da`` (all its panels share it), from what the quantity is.
 
@@ -222,7 +229,7 @@ def colour_scale(da: xr.DataArray, clim: tuple[float, float] | None = None) -> C
             m = _symmetric(np.abs(values), Z_FLOOR if name.endswith("_z") else 0.0)
             lo, hi = -m, m
         return ColourScale("diverging", lo, hi, "RdBu_r", _extend(values, lo, hi))
-    if UNIT_INTERVAL.search(name):
+    if _unit_interval().search(name):
         kind: ScaleKind = "unit" if clim is None else "linear"
         lo, hi = (0.0, 1.0) if clim is None else (lo, hi)
         return ColourScale(kind, lo, hi, "viridis", _extend(values, lo, hi))

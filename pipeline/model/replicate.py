@@ -79,6 +79,8 @@ class CellModel:
 class ReplicateResult:
     """Observables of one replicate over the SNR values.
 
+    A task stores each field that :data:`rmtsweep.results.RESULTS` declares, under the field's name.
+
     Attributes
     ----------
     eigenvalues : ndarray, shape (n_snr, k)

@@ -13,11 +13,7 @@ __all__ = ["compute_block", "result_names"]
 
 def result_names(task: Task) -> tuple[str, ...]:
     """The per-replicate variables a task of this sweep fills."""
-    c = task.context
-    extra = ((("spectrum",) if c.spectrum_edges is not None else ())
-             + (("accuracy",) if c.ridge_penalty is not None else ()))
-    attention = ("kappa_snr", "alpha_snr", "attention_distance") if c.data_dependent else ()
-    return ("eigenvalues", "overlap", "alpha", "kappa") + extra + attention
+    return tuple(name for name, _ in task.context.results)
 
 
 def compute_block(task: Task) -> dict[str, np.ndarray]:
@@ -29,17 +25,12 @@ def compute_block(task: Task) -> dict[str, np.ndarray]:
     Returns
     -------
     dict
-        Chunk-shaped arrays ``(delta, gamma, T, weights, replicate, ...)``: ``eigenvalues`` and
-        ``overlap`` (``..., snr, k``), ``alpha`` and ``kappa``, and when the sweep asks for them
-        ``spectrum`` (``..., snr, bin``) and ``accuracy`` (``..., snr``).
+        Chunk-shaped arrays ``(delta, gamma, T, weights, replicate, ...)``, one per measured variable of
+        :data:`rmtsweep.results.RESULTS` that the sweep has, with its trailing dims.
     """
     c = task.context
     shape = task.shape
-    n_snr, k = len(c.snr), c.top_k
-    trail = {"eigenvalues": (n_snr, k), "overlap": (n_snr, k), "alpha": (), "kappa": (),
-             "spectrum": (n_snr, len(c.spectrum_edges or ()) - 1), "accuracy": (n_snr,), "kappa_snr": (n_snr,),
-             "alpha_snr": (n_snr,), "attention_distance": (n_snr,)}
-    out = {name: np.full(shape + trail[name], np.nan) for name in result_names(task)}
+    out = {name: np.full(shape + trail, np.nan) for name, trail in c.results}
     snr = task.snr
     with threadpool_limits(limits=1):
         for pos, point in task.points():

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import config
 from ..model.topk import LANCZOS_MIN_N
+from ..results import PointWork, present
 from ..spec import Sweep, sizes
 
 __all__ = ["Blocking", "PointCost",
@@ -104,11 +105,12 @@ def point_cost(sweep: Sweep, d: int | None = None) -> PointCost:
         # measured on paper-attention (n = 400): its per-value solves cost a full n^3, not LAPACK's top-k
         full = np.where(n >= LANCZOS_MIN_N, _EIGH * n * n * k, _EIGH * n**3)
         by_gamma = by_gamma + attention * n_snr * (_DIRECT * N * d * n + _PER_SCHEME_SNR + full)
-    obs = sweep.observables
-    if obs.spectrum:
-        by_gamma = by_gamma + S * n_snr * (_EIGH * n**3 + _GRAM * N * d * n)
-    if obs.ridge:
-        by_gamma = by_gamma + S * n_snr * (_DIRECT * N * d * d + _EIGH * d**3)     # Gram and dense solve (measured)
+    work = PointWork(d=d, N=N, n=n, schemes=S, n_snr=n_snr, eigh=lambda m: _EIGH * m**3,
+                     gram=lambda rows, cols, m: _GRAM * rows * cols * m,
+                     direct=lambda rows, cols, m: _DIRECT * rows * cols * m)
+    for r in present(sweep):
+        if r.cost is not None:
+            by_gamma = by_gamma + r.cost(work)
     return PointCost(_TABLE * d * V, by_gamma, N, by_T)
 
 

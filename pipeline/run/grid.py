@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..model import Attention, CellModel, Correlation, Scheme
+from ..results import present
 from ..spec import Sweep, sizes
 from ..types import AttentionScale, Centering
 from .cost import Blocking
@@ -84,6 +85,8 @@ class Context:
     ridge_penalty: float | None = None
     test_samples: int = 0
     d_axis: bool = False
+    results: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """The measured variables a task fills, and their trailing shapes (:data:`rmtsweep.results.RESULTS`)."""
 
     @classmethod
     def from_sweep(cls, sweep: Sweep, d: int | None = None) -> Context:
@@ -99,7 +102,8 @@ class Context:
                    schemes=tuple(sweep.grid.weights),
                    spectrum_edges=tuple(obs.spectrum.edges()) if obs.spectrum else None,
                    ridge_penalty=obs.ridge.penalty if obs.ridge else None,
-                   test_samples=obs.ridge.test_samples if obs.ridge else 0)
+                   test_samples=obs.ridge.test_samples if obs.ridge else 0,
+                   results=tuple((r.name, r.trailing_shape(sweep)) for r in present(sweep) if r.measured))
 
     def sizes(self, delta: float, gamma: float) -> tuple[int, int]:
         """``V`` and ``N`` of a point (:func:`rmtsweep.spec.sizes`)."""

@@ -24,11 +24,12 @@ import numpy as np
 import xarray as xr
 
 from ..dims import D
+from ..results import RESULTS, present
 from ..spec import Sweep, SweepFile
 from ..theory.grid import grid_coords
 
 __all__ = [
-    "FORMAT", "GROUPS", "OPTIONAL", "PER_REPLICATE", "PER_SNR", "RESULT_VARS", "THEORY_PREFIXES", "ZARR_FORMAT",
+    "FORMAT", "GROUPS", "RESULT_VARS", "THEORY_PREFIXES", "ZARR_FORMAT",
     "Template", "Variable", "checksum_encoding", "data_variables", "declared_arrays", "frame", "now", "provenance",
     "template", "variable_attrs",
 ]
@@ -39,11 +40,7 @@ FORMAT = "rmtsweep-store-1"
 # (zarr format 3 has none yet for fixed-length strings). Metadata only changes when the template is
 # written, so the consolidated copy stays true while chunks are filled in.
 ZARR_FORMAT: Final = 2
-PER_REPLICATE = ("alpha", "kappa", "done")
-PER_SNR = ("eigenvalues", "overlap")
-OPTIONAL = ("run", "spectrum", "accuracy")   # `run` is absent from stores made before it existed
-RESULT_VARS = ("eigenvalues", "overlap", "alpha", "kappa", "done", "spectrum", "accuracy", "kappa_snr", "alpha_snr",
-               "attention_distance")
+RESULT_VARS = tuple(r.name for r in RESULTS.values() if r.compared)
 """Variables that hold results (compared by :func:`rmtsweep.testing.assert_stores_equal`)."""
 THEORY_PREFIXES = ("theory_", "paper_", "finite_size_", "pooled_null_")
 """How the names of the theory arrays (:mod:`rmtsweep.theory.on_grid`) start."""
@@ -52,29 +49,8 @@ GROUPS = ("comparison",)
 
 
 def variable_attrs() -> dict[str, dict[str, str]]:
-    """Long names and units of the per-replicate variables."""
-    return {
-        "eigenvalues": {"long_name": "top-k eigenvalues of S = (1/N) sum_n c_n c_n^T, descending",
-                        "units": "same units as the eigenvalues of S (absolute)"},
-        "overlap": {"long_name": "alignment |u_hat_i^T u|^2 of the i-th top eigenvector with the signal",
-                    "units": "1"},
-        "alpha": {"long_name": "realised signal strength (1/N) sum_n (w^T xi_n)^2", "units": "1"},
-        "kappa": {"long_name": "noise level kappa = ||w||^2", "units": "1"},
-        "done": {"long_name": "replicate computed and written (set after its data)", "units": "1"},
-        "run": {"long_name": "index in attrs['runs'] of the run that computed this replicate (-1: none)",
-                "units": "1"},
-        "spectrum": {"long_name": "eigenvalue density of S/kappa on fixed bins (all d eigenvalues)",
-                     "units": "1/(kappa units)"},
-        "accuracy": {"long_name": "ridge test accuracy of the sequence label from the pooled vector",
-                     "units": "1"},
-        "kappa_snr": {"long_name": "realised noise level (1/N) sum_n ||w_n||^2 at each SNR value "
-                                   "(finite-d attention: the weights move with the SNR)", "units": "1"},
-        "alpha_snr": {"long_name": "realised signal strength (1/N) sum_n (w_n . xi_n)^2 at each SNR value",
-                      "units": "1"},
-        "attention_distance": {"long_name": "mean over sequences of sum_s |w_ns - causal(tau)_s|: finite-d "
-                                            "attention weights against their large-d limit (NaN: fixed weights)",
-                               "units": "1"},
-    }
+    """Long names and units of the per-replicate variables (:data:`rmtsweep.results.RESULTS`)."""
+    return {name: r.attrs for name, r in RESULTS.items()}
 
 
 @dataclass(frozen=True)
@@ -101,30 +77,15 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
     reads as zeros) and -1 for ``run``.
     """
     g = sweep.grid
-    dims = sweep.dims
-    rep_dims, snr_dims = dims.replicate, dims.snr
-    n_w, n_snr, k = len(g.weights), len(g.snr), sweep.top_k
-    lead = (len(sweep.d_values),) if dims.d_axis else ()
-    rep_shape = lead + (len(g.delta), len(g.gamma), len(g.T), n_w, sweep.replicates)
+    lead = (len(sweep.d_values),) if sweep.d_axis else ()
+    rep_shape = lead + (len(g.delta), len(g.gamma), len(g.T), len(g.weights), sweep.replicates)
     cd, cg, cT, cr = blocking
-    rep_chunks = (1,) * len(lead) + (cd, cg, cT, n_w, cr)
-    attrs = variable_attrs()
-    out = [Variable(name, snr_dims + ("k",), rep_shape + (n_snr, k), rep_chunks + (n_snr, k), "float64", np.nan,
-                    attrs[name]) for name in PER_SNR]
-    out += [Variable(name, rep_dims, rep_shape, rep_chunks, "float64", np.nan, attrs[name])
-            for name in ("alpha", "kappa")]
-    out.append(Variable("done", rep_dims, rep_shape, rep_chunks, "bool", None, attrs["done"]))
-    out.append(Variable("run", rep_dims, rep_shape, rep_chunks, "int16", -1, attrs["run"]))
-    if sweep.observables.ridge:
-        out.append(Variable("accuracy", snr_dims, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan,
-                            attrs["accuracy"]))
-    if any(w.data_dependent for w in g.weights):
-        out += [Variable(name, snr_dims, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan, attrs[name])
-                for name in ("kappa_snr", "alpha_snr", "attention_distance")]
-    if sweep.observables.spectrum:
-        bins = sweep.observables.spectrum.bins
-        out.append(Variable("spectrum", snr_dims + ("bin",), rep_shape + (n_snr, bins), rep_chunks + (n_snr, bins),
-                            "float64", np.nan, attrs["spectrum"]))
+    rep_chunks = (1,) * len(lead) + (cd, cg, cT, len(g.weights), cr)
+    out = []
+    for r in present(sweep):
+        trail = r.trailing_shape(sweep)
+        out.append(Variable(r.name, sweep.dims.replicate + r.trailing, rep_shape + trail, rep_chunks + trail, r.dtype,
+                            r.fill, r.attrs))
     return out
 
 
@@ -146,7 +107,7 @@ def declared_arrays(sweep: Sweep) -> tuple[set[str], set[str]]:
     those every such store has, whatever version made it (its coordinates and the variables of every sweep)."""
     names = {v.name for v in data_variables(sweep, (1, 1, 1, 1))}
     coords = {str(name) for name in frame(sweep, xr.Dataset(), {}).coords}
-    return names | coords, coords | (names & {*PER_SNR, *PER_REPLICATE})
+    return names | coords, coords | (names & {name for name, r in RESULTS.items() if r.required})
 
 
 def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
