@@ -64,14 +64,14 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "StoreStatus": ("rmtsweep.store", "StoreStatus"),
     "verify": ("rmtsweep.store", "corrupt_tasks"),
     "phase_diagram": ("rmtsweep.analysis.phase", "phase_diagram"),
-    "plot": ("rmtsweep.analysis.plots", "plot"),
+    "plot": ("rmtsweep.analysis.maps.plot", "plot"),
     "export": ("rmtsweep.analysis.export", "export"),
 }
 
 # rmtsweep.config, reached as an attribute too, is documented with the settings rather than in the top-level API;
 # the deprecated names stay reachable for one release (CHANGELOG.md), outside __all__
 _UNLISTED: dict[str, tuple[str, str | None]] = {"config": ("rmtsweep.config", None),
-                                                "plot_map": ("rmtsweep.analysis.plots", "plot_map")}
+                                                "plot_map": ("rmtsweep.analysis.maps.plot", "plot_map")}
 
 if TYPE_CHECKING:                                   # the names of _LAZY for the type checker
     from . import theory
@@ -82,7 +82,7 @@ if TYPE_CHECKING:                                   # the names of _LAZY for the
     from .theory.on_grid import theory_dataset
     from .analysis.export import export
     from .analysis.phase import phase_diagram
-    from .analysis.plots import plot
+    from .analysis.maps.plot import plot
     from .run.plan import plan
     from .store import corrupt_tasks as verify
     from .store import StoreStatus, status

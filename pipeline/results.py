@@ -3,7 +3,7 @@
 Each entry says what every room needs of a variable: its dims after the replicate's own, when a sweep
 has it, its dtype and fill value, its long name and units, how a map colours it, and what it costs.
 The store's layout (:mod:`rmtsweep.store.layout`), the task's arrays (:mod:`rmtsweep.run.block`), the
-cost model (:mod:`rmtsweep.run.cost`) and the maps' colour scales (:mod:`rmtsweep.analysis.map_style`)
+cost model (:mod:`rmtsweep.run.cost`) and the maps' colour scales (:mod:`rmtsweep.analysis.maps.style`)
 are derived from it. A task fills a measured variable from the attribute of the same name of
 :class:`rmtsweep.model.replicate.ReplicateResult`.
 

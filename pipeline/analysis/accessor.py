@@ -32,7 +32,7 @@ from .mask import NotDone, mask_not_done, not_done
 if TYPE_CHECKING:
     import pandas
 
-    from .plots import StoreMap
+    from .maps.plot import StoreMap
 
 __all__ = ["RmtAccessor"]
 
@@ -75,10 +75,10 @@ class RmtAccessor:
 
     def plot(self, x: str, y: str, var: str, select: dict | None = None,
              clim: tuple[float, float] | None = None) -> StoreMap:
-        """A map of ``var`` over ``x`` and ``y`` (:class:`rmtsweep.analysis.plots.StoreMap`): a notebook shows
+        """A map of ``var`` over ``x`` and ``y`` (:class:`rmtsweep.analysis.maps.plot.StoreMap`): a notebook shows
         it; ``.save("maps/")`` writes its HTML and PNG files (as ``rmtsweep plot`` does); ``.hv`` is the
         ``holoviews.HoloMap``."""
-        from .plots import plot
+        from .maps.plot import plot
         return plot(self._ds, x, y, var, select, clim)
 
     def map(self, x: str, y: str, var: str, select: dict | None = None, clim: tuple[float, float] | None = None):

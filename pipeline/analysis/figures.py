@@ -17,7 +17,7 @@ Each store yields the figures its content supports:
   detection rate against SNR at every d with the finite-d prediction ``theory_detection_rate`` over
   it, and the transition SNR against ``d^(-b)`` with its extrapolation ``transition_snr_limit``
   beside the limit theory ``theory_snr_sample``;
-- (e) ``finite-T`` maps (through :mod:`rmtsweep.analysis.plots`): the bulk's Kolmogorov distance to the
+- (e) ``finite-T`` maps (through :mod:`rmtsweep.analysis.maps.plot`): the bulk's Kolmogorov distance to the
   cubic law at snr = 0 (``paper_bulk_ks``; the relative error of ``lambda_1`` at the largest SNR when the
   store has no spectrum) over (T, weights) and over (delta, gamma) for harmonic weights: where the
   theory holds and where it fails.
@@ -151,13 +151,13 @@ def phase_figure(ds: xr.Dataset, cmp: xr.Dataset, out: Path, at: dict | None = N
     """(c) Detection rate over (snr, gamma), one panel per delta, with the theory's transitions.
 
     Cells are centred on the grid's values: gamma on a log2 axis with geometric edges, SNR cells
-    never below 0 (:func:`rmtsweep.analysis.map_axes.cell_edges`). The transitions are black lines
+    never below 0 (:func:`rmtsweep.analysis.maps.axes.cell_edges`). The transitions are black lines
     on a pale halo; their legend sits below the panels, off the data.
     """
     from matplotlib.lines import Line2D
 
-    from .map_axes import axis_scale, cell_edges
-    from .plots import transition_curves
+    from .maps.axes import axis_scale, cell_edges
+    from .maps.plot import transition_curves
     deltas = ds["delta"].values
     fig, axes = _subplots(1, len(deltas), figsize=(2.6 * len(deltas) + 1.0, 3.4), squeeze=False, sharey=True,
                           layout="constrained")
@@ -337,7 +337,7 @@ def figures(paths: list[str | Path], out: str | Path, select: dict | None = None
     ``select`` (``{axis: value}``, the CLI's ``--select``) narrows each store first. A figure of one
     cell shows :func:`figure_cell` of what remains (the largest T); its title and a message say which.
     """
-    from .plots import plot
+    from .maps.plot import plot
     out = Path(out)
     files, notes = [], []
     for path in paths:

@@ -2,7 +2,7 @@
 
 :class:`Watch` re-reads the store's ``done`` flags (:func:`rmtsweep.store.status`) and keeps the counts it
 saw, for a rate and an estimate of the time left measured from the tasks that landed while it watched.
-:func:`live_map` draws one map of :mod:`rmtsweep.analysis.plots` (the same variable choices, colour scales
+:func:`live_map` draws one map of :mod:`rmtsweep.analysis.maps.plot` (the same variable choices, colour scales
 and titles) at one value of each axis that is neither across nor up; on a store with few tasks done, or
 whose theory arrays are not written yet, it says so instead. Nothing here writes to the store: it is opened
 read only and a comparison is computed in memory, never written.
@@ -27,8 +27,8 @@ from ..store.pending import theory_pending
 from ..store.writer import array_of, read_array
 from .compare import compare, done_digest
 from .detection import NO_NULL
-from .map_style import MapFigure
-from .plots import map_data, map_figure
+from .maps.style import MapFigure
+from .maps.plot import map_data, map_figure
 
 __all__ = ["DETECTION", "LiveMap", "Progress", "Watch", "axes", "default_axes", "duration", "live_map",
            "map_variables", "plane"]

@@ -1,7 +1,7 @@
 """The live page of a store (``rmtsweep serve``): progress and two phase-diagram maps, served by panel.
 
 The page shows ``N / M tasks`` done with a progress bar, the rate and the time left, and two maps drawn as
-``rmtsweep plot`` draws them (:mod:`rmtsweep.analysis.map_html`): the detection rate and a variable the
+``rmtsweep plot`` draws them (:mod:`rmtsweep.analysis.maps.interactive`): the detection rate and a variable the
 reader chooses, over any two grid axes, the other axes as menus. One background thread reads the store's
 ``done`` flags every ``interval`` seconds (:class:`rmtsweep.analysis.live_feed.Feed`); every session shows its
 latest reading and redraws the maps when they changed, so that readers add no reading of the store. The
@@ -32,7 +32,7 @@ from .live import DETECTION, LiveMap, Progress, Watch
 from .live_feed import Feed
 
 if TYPE_CHECKING:
-    from .map_style import MapFigure
+    from .maps.style import MapFigure
 
 __all__ = ["build_page", "origins", "serve", "url_host"]
 
@@ -120,9 +120,9 @@ def _figure(fig: MapFigure, width: int, height: int) -> Any:
     """The bokeh figure of a map's ``fig`` (as ``rmtsweep plot`` draws a panel, under the map's whole title)."""
     import holoviews as hv
 
-    from .map_html import hv_panel
-    from .map_static import drawn_transitions
-    from .plots import holoviews_backends
+    from .maps.interactive import hv_panel
+    from .maps.static import drawn_transitions
+    from .maps.plot import holoviews_backends
 
     panel = dataclasses.replace(fig.panels[0], title=fig.title)
     with holoviews_backends():

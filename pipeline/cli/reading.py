@@ -263,7 +263,7 @@ def plot(store_path: Path, x: str, y: str, var: str, out: Path, widgets: bool | 
 
     Every panel is drawn: beyond 24, static files are split into pages NAME-p1.png, NAME-p2.png, ...
     """
-    from ..analysis.plots import plot as plot_store
+    from ..analysis.maps.plot import plot as plot_store
     with _corruption_named(store_path):
         paths = plot_store(store_path, x, y, var, _selection(select), clim).save(
             out, widgets, formats=formats or None, notes=lambda line: click.echo(line, err=True))

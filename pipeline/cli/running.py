@@ -341,7 +341,7 @@ def demo(store_path: Path, workers: int | None, progress: bool, dashboard_addres
     _run(_load(Path("demo")), store_path, Engine(workers=workers, dashboard_address=dashboard_address), progress)
     click.echo(f"read it with: python -c \"import rmtsweep; print(rmtsweep.open_store('{store_path}'))\"")
     from ..analysis.compare import compare as compare_store, write_comparison
-    from ..analysis.plots import plot as plot_store
+    from ..analysis.maps.plot import plot as plot_store
     cmp = compare_store(store_path)
     write_comparison(store_path, cmp)
     click.echo(f"comparison written to {store_path} (group 'comparison'); "

@@ -91,7 +91,7 @@ def test_the_accessor_is_there_when_xarray_came_first():
 def test_the_old_names_of_a_map_warn_and_give_the_same_map(reference, tmp_path):
     """``ds.rmt.map``, ``rmtsweep.plot_map`` and ``make_map`` are deprecated for one release: each says which name
     replaces it, and gives what that name gives."""
-    from rmtsweep.analysis.plots import make_map
+    from rmtsweep.analysis.maps.plot import make_map
     _, store = reference
     ds = rmtsweep.open_store(store)
     with pytest.warns(DeprecationWarning, match=r"ds\.rmt\.plot\(\.\.\.\)\.hv"):

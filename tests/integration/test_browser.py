@@ -36,7 +36,7 @@ def _no_network_prefix() -> list[str]:
 def test_html_map_renders_offline(tiny_store, tmp_path):
     import matplotlib.image as mpimg
 
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     html, _ = plot(tiny_store, "snr", "gamma", "overlap", select={"delta": "0.5", "weights": "mean"}).save(tmp_path / "maps")
     shot = tmp_path / "shot.png"
     cmd = _no_network_prefix() + [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
@@ -67,7 +67,7 @@ def _shot(html: Path, shot: Path, profile: Path, size: str) -> np.ndarray:
                                        ("snr", "T", "overlap")])            # 8 panels titled by three facets
 def test_faceted_html_fits_a_1400px_window(tiny_store, tmp_path, x, y, var):
     """Shot 1800 px wide, the page draws nothing right of x = 1400, yet its third column is there."""
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     (html,) = plot(tiny_store, x, y, var).save(tmp_path / "maps", widgets=False, formats="html")
     img = _shot(html, tmp_path / "wide.png", tmp_path / "profile", "1800,900")
     ink = img.min(axis=-1) < 0.9                                # anything not (near) white

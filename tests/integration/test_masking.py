@@ -19,7 +19,7 @@ import zarr
 
 import rmtsweep
 from rmtsweep.analysis.export import export
-from rmtsweep.analysis.plots import map_data, map_figure, plot
+from rmtsweep.analysis.maps.plot import map_data, map_figure, plot
 from rmtsweep.cli import main
 from tests.helpers import TINY, build_store
 

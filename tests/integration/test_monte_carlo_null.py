@@ -8,7 +8,7 @@ import pytest
 from rmtsweep.analysis.compare import compare, summary
 from rmtsweep.analysis.detection import LAW, MONTE_CARLO, NO_NULL
 from rmtsweep.analysis.phase import phase_diagram
-from rmtsweep.analysis.plots import map_data
+from rmtsweep.analysis.maps.plot import map_data
 from rmtsweep import open_store
 from tests.helpers import build_store
 

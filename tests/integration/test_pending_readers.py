@@ -126,7 +126,7 @@ def test_the_accessors_transitions_refuse_a_pending_store_and_agree_on_the_finis
 
 def test_a_map_of_detection_refuses_a_pending_store_and_on_the_finished_one_is_the_comparisons(
         stores, comparison, tmp_path, capsys):
-    from rmtsweep.analysis.plots import map_data
+    from rmtsweep.analysis.maps.plot import map_data
     pending, finished = stores
     code, _, err = run_main(["plot", str(pending), "--x", "snr", "--y", "delta", "--var", "detection_rate",
                              "--out", str(tmp_path / "p"), "--format", "png"], capsys)
@@ -139,7 +139,7 @@ def test_a_map_of_detection_refuses_a_pending_store_and_on_the_finished_one_is_t
 def test_a_map_of_the_comparisons_monte_carlo_on_a_pending_store_says_so_and_is_the_finished_ones(
         stores, comparison, var):
     import rmtsweep
-    from rmtsweep.analysis.plots import map_data
+    from rmtsweep.analysis.maps.plot import map_data
     pending = stores[0]
     da, _ = map_data(pending, var)
     assert da.attrs["theory"].startswith("pending:")
@@ -162,7 +162,7 @@ def test_a_map_of_the_monte_carlo_of_a_pending_store_says_so_and_is_the_finished
     assert m.attrs["theory"].startswith("pending:")
     assert not m.figure.transitions and "pending" in m.figure.caption      # no theory drawn over it
     assert all(not p.curves for p in m.figure.panels)
-    from rmtsweep.analysis.plots import map_data
+    from rmtsweep.analysis.maps.plot import map_data
     da, _ = map_data(pending, "eigenvalues")                            # k = 1: lambda_1, over the done replicates
     assert da.attrs["theory"].startswith("pending:")
     xr.testing.assert_allclose(da.reset_coords(drop=True).transpose(*comparison["lambda1_mean"].dims),

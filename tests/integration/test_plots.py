@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from rmtsweep.analysis.map_style import Z_FLOOR
+from rmtsweep.analysis.maps.style import Z_FLOOR
 from rmtsweep.errors import SelectionError
 from tests.helpers import BASE, build_store
 
@@ -99,7 +99,7 @@ def _same_values(drawn: np.ndarray, expected: xr.DataArray) -> None:
 
 
 def _figure(store, var, x, y, select=None, clim=None):
-    from rmtsweep.analysis.plots import map_data, map_figure
+    from rmtsweep.analysis.maps.plot import map_data, map_figure
     da, ds = map_data(store, var, select)
     return map_figure(da.rename(var), ds, x, y, clim)
 
@@ -108,7 +108,7 @@ def _pages(fig, max_panels: int = 24):
     """The static pages of ``fig``, drawn (Agg) so that text extents are known."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from rmtsweep.analysis.map_static import static_pages
+    from rmtsweep.analysis.maps.static import static_pages
     pages = static_pages(fig, max_panels)
     for page in pages:
         FigureCanvasAgg(page).draw()
@@ -126,7 +126,7 @@ def _panels(page) -> list:
                                                 ("snr", "delta", "detection_rate", {"gamma": "1.0"})])
 def test_map_draws_the_requested_variable(tiny_store, tmp_path, x, y, var, select):
     """The HTML holds exactly the values of ``var`` (decoded from the page), offline; the PNG is not blank."""
-    from rmtsweep.analysis.plots import heat_map, map_data, plot
+    from rmtsweep.analysis.maps.plot import heat_map, map_data, plot
     html, png = plot(tiny_store, x, y, var, select=select).save(tmp_path)
     text = html.read_text()
     assert len(text) > 100_000 and "Bokeh" in text
@@ -146,7 +146,7 @@ def test_map_draws_the_requested_variable(tiny_store, tmp_path, x, y, var, selec
 
 
 def test_map_with_widgets(tiny_store, tmp_path):
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     html, png = plot(tiny_store, "snr", "gamma", "overlap_error", select={"delta": "0.5"}).save(tmp_path, widgets=True)
     text = html.read_text()
     assert html.stat().st_size > 100_000 and _offline(text)
@@ -159,7 +159,7 @@ def test_map_with_widgets(tiny_store, tmp_path):
 
 def test_transition_curves_lie_in_the_plane(tiny_store):
     from rmtsweep.analysis.compare import open_source
-    from rmtsweep.analysis.plots import transition_curves
+    from rmtsweep.analysis.maps.plot import transition_curves
     ds = open_source(tiny_store)
     at = {"delta": 0.5, "gamma": 0.5, "snr": 2.0, "T": 4, "weights": "mean"}
     curves = transition_curves(ds, "snr", "gamma", at)
@@ -188,7 +188,7 @@ def test_transitions_follow_the_selected_values(tiny_store):
     ({"x": "snr", "y": "gamma", "var": "overlap", "formats": "png,jpg"}, r"--format 'jpg': not a map format"),
 ])
 def test_map_errors(tiny_store, tmp_path, kwargs, match):
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     save = {k: kwargs.pop(k) for k in ("formats",) if k in kwargs}
     with pytest.raises(SelectionError, match=match):
         plot(tiny_store, **kwargs).save(tmp_path / "maps", **save)
@@ -198,7 +198,7 @@ def test_map_errors(tiny_store, tmp_path, kwargs, match):
 def test_every_panel_is_drawn_on_pages(tiny_store, tmp_path):
     """8 panels (weights x snr) at 3 per page: four pages named -p1..-p4, each half the snr values of one
     scheme (a group larger than a page gets pages of its own), holding all 8, and a note that says so."""
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     notes: list[str] = []
     paths = plot(tiny_store, "delta", "gamma", "eigenvalues").save(tmp_path, formats="png", max_panels=3, notes=notes.append)
     assert [p.name for p in paths] == [f"tiny-eigenvalues-delta-gamma-p{i}.png" for i in (1, 2, 3, 4)]
@@ -243,7 +243,7 @@ def test_title_says_k_and_statistic(tiny_store, tmp_path):
         "eigenvalues (k=2), mean over 4 replicates")
     assert _figure(tiny_store, "lambda1_z", "snr", "gamma").title.startswith(
         "lambda1_z (k=1), z-score of the mean over 4 replicates")
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     html, _ = plot(tiny_store, "snr", "gamma", "overlap").save(tmp_path)
     assert "overlap (k=1), mean over 4 replicates; T=4" in html.read_text()
 
@@ -263,7 +263,7 @@ def test_clim_overrides_the_limits(tiny_store, tmp_path):
     ("phase_agrees", ["disagree", "agree"]),                 # its attrs carry theory_phase's flags: not used
 ])
 def test_categorical_variable_gets_a_discrete_legend(tiny_store, tmp_path, var, names):
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     fig = _figure(tiny_store, var, "snr", "gamma")
     assert fig.scale.kind == "categorical" and [n for _, n in fig.scale.categories] == names
     page = _pages(fig)[0]
@@ -282,7 +282,7 @@ def _overlaps(a, b) -> bool:
 
 def test_categorical_axis_labels_clear_and_no_transitions(tiny_store):
     """(snr, weights): no transition lines across the schemes; no label runs into another panel or the colour bar."""
-    from rmtsweep.analysis.plots import heat_map, map_data
+    from rmtsweep.analysis.maps.plot import heat_map, map_data
     fig = _figure(tiny_store, "lambda1_z", "snr", "weights")
     assert not fig.transitions and all(not p.curves for p in fig.panels)
     da, ds = map_data(tiny_store, "lambda1_z")
@@ -303,7 +303,7 @@ def test_categorical_axis_labels_clear_and_no_transitions(tiny_store):
 def test_legends_outside_the_data_with_both_transitions(tiny_store):
     import holoviews as hv
 
-    from rmtsweep.analysis.plots import holoviews_backends, heat_map, map_data
+    from rmtsweep.analysis.maps.plot import holoviews_backends, heat_map, map_data
     fig = _figure(tiny_store, "overlap", "snr", "gamma")
     page = _pages(fig)[0]
     renderer = page.canvas.get_renderer()
@@ -327,7 +327,7 @@ def test_html_panel_titles_fit_their_panels(tiny_store, tmp_path):
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import TextToPath
 
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     html, _ = plot(tiny_store, "snr", "T", "overlap").save(tmp_path)
     text = html.read_text()
     (frame,) = {p["frame_width"] for p in _models(text, "Figure")}
@@ -407,7 +407,7 @@ def test_cli_bad_out_paths(tiny_store, tmp_path, capsys, monkeypatch):
     locked.mkdir()
     locked.chmod(0o500)
     if os.access(locked, os.W_OK):               # root ignores permission bits: refuse as the OS would a user
-        import rmtsweep.analysis.map_output as map_output
+        import rmtsweep.analysis.maps.output as map_output
         monkeypatch.setattr(map_output, "os", types.SimpleNamespace(
             access=lambda *a: False, W_OK=os.W_OK, X_OK=os.X_OK, strerror=os.strerror))
     code, err = _one_line_error(capsys, args + [str(locked)])
@@ -416,7 +416,7 @@ def test_cli_bad_out_paths(tiny_store, tmp_path, capsys, monkeypatch):
 
 def test_facets_follow_the_sweeps_order(tiny_store):
     """Facets come in the order of the sweep's axes (the weights as written), not alphabetically."""
-    from rmtsweep.analysis.plots import heat_map, map_data
+    from rmtsweep.analysis.maps.plot import heat_map, map_data
     da, ds = map_data(tiny_store, "overlap")
     da, ds = da.isel(weights=[1, 0]), ds.isel(weights=[1, 0])           # a sweep that lists optimal first
     hmap = heat_map(da.rename("overlap"), ds, "snr", "gamma")
@@ -430,7 +430,7 @@ def test_maps_and_figures_leave_global_plotting_state_alone(tiny_store, tmp_path
     import matplotlib
 
     from rmtsweep.analysis.figures import figures
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     import holoviews.plotting.mpl
     hv.Store.set_current_backend("matplotlib")
     backend = matplotlib.get_backend()
@@ -470,7 +470,7 @@ def test_cells_end_at_zero_and_are_geometric_on_a_log_axis(uneven_store, tmp_pat
     np.testing.assert_allclose(np.log2(ye), [-2.5, -1.5, -0.5, 0.5])
     assert ax.get_yscale() == "log" and ax.get_xlim()[0] == 0.0
     assert [t.get_text() for t in ax.get_yticklabels()] == ["0.25", "0.5", "1"]
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     html, _ = plot(uneven_store, "snr", "gamma", "detection_rate", select={"delta": "0.5", "weights": "mean", "T": "4"}).save(tmp_path)
     text = html.read_text()
     lefts, rights = np.unique(_html_column(text, "left")), np.unique(_html_column(text, "right"))
@@ -483,7 +483,7 @@ def test_cells_end_at_zero_and_are_geometric_on_a_log_axis(uneven_store, tmp_pat
 def test_legend_names_only_the_lines_drawn(tiny_store, tmp_path):
     """(delta, gamma) at snr = 0: no transition crosses the plane, so no legend names one (PNG and HTML);
     at snr = 2 only the lines drawn are named."""
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     for snr in ("0.0", "2.0"):
         page = _pages(_figure(tiny_store, "overlap", "delta", "gamma", {"snr": snr}))[0]
         styles = {line.get_linestyle() for ax in _panels(page) for line in ax.lines if line.get_color() == "black"}
@@ -498,7 +498,7 @@ def test_legend_names_only_the_lines_drawn(tiny_store, tmp_path):
 def test_one_column_of_extreme_z_scores_does_not_fade_the_rest(tiny_store):
     """A z-score map whose snr = 0 column is 40 sigma off: the others (within +-3) keep visible colours,
     the column saturates and the colour bar has arrows."""
-    from rmtsweep.analysis.plots import map_data, map_figure
+    from rmtsweep.analysis.maps.plot import map_data, map_figure
     da, ds = map_data(tiny_store, "lambda1_z")
     rest = np.linspace(-3.0, 3.0, da.size).reshape(da.shape)
     da = xr.where(da["snr"] == 0.0, 40.0, da.copy(data=rest)).transpose(*da.dims)
@@ -516,7 +516,7 @@ def test_one_column_of_extreme_z_scores_does_not_fade_the_rest(tiny_store):
 
 def test_colour_bar_says_what_the_colours_are(tiny_store, tmp_path):
     """The colour bar reads the variable's long_name (wrapped to the bar), not ``lambda1_z`` (PNG and HTML)."""
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     want = xr.open_zarr(tiny_store, group="comparison")["lambda1_z"].attrs["long_name"]
     bar = next(ax for ax in _pages(_figure(tiny_store, "lambda1_z", "snr", "gamma"))[0].axes
                if ax.get_label() == "<colorbar>")
@@ -617,7 +617,7 @@ def _inside(box, page) -> bool:
 def test_27_panels_keep_facet_groups_and_titles_apart(tiny_store):
     """delta x T x weights = 27 panels with long scheme names: rows hold the three weights of one (delta, T),
     pages whole deltas (18 + 9, not 14 + 13), and no title is clipped or runs into another."""
-    from rmtsweep.analysis.plots import map_figure
+    from rmtsweep.analysis.maps.plot import map_figure
     _, ds = _figure(tiny_store, "overlap", "snr", "T").panels, xr.open_zarr(tiny_store)
     weights = ["mean", "attention(tau=2, scale=sqrt_d)", "causal(tau=2)"]
     da = xr.DataArray(np.random.default_rng(0).uniform(size=(3, 3, 3, 4, 1)), name="overlap",
@@ -657,7 +657,7 @@ def test_a_comparison_group_that_states_no_detection_rule_is_not_drawn(tiny_stor
     import shutil
 
     from rmtsweep.analysis.compare import GROUP, compare, write_comparison
-    from rmtsweep.analysis.plots import map_data
+    from rmtsweep.analysis.maps.plot import map_data
     store = tmp_path / "old.zarr"
     shutil.copytree(tiny_store, store)
     level = compare(store).attrs["false_alarm"]
@@ -676,7 +676,7 @@ def test_a_comparison_group_that_states_no_detection_rule_is_not_drawn(tiny_stor
 def test_a_plane_one_grid_value_wide_is_drawn_with_its_value_and_no_contour(tmp_path):
     """(delta, gamma) with one gamma: no transition contour can be traced (it crashed contourpy), and the one row
     of cells is labelled with its value, in the PNG and in the HTML, not with its edges' span."""
-    from rmtsweep.analysis.plots import plot
+    from rmtsweep.analysis.maps.plot import plot
     store = build_store(tmp_path / "one-gamma.zarr", BASE)              # gamma: [0.5] only
     fig = _figure(store, "detection_rate", "delta", "gamma")
     assert fig.transitions and all(p.curves == {"population": [], "sample": []} for p in fig.panels)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rmtsweep.analysis.plots import snr_transition, transition_curves
+from rmtsweep.analysis.maps.plot import snr_transition, transition_curves
 from rmtsweep.run.runner import make_template
 from rmtsweep.shipped import sweeps
 from rmtsweep.spec import SweepFile, parse_sweep

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rmtsweep.analysis.map_axes import axis_scale, cell_edges
+from rmtsweep.analysis.maps.axes import axis_scale, cell_edges
 
 
 @pytest.mark.parametrize("values, scale", [([0.25, 0.5, 1.0, 2.0], "log"), ([0.25, 1.0], "log"),

@@ -10,7 +10,7 @@ import pytest
 from rmtsweep.analysis.compare import compare
 from rmtsweep.analysis.detection import Detection
 from rmtsweep.analysis.phase import finite_d_transition, phase_diagram
-from rmtsweep.analysis.plots import map_data, map_figure
+from rmtsweep.analysis.maps.plot import map_data, map_figure
 from tests.integration.test_compare import SNR, synthetic
 
 FINITE = 0.3    # the finite-size prediction sits this far below the limit's in the synthetic store

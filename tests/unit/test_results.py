@@ -78,7 +78,7 @@ def test_a_new_observable_is_one_entry_and_its_measurement(tmp_path, monkeypatch
     ``top_share`` is lambda_1 / trace(S) at each SNR value; with ``top_k`` the rank of ``S``, the stored eigenvalues
     give it independently: their largest over their sum.
     """
-    from rmtsweep.analysis.map_style import colour_scale
+    from rmtsweep.analysis.maps.style import colour_scale
     from rmtsweep.model import replicate
     from rmtsweep.run.cost import point_cost
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .map_static import TRANSITIONS, drawn_transitions
-from .map_style import MapFigure, Panel
+from .static import TRANSITIONS, drawn_transitions
+from .style import MapFigure, Panel
 
 __all__ = ["FRAME", "HTML_COLUMNS", "holomap", "hv_panel", "save_html", "title_points"]
 

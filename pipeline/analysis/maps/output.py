@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from ..errors import SelectionError
+from ...errors import SelectionError
 
 __all__ = ["DEFAULT_FORMATS", "FORMATS", "MapFormat", "check_directory", "make_directory", "output_target",
            "parse_clim", "parse_formats"]

@@ -1,12 +1,12 @@
 """Static maps (PNG, SVG, PDF) through matplotlib: every panel, split into pages when there are many.
 
 A page holds at most ``max_panels`` panels, in up to :data:`COLUMNS` columns that share their axes,
-laid out along the facets (:mod:`rmtsweep.analysis.map_pages`: a row holds whole groups of the
+laid out along the facets (:mod:`rmtsweep.analysis.maps.pages`: a row holds whole groups of the
 innermost facet, a page whole groups of the outer ones, and its title says which), under one colour bar
 (or, for a categorical variable, one legend of its categories) and one legend of the transitions,
 both outside the panels. The layout is matplotlib's constrained layout, so tick labels of a
 categorical axis never run into a neighbour; titles are fitted to their panel or page (smaller, or
-on more lines: :func:`rmtsweep.analysis.map_text.fit_text`), so none is clipped or overlaps. Figures are built on an
+on more lines: :func:`rmtsweep.analysis.maps.text.fit_text`), so none is clipped or overlaps. Figures are built on an
 explicit Agg ``Figure`` (no pyplot), so a notebook's matplotlib backend is left alone.
 """
 
@@ -18,9 +18,9 @@ from typing import Literal
 
 import numpy as np
 
-from .map_pages import COLUMNS, page_layout, page_suffixes
-from .map_style import MapFigure
-from .map_text import fit_text
+from .pages import COLUMNS, page_layout, page_suffixes
+from .style import MapFigure
+from .text import fit_text
 
 __all__ = ["COLUMNS", "TRANSITIONS", "drawn_transitions", "page_suffixes", "static_pages", "save_static"]
 

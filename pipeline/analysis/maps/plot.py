@@ -1,12 +1,12 @@
 """Heat maps of any store or comparison variable over two grid axes, with the theory's transitions.
 
 The map is drawn through hvplot (``quadmesh``) into an interactive HTML page with every resource
-inline (it renders offline, no CDN; :mod:`rmtsweep.analysis.map_html`), and through matplotlib into static PNG / SVG /
-PDF files (no browser needed; :mod:`rmtsweep.analysis.map_static`), every panel of them, on pages of at most
+inline (it renders offline, no CDN; :mod:`rmtsweep.analysis.maps.interactive`), and through matplotlib into static PNG / SVG /
+PDF files (no browser needed; :mod:`rmtsweep.analysis.maps.static`), every panel of them, on pages of at most
 ``max_panels``. Per-replicate variables are averaged over the replicates whose ``done`` flag is
 set (:func:`rmtsweep.analysis.mask.only_done`; ``notes`` is told how many are not); ``k`` defaults
 to 1 (the top eigenpair); the title says which ``k`` and statistic is shown.
-The colour scale is chosen per quantity (:mod:`rmtsweep.analysis.map_style`: exactly 0-1 for rates
+The colour scale is chosen per quantity (:mod:`rmtsweep.analysis.maps.style`: exactly 0-1 for rates
 and alignments, symmetric for errors, a discrete legend for categorical variables such as
 ``theory_phase``, robust limits otherwise; ``clim`` overrides). The remaining grid axes become
 facets (or widgets in the HTML with ``widgets=True``; static files are always faceted), ``d`` too
@@ -35,19 +35,19 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..theory import cell_law
-from ..dims import ALL_AXES, AXES
-from ..errors import SelectionError
-from ..store import Location
-from ..store.pending import PENDING_MARK, pending_note, require_theory, theory_pending
-from .compare import GROUP, SHORT, compare, measured, no_law_cells, open_source
-from .source import monte_carlo, store_name, with_options
-from .map_axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
-from .map_output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
-from .map_html import holomap, save_html, title_points
-from .map_static import save_static
-from .map_style import MapFigure, Panel, colour_label, colour_scale, statistic
-from .mask import NotDone, not_done, not_done_note, only_done
+from ...theory import cell_law
+from ...dims import ALL_AXES, AXES
+from ...errors import SelectionError
+from ...store import Location
+from ...store.pending import PENDING_MARK, pending_note, require_theory, theory_pending
+from ..compare import GROUP, SHORT, compare, measured, no_law_cells, open_source
+from ..source import monte_carlo, store_name, with_options
+from .axes import LOWER_BOUND, AxisScale, axis_scale, cell_edges
+from .output import DEFAULT_FORMATS, make_directory, output_target, parse_clim, parse_formats
+from .interactive import holomap, save_html, title_points
+from .static import save_static
+from .style import MapFigure, Panel, colour_label, colour_scale, statistic
+from ..mask import NotDone, not_done, not_done_note, only_done
 
 __all__ = ["StoreMap", "heat_map", "holoviews_backends", "map_data", "map_figure", "plot", "save_map", "snr_transition",
            "title_points", "transition_curves"]
@@ -404,7 +404,7 @@ def plot(path: str | Path | Location | xr.Dataset, x: str, y: str, var: str, sel
 
 def make_map(*args: Any, **kwargs: Any) -> StoreMap:
     """Deprecated: :func:`plot`, under the name it has everywhere."""
-    warnings.warn("rmtsweep.analysis.plots.make_map is deprecated; use rmtsweep.plot", DeprecationWarning,
+    warnings.warn("make_map is deprecated; use rmtsweep.plot", DeprecationWarning,
                   stacklevel=2)
     return plot(*args, **kwargs)
 

@@ -21,9 +21,9 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from ..errors import SelectionError
-from ..results import RESULTS
-from .map_axes import AxisScale
+from ...errors import SelectionError
+from ...results import RESULTS
+from .axes import AxisScale
 
 __all__ = ["ColourScale", "LOG_SPAN", "MapFigure", "Panel", "categories", "colour_label", "colour_scale", "statistic"]
 
@@ -96,7 +96,7 @@ class MapFigure:
     a categorical axis makes the transition curves meaningless (they are not drawn then); ``caption`` is one
     line under the map saying what a dark cell means (a z-score's or an error's, else empty). ``scales``
     and ``edges`` give each of ``x`` and ``y`` its scale (``linear`` or ``log``) and the edges of its
-    cells (:mod:`rmtsweep.analysis.map_axes`), what every backend draws.
+    cells (:mod:`rmtsweep.analysis.maps.axes`), what every backend draws.
     """
 
     var: str
