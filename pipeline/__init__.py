@@ -16,17 +16,15 @@ Rooms, in the direction data flows (each imports only rooms before it; checked i
     overrides             KEY=VALUE overrides of a sweep file's data
     sweep_errors          one-line messages of a sweep file's validation errors
     spec                  sweep file -> frozen Sweep (validated against the model's classes)
+    results               each per-replicate result variable, declared once
     theory/               exact large-dimension theory, and on a sweep's grid (pure numpy/xarray)
     config                the settings under ``rmtsweep`` in dask.config (shipped defaults: rmtsweep.yaml)
     store/                the zarr store: layout, writer, extension, lock, open and status
     run/                  grid (tasks, seeds), execution on dask, the runner (prepare, then execute)
-    analysis/             comparison with theory, maps, the paper's figures, export
-    security              TLS credentials of the schedulers rmtsweep starts or joins
-    jobwatch              the batch system's answer: a refused submission, a job gone before a worker joined
-    clusters              SLURM / PBS through dask-jobqueue
-    engine                where a run's work goes: LocalCluster, batch-system cluster or a scheduler
-    cli                   the command line: the only module that knows all the others
+    analysis/             comparison with theory, the live page, the paper's figures, export; maps/
+    cluster/              where a run's work goes: LocalCluster, SLURM / PBS, a scheduler; TLS, job arrays
     testing               shared assertion helpers and the literal reference path
+    cli                   the command line: the only module that knows all the others
 """
 
 from __future__ import annotations
