@@ -43,7 +43,7 @@ PER_REPLICATE = ("alpha", "kappa", "done")
 PER_SNR = ("eigenvalues", "overlap")
 OPTIONAL = ("run", "spectrum", "accuracy")   # `run` is absent from stores made before it existed
 RESULT_VARS = ("eigenvalues", "overlap", "alpha", "kappa", "done", "spectrum", "accuracy", "kappa_snr", "alpha_snr",
-               "attention_distance")
+               "attention_distance", "null_eigenvalue")
 """Variables that hold results (compared by :func:`rmtsweep.testing.assert_stores_equal`)."""
 THEORY_PREFIXES = ("theory_", "paper_", "finite_size_", "pooled_null_")
 """How the names of the theory arrays (:mod:`rmtsweep.theory.on_grid`) start."""
@@ -74,6 +74,9 @@ def variable_attrs() -> dict[str, dict[str, str]]:
         "attention_distance": {"long_name": "mean over sequences of sum_s |w_ns - causal(tau)_s|: finite-d "
                                             "attention weights against their large-d limit (NaN: fixed weights)",
                                "units": "1"},
+        "null_eigenvalue": {"long_name": "largest eigenvalue at snr = 0 of a scheduled null replicate, for the cells "
+                                         "without a law at the store's size (NaN elsewhere or not computed yet)",
+                            "units": "same units as the eigenvalues of S (absolute)"},
     }
 
 
@@ -98,7 +101,9 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
     ``blocking`` is the task's size along ``(delta, gamma, T, replicate)``; a chunk spans every
     weights scheme, every SNR value, ``k`` and ``bin``, and one ``d`` value when ``d`` is an axis.
     Fill values are what unwritten chunks read back as: NaN, ``False`` for ``done`` (zarr's null fill
-    reads as zeros) and -1 for ``run``.
+    reads as zeros) and -1 for ``run``. A sweep with scheduled null replicates (:attr:`Sweep.null_replicate_count`)
+    adds ``null_eigenvalue`` over ``null_replicate`` in place of ``replicate``, all of them in one chunk per block
+    of points (the task of the block's first replicates fills it).
     """
     g = sweep.grid
     dims = sweep.dims
@@ -121,6 +126,9 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
     if any(w.data_dependent for w in g.weights):
         out += [Variable(name, snr_dims, rep_shape + (n_snr,), rep_chunks + (n_snr,), "float64", np.nan, attrs[name])
                 for name in ("kappa_snr", "alpha_snr", "attention_distance")]
+    if m := sweep.null_replicate_count:
+        out.append(Variable("null_eigenvalue", rep_dims[:-1] + ("null_replicate",), rep_shape[:-1] + (m,),
+                            rep_chunks[:-1] + (m,), "float64", np.nan, attrs["null_eigenvalue"]))
     if sweep.observables.spectrum:
         bins = sweep.observables.spectrum.bins
         out.append(Variable("spectrum", snr_dims + ("bin",), rep_shape + (n_snr, bins), rep_chunks + (n_snr, bins),
@@ -158,6 +166,8 @@ def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
     coords = ({D: np.asarray(sweep.d_values, np.int64)} if sweep.d_axis else {}) | grid_coords(sweep)
     coords["replicate"] = np.arange(sweep.replicates)
     coords["k"] = np.arange(1, sweep.top_k + 1)
+    if sweep.null_replicate_count:
+        coords["null_replicate"] = np.arange(sweep.null_replicate_count)
     if sweep.observables.spectrum:
         edges = sweep.observables.spectrum.edges()
         coords["bin"] = 0.5 * (edges[1:] + edges[:-1])
@@ -168,6 +178,8 @@ def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
     if sweep.d_axis:
         ds[D].attrs = {"long_name": "embedding dimension d", "units": "1"}
     ds["replicate"].attrs = {"long_name": "Monte Carlo replicate", "units": "1"}
+    if "null_replicate" in ds.coords:
+        ds["null_replicate"].attrs = {"long_name": "scheduled null replicate (snr = 0)", "units": "1"}
     ds["k"].attrs = {"long_name": "rank of the eigenpair (1 = largest)", "units": "1"}
     ds["delta"].attrs = {"long_name": "delta = d / V", "units": "1"}
     ds["gamma"].attrs = {"long_name": "gamma = d / N", "units": "1"}
@@ -220,6 +232,10 @@ def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) ->
     }
     if s.d_axis:
         out.pop("d")
+    if s.null_replicate_count:
+        out["null_replicates"] = s.null_replicate_count
+        out["null_seeding"] = seeding.replace("replicate))", "null_replicate, NULL_STREAM)) with NULL_STREAM = "
+                                              "0x6E756C6C")
     return out
 
 
