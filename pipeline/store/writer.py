@@ -59,8 +59,12 @@ def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
 
 def null_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
     """The group's scheduled null replicates (dims ``[d,] delta, gamma, T, weights, null_replicate``)."""
-    return {name: arr for name, arr in group.arrays()
-            if tuple(cast("list[str]", arr.attrs.get("_ARRAY_DIMENSIONS", ())))[-1:] == ("null_replicate",)}
+    out = {}
+    for name, arr in group.arrays():
+        dims = tuple(cast("list[str]", arr.attrs.get("_ARRAY_DIMENSIONS", ())))
+        if len(dims) > 1 and dims[-1] == "null_replicate":           # not the coordinate itself
+            out[name] = arr
+    return out
 
 
 def open_for_writing(path: str | StorePath) -> dict[str, zarr.Array]:
