@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rmtsweep.analysis.compare import compare, summary
-from rmtsweep.analysis.detection import LAW, MONTE_CARLO, NO_NULL
+from rmtsweep.analysis.detection import LAW, MONTE_CARLO, NO_NULL, SCHEDULED
 from rmtsweep.analysis.phase import phase_diagram
 from rmtsweep.analysis.plots import map_data
 from rmtsweep import open_store
@@ -32,8 +32,8 @@ def test_cells_without_a_law_use_the_order_statistic_of_their_null_replicates(st
     first, _ = stores
     cmp = compare(first)
     assert (cmp["detection_null"] == MONTE_CARLO).all()
-    assert cmp["detection_null"].attrs["flag_values"] == [LAW, MONTE_CARLO, NO_NULL]
-    assert len(cmp["detection_null"].attrs["flag_meanings"].split()) == 3
+    assert cmp["detection_null"].attrs["flag_values"] == [LAW, MONTE_CARLO, NO_NULL, SCHEDULED]
+    assert len(cmp["detection_null"].attrs["flag_meanings"].split()) == 4
     lam = open_store(first)["eigenvalues"].sel(k=1, snr=0.0)
     n = SWEEP["replicates"]
     k = int(np.ceil((n + 1) * (1 - ALPHA)))                       # 58 of 60
