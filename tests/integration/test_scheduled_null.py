@@ -178,3 +178,14 @@ def test_a_sweep_without_cells_lacking_a_law_writes_the_store_of_before(tmp_path
                 return obj
             x, y = (json.dumps(strip(json.loads(z)), sort_keys=True).encode() for z in (x, y))
         assert x == y, rel
+
+
+def test_the_tidy_export_leaves_the_null_replicates_out(tmp_path):
+    """A CSV row per replicate and SNR: the null replicates, on their own dim, would multiply the rows."""
+    import pandas as pd
+
+    from rmtsweep.analysis.export import export
+    path = build_store(tmp_path / "csv.zarr", _sweep(T=[2], delta=[1.0]))
+    table = pd.read_csv(export(path, tmp_path / "out.csv"))
+    assert "null_eigenvalue" not in table.columns and "null_replicate" not in table.columns
+    assert len(table) == 2 * 20 * 2                     # weights x replicates x snr
