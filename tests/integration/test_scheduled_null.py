@@ -189,3 +189,46 @@ def test_the_tidy_export_leaves_the_null_replicates_out(tmp_path):
     table = pd.read_csv(export(path, tmp_path / "out.csv"))
     assert "null_eigenvalue" not in table.columns and "null_replicate" not in table.columns
     assert len(table) == 2 * 20 * 2                     # weights x replicates x snr
+
+
+def test_the_dry_run_prints_them(tmp_path, capsys):
+    import json
+
+    from tests.helpers import run_main
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(_sweep()))
+    code, out, _ = run_main(["run", str(tmp_path / "s.yaml"), "--store", str(tmp_path / "s.zarr"), "--dry-run"],
+                            capsys)
+    assert code == 0 and "null replicates: 24 per point at snr = 0 for 2 points" in out and "48 in all" in out
+    code, out, _ = run_main(["run", str(tmp_path / "s.yaml"), "--store", str(tmp_path / "s.zarr"), "--dry-run",
+                             "--json"], capsys)
+    assert code == 0 and (json.loads(out)["null_replicates"], json.loads(out)["null_points"]) == (24, 2)
+
+
+def test_a_run_stopped_between_tasks_resumes_to_the_same_store(tmp_path):
+    """The first tasks written (one without its done flags, as a kill leaves it), then the rest from the done mask:
+    the store equals one made in a single pass."""
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.run.runner import prepare_store
+    from rmtsweep.run.work import compute_task
+    from rmtsweep.spec import SweepFile
+    from rmtsweep.store import Writer, blocking_of
+
+    data = _sweep(T=[2, 3], points_per_task=1)
+    whole = build_store(tmp_path / "whole.zarr", data)
+    path = tmp_path / "cut.zarr"
+    sweep = parse_sweep(data)
+    prepare_store(SweepFile(sweep, str(tmp_path / "cut.yaml"), yaml.safe_dump(data)), path)
+    writer = Writer(path)
+    blocking = Blocking(*blocking_of(path))
+    for i, task in enumerate(tasks(sweep, blocking)):
+        if i == 3:
+            break
+        writer.write_block(task.region, compute_task(task), task.todo, run=0)
+        if i < 2:
+            writer.mark_done(task.region)
+    assert open_store(path)["null_eigenvalue"].notnull().any()
+    for task in tasks(sweep, blocking, writer.done_mask()):
+        writer.write_block(task.region, compute_task(task), task.todo, run=1)
+        writer.mark_done(task.region)
+    assert_stores_equal(path, whole)
