@@ -78,7 +78,8 @@ class Context:
 
     Built once per run and ``d`` value from the sweep (:meth:`from_sweep`); it does not grow with the
     grid's ``delta``, ``gamma`` or ``T`` axes. ``d_axis`` says whether ``d`` is a grid axis, and so
-    part of the seeds' key (module docstring).
+    part of the seeds' key (module docstring). ``null_replicates`` are scheduled per point for the schemes at
+    ``null_schemes`` over ``T >= 2`` (:attr:`rmtsweep.spec.Sweep.null_replicate_count`).
     """
 
     d: int
@@ -156,6 +157,9 @@ class Task:
         What every task of its ``d`` shares, ``d`` included (:attr:`d`).
     d_pos
         Its position on the store's ``d`` axis, or ``None`` for a store with a top-level ``d``.
+
+    The task of a block's first replicates also computes its points' scheduled null replicates
+    (:attr:`computes_null`), all of them: one chunk of ``null_eigenvalue``.
     """
 
     index: tuple[int, int, int, int]
