@@ -154,7 +154,8 @@ def declared_arrays(sweep: Sweep) -> tuple[set[str], set[str]]:
     those every such store has, whatever version made it (its coordinates and the variables of every sweep)."""
     names = {v.name for v in data_variables(sweep, (1, 1, 1, 1))}
     coords = {str(name) for name in frame(sweep, xr.Dataset(), {}).coords}
-    return names | coords, coords | (names & {*PER_SNR, *PER_REPLICATE})
+    # a store made before null replicates were scheduled has no null_replicate coordinate
+    return names | coords, (coords - {"null_replicate"}) | (names & {*PER_SNR, *PER_REPLICATE})
 
 
 def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
