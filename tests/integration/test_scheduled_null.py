@@ -140,10 +140,8 @@ def test_too_few_scheduled_falls_back_to_the_snr_0_replicates(tmp_path):
 OLD = "ea3828d"      # the last commit before null replicates were scheduled
 
 
-@pytest.mark.parametrize("weights, T", [(["mean", {"scheme": "causal", "tau": 1.0}], [1, 2]), ([ATTENTION], [1])])
-def test_a_sweep_without_cells_lacking_a_law_writes_the_store_of_before(tmp_path, weights, T):
-    """Every chunk and every metadata file equal those the code before scheduled null replicates writes (but the
-    provenance of the code: version, revision, time)."""
+def _with_old_code(tmp_path, code: str, data: dict) -> None:
+    """Run ``code`` (with ``DATA`` the sweep ``data``) in a subprocess on the package as of :data:`OLD`."""
     import json
     import os
     import subprocess
@@ -152,20 +150,29 @@ def test_a_sweep_without_cells_lacking_a_law_writes_the_store_of_before(tmp_path
 
     root = Path(__file__).resolve().parents[2]
     old = tmp_path / "old"
-    old.mkdir()
+    old.mkdir(exist_ok=True)
     archive = subprocess.run(["git", "-C", str(root), "archive", OLD, "pipeline"], capture_output=True)
     if archive.returncode:
         pytest.skip(f"commit {OLD} is not in this checkout")
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
-    (old / ".pyroot").mkdir()
-    (old / ".pyroot" / "rmtsweep").symlink_to(old / "pipeline")
+    if not (old / ".pyroot").exists():
+        (old / ".pyroot").mkdir()
+        (old / ".pyroot" / "rmtsweep").symlink_to(old / "pipeline")
+    head = f"import json, pathlib, yaml; from tests.helpers import build_store; DATA = json.loads({json.dumps(data)!r})\n"
+    env = {**os.environ, "PYTHONPATH": f"{old / '.pyroot'}{os.pathsep}{root}"}
+    subprocess.run([sys.executable, "-c", head + code], env=env, cwd=root, check=True, timeout=600)
+
+
+@pytest.mark.parametrize("weights, T", [(["mean", {"scheme": "causal", "tau": 1.0}], [1, 2]), ([ATTENTION], [1])])
+def test_a_sweep_without_cells_lacking_a_law_writes_the_store_of_before(tmp_path, weights, T):
+    """Every chunk and every metadata file equal those the code before scheduled null replicates writes (but the
+    provenance of the code: version, revision, time)."""
+    import json
+
     data = _sweep(weights=weights, T=T, snr=[0.0, 3.0])
     del data["null_replicates"]
     new = build_store(tmp_path / "new" / "s.zarr", data)
-    code = (f"import json, pathlib; from tests.helpers import build_store; "
-            f"build_store(pathlib.Path({str(tmp_path / 'old' / 's.zarr')!r}), json.loads({json.dumps(data)!r}))")
-    env = {**os.environ, "PYTHONPATH": f"{old / '.pyroot'}{os.pathsep}{root}"}
-    subprocess.run([sys.executable, "-c", code], env=env, cwd=root, check=True, timeout=600)
+    _with_old_code(tmp_path, f"build_store(pathlib.Path({str(tmp_path / 'old' / 's.zarr')!r}), DATA)", data)
     a, b = (sorted(p.relative_to(s) for p in s.rglob("*") if p.is_file()) for s in (new, tmp_path / "old" / "s.zarr"))
     assert a == b
     provenance = {"created", "rmtsweep_version", "git_revision", "sweep_file"}
@@ -232,3 +239,38 @@ def test_a_run_stopped_between_tasks_resumes_to_the_same_store(tmp_path):
         writer.write_block(task.region, compute_task(task), task.todo, run=1)
         writer.mark_done(task.region)
     assert_stores_equal(path, whole)
+
+
+def test_a_store_made_before_resumes_without_null_replicates(tmp_path, monkeypatch):
+    """An attention store the code before scheduled null replicates began: its run resumes to the store that code
+    finishes, computing no null replicate (the store has nowhere to keep them)."""
+    import rmtsweep.run.block
+
+    data = _sweep(T=[2], snr=[0.0, 3.0])
+    del data["null_replicates"]
+    cut, whole = tmp_path / "old" / "cut.zarr", tmp_path / "old" / "whole.zarr"
+    _with_old_code(tmp_path, f"""build_store(pathlib.Path({str(whole)!r}), DATA)
+from rmtsweep.run.cost import Blocking
+from rmtsweep.run.grid import tasks
+from rmtsweep.run.runner import prepare_store
+from rmtsweep.run.work import compute_task
+from rmtsweep.spec import SweepFile, parse_sweep
+from rmtsweep.store import Writer, blocking_of
+cut = pathlib.Path({str(cut)!r})
+sweep = parse_sweep(DATA)
+prepare_store(SweepFile(sweep, str(cut.with_suffix(".yaml")), yaml.safe_dump(DATA)), cut)
+writer = Writer(cut)
+task = list(tasks(sweep, Blocking(*blocking_of(cut))))[-1]     # a later block: the first is left to do
+writer.write_block(task.region, compute_task(task), task.todo, run=0)
+writer.mark_done(task.region)
+""", data)
+
+    def refuse(task):
+        raise AssertionError("a null replicate computed for a store without null_eigenvalue")
+    monkeypatch.setattr(rmtsweep.run.block, "compute_null", refuse)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
+            Client(c) as client:
+        run_sweep(load_sweep(tmp_path / "s.yaml"), cut, client, progress=False)
+    assert "null_eigenvalue" not in open_store(cut)
+    assert_stores_equal(cut, whole)
