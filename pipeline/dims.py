@@ -38,8 +38,9 @@ REPLICATE_DIMS = CELL_DIMS + ("replicate",)
 SNR_DIMS = REPLICATE_DIMS + ("snr",)
 """Dims of a per-replicate, per-SNR variable (``accuracy``; ``eigenvalues`` adds ``k``)."""
 
-NULL_DIMS = ("count_draw", "pool_draw", "null_candidate")
-"""Dims of the detection nulls the store keeps (draws of the token counts or of the pooling matrix, candidates)."""
+NULL_DIMS = ("count_draw", "pool_draw", "null_candidate", "null_replicate")
+"""Dims of the detection nulls the store keeps (draws of the token counts or of the pooling matrix, candidates,
+the null replicates a run schedules)."""
 
 TIDY_ORDER = (D, "delta", "gamma", "T", "weights", "replicate", "snr", "k", "bin", *NULL_DIMS)
 """Column order of tidy tables (CSV export); ``d`` only where it is an axis."""

@@ -47,11 +47,12 @@ from .shipped import resolve_sweep
 from .sweep_errors import glued_colons, messages
 from .types import Centering
 
-__all__ = ["Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile", "apply_overrides", "as_sweep",
-           "load_sweep", "parse_sweep", "sizes"]
+__all__ = ["DEFAULT_NULL_REPLICATES", "Grid", "Observables", "RidgeSpec", "SpectrumSpec", "Sweep", "SweepFile",
+           "apply_overrides", "as_sweep", "load_sweep", "parse_sweep", "sizes"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 MAX_SWEEP_FILE = 4 * 2**20      # bytes: a sweep file's text is kept in every store's attributes
+DEFAULT_NULL_REPLICATES = 99    # the fewest whose order statistic gives the level 0.01 exactly: 1/0.01 - 1
 MAX_DESCRIPTION = 10_000        # characters: stored twice, in the attributes and their consolidated copy
 PositiveAxis = tuple[Annotated[float, Field(gt=0.0, allow_inf_nan=False)], ...]
 
@@ -153,6 +154,7 @@ class Sweep(BaseModel):
     d: Annotated[int, Field(ge=2)] | None = None
     replicates: Annotated[int, Field(ge=1)]
     replicates_per_task: Annotated[int, Field(ge=1)] | None = None
+    null_replicates: Annotated[int, Field(ge=0)] | None = None
     points_per_task: Annotated[int, Field(ge=1)] | None = None
     seed: Annotated[int, Field(ge=0)]
     correlation: CorrelationSpec
@@ -228,7 +230,28 @@ class Sweep(BaseModel):
             out["grid"].pop("d")
         if out["d"] is None:
             out.pop("d")
+        if out["null_replicates"] is None:
+            out.pop("null_replicates")
         return out
+
+    @property
+    def null_replicate_count(self) -> int:
+        """The ``snr = 0`` null replicates a run schedules per point for the cells without a law at the store's size.
+
+        Those are the data-dependent weights over ``T >= 2`` on a class-centred table (:attr:`null_schemes`).
+        ``null_replicates`` when set, else :data:`DEFAULT_NULL_REPLICATES`; 0 when no cell needs them.
+        """
+        if not self.null_schemes or max(self.grid.T) < 2:
+            return 0
+        return DEFAULT_NULL_REPLICATES if self.null_replicates is None else self.null_replicates
+
+    @property
+    def null_schemes(self) -> tuple[int, ...]:
+        """Positions on ``grid.weights`` of the schemes whose cells over ``T >= 2`` have no law at the store's size
+        (data-dependent weights on a class-centred table) and so get scheduled null replicates."""
+        if self.table_centering != "class":
+            return ()
+        return tuple(i for i, w in enumerate(self.grid.weights) if w.data_dependent)
 
     def to_yaml(self) -> str:
         """The sweep as a sweep file, every default filled in (``rmtsweep show``); it reads back to this sweep.

@@ -39,7 +39,7 @@ from ..store.io import edit_consolidated, read_object
 from ..store.layout import checksum_encoding
 from ..store.location import zarr_target
 from ..store.pending import require_theory
-from .detection import (FALSE_ALARM, LAW, MARGIN_FACTOR, MONTE_CARLO, NO_NULL, Detection, d_of, detected,
+from .detection import (FALSE_ALARM, LAW, MARGIN_FACTOR, MONTE_CARLO, NO_NULL, SCHEDULED, Detection, d_of, detected,
                         detection_margin, detection_rule, replicate_hits, signal_pair, theory_detection_rate)
 from .limits import MIN_D, limit_variables
 from .mask import only_done
@@ -343,8 +343,9 @@ def false_alarm_lines(cmp: xr.Dataset) -> list[str]:
 def null_caption() -> str:
     """One line for a map of detection: which cells use a Monte Carlo null, and which have none (blank)."""
     return ("cells without a null law at the store's size (data-dependent weights over T >= 2): detection against "
-            "the order statistic of their other snr = 0 replicates (detection_null = 1); blank where too few null "
-            "replicates or no snr = 0 (detection_null = 2: no detection, no transition)")
+            "the order statistic of the null replicates the run scheduled (detection_null = 3) or of their other "
+            "snr = 0 replicates (detection_null = 1); blank where too few null replicates (detection_null = 2: no "
+            "detection, no transition)")
 
 
 def _null_lines(cmp: xr.Dataset) -> list[str]:
@@ -353,15 +354,19 @@ def _null_lines(cmp: xr.Dataset) -> list[str]:
         return []
     kind = cmp["detection_null"]
     mc, none = int((kind == MONTE_CARLO).sum()), int((kind == NO_NULL).sum())
-    out = [f"detection null: {int(kind.size) - mc - none} cells a law at the store's size, {mc} a Monte Carlo null "
-           f"from their snr = 0 replicates, {none} none"]
+    run = int((kind == SCHEDULED).sum())
+    out = [f"detection null: {int(kind.size) - mc - none - run} cells a law at the store's size, {mc} a Monte Carlo "
+           f"null from their snr = 0 replicates, {run} from the null replicates the run scheduled, {none} none"]
+    if run:
+        out.append(f"   {run} cells without a law are tested against the order statistic of the null replicates the "
+                   "run scheduled (null_eigenvalue): independent draws, so their snr = 0 rate is a check of the level")
     if mc:
         out.append(f"   {mc} cells without a law (data-dependent weights over T >= 2) are tested against the order "
                    "statistic of their other snr = 0 replicates; their snr = 0 rate is at most the level by "
                    "construction (leave-one-out), so it is left out of the false-alarm count")
     if none:
-        out.append(f"   {none} cells without a law have too few snr = 0 replicates (or no snr = 0 on the grid) for a "
-                   "Monte Carlo null: detection rate, phase and transition are NaN there")
+        out.append(f"   {none} cells without a law have too few null replicates for the level (scheduled or at "
+                   "snr = 0) for a Monte Carlo null: detection rate, phase and transition are NaN there")
     return out
 
 

@@ -12,11 +12,12 @@ cells (over the finite-size budget, or older) gets the cubic's threshold there, 
 budget, older stores) get the cubic's, as the limit theory does.
 
 **Where no law exists at the store's size** (data-dependent weights over ``T >= 2``: finite-d attention,
-:func:`rmtsweep.analysis.reference.no_law_cells`), a level's threshold is a Monte Carlo null from the
-store's own ``snr = 0`` replicates of the same cell (:func:`monte_carlo_null`; docs/theory.md §3.7): each
-replicate is tested against the order statistic ``k = ceil((m + 1)(1 - alpha))`` of the other ``m``
-done null replicates, which keeps the false-alarm rate at most ``alpha`` for an exchangeable draw. With
-fewer than ``1/alpha - 1`` others, or no ``snr = 0`` on the grid, detection there is NaN.
+:func:`rmtsweep.analysis.reference.no_law_cells`), a level's threshold is a Monte Carlo null
+(docs/theory.md §3.7): the order statistic ``k = ceil((m + 1)(1 - alpha))`` of ``m`` null draws, which keeps
+the false-alarm rate at most ``alpha`` for a draw exchangeable with them. The draws are the null replicates
+the run scheduled for the cell (``null_eigenvalue``, :func:`scheduled_null`), independent of every regular
+replicate; without enough of them, the cell's other done ``snr = 0`` replicates (leave-one-out,
+:func:`monte_carlo_null`). With fewer than ``1/alpha - 1`` draws either way, detection there is NaN.
 ``detection_null`` (:data:`DETECTION_NULL_ATTRS`) says which null each cell used.
 
 **The margin rule** (``margin_factor = f``): the tested eigenvalue exceeds ``kappa lambda_+ (1 + f
@@ -48,20 +49,23 @@ from .mask import only_done
 from .reference import data_dependent_cells, no_law_cells
 from .source import open_source, store_name
 
-__all__ = ["DETECTION_NULL_ATTRS", "FALSE_ALARM", "LAW", "MARGIN_FACTOR", "MONTE_CARLO", "NO_NULL", "Detection",
-           "d_of", "detected", "detection_margin", "detection_rule", "hits", "min_null_replicates", "monte_carlo_null",
-           "null_rank", "replicate_hits", "signal_pair", "tested_eigenvalue", "theory_detection_rate", "threshold"]
+__all__ = ["DETECTION_NULL_ATTRS", "FALSE_ALARM", "LAW", "MARGIN_FACTOR", "MONTE_CARLO", "NO_NULL", "SCHEDULED",
+           "Detection", "d_of", "detected", "detection_margin", "detection_rule", "hits", "min_null_replicates",
+           "monte_carlo_null", "null_rank", "replicate_hits", "scheduled_null", "signal_pair", "tested_eigenvalue",
+           "theory_detection_rate", "threshold"]
 
 FALSE_ALARM = 0.05
 MARGIN_FACTOR = 1.0
 EXACT = 1          # theory_law of the one-token cells (rmtsweep.theory.cell_law.EXACT)
-LAW, MONTE_CARLO, NO_NULL = 0, 1, 2     # detection_null: where a cell's threshold comes from
+LAW, MONTE_CARLO, NO_NULL, SCHEDULED = 0, 1, 2, 3     # detection_null: where a cell's threshold comes from
 DETECTION_NULL_ATTRS = {
     "long_name": "null the detection threshold comes from: 0 a law at the store's size, 1 a Monte Carlo null from "
                  "the cell's other snr = 0 replicates (leave-one-out), 2 none (too few null replicates or no snr = 0 "
-                 "on the grid: detection NaN)",
-    "flag_values": [LAW, MONTE_CARLO, NO_NULL],
-    "flag_meanings": "law_at_store_size monte_carlo_null_from_snr0_replicates none_too_few_null_replicates",
+                 "on the grid: detection NaN), 3 a Monte Carlo null from the null replicates the run scheduled "
+                 "(null_eigenvalue)",
+    "flag_values": [LAW, MONTE_CARLO, NO_NULL, SCHEDULED],
+    "flag_meanings": "law_at_store_size monte_carlo_null_from_snr0_replicates none_too_few_null_replicates "
+                     "monte_carlo_null_from_scheduled_null_replicates",
     "units": "1"}
 
 
@@ -87,8 +91,8 @@ class Detection:
                     f"lambda_1 at the store's size (false-alarm level {self.false_alarm:g}: the realised-count "
                     f"null where theory_law = 1, the realised pooling null for fixed weights over T >= 2 "
                     f"positions where the store has it, else Tracy-Widom at the cubic's edge; where no law "
-                    f"exists, data-dependent weights over T >= 2, the order statistic of the cell's other snr = 0 "
-                    f"replicates: detection_null)")
+                    f"exists, data-dependent weights over T >= 2, the order statistic of the cell's scheduled null "
+                    f"replicates, else of its other snr = 0 replicates: detection_null)")
         return (f"detected iff eigenvalue > kappa lambda_+ + {self.margin_factor:g} kappa lambda_+ d^(-2/3) "
                 f"(the margin rule; its false-alarm rate is not fixed)")
 
@@ -240,6 +244,21 @@ def monte_carlo_null(tested: xr.DataArray, done: xr.DataArray, alpha: float
     return per_replicate.transpose(*done.dims), per_cell
 
 
+def scheduled_null(ds: xr.Dataset, alpha: float) -> xr.DataArray | None:
+    """Per cell, the threshold from the null replicates the run scheduled (``null_eigenvalue``), or None without.
+
+    The :func:`null_rank` order statistic of the cell's computed null draws: a regular replicate is independent
+    of them, so its false-alarm rate is ``(m + 1 - k) / (m + 1) <= alpha``. NaN where fewer than
+    :func:`min_null_replicates` are computed. Lazy where the store is.
+    """
+    if "null_eigenvalue" not in ds:
+        return None
+    x = ds["null_eigenvalue"]
+    return xr.apply_ufunc(_all_null, x, x.notnull(), kwargs={"alpha": alpha},
+                          input_core_dims=[["null_replicate"]] * 2, vectorize=True, dask="parallelized",
+                          output_dtypes=[float], dask_gufunc_kwargs={"allow_rechunk": True})
+
+
 def _null_kind(ds: xr.Dataset, rule: Detection) -> xr.DataArray | None:
     """Per ``(T, weights)``: True where no null law exists at the store's size (None: the rule needs none)."""
     if rule.false_alarm is None or "T" not in ds.dims or ds.attrs.get("table_centering", "class") != "class":
@@ -256,9 +275,10 @@ def replicate_hits(ds: xr.Dataset, tested: xr.DataArray, done: xr.DataArray, d: 
                    rule: Detection, lazy: bool = False) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray | None]:
     """Per replicate and SNR, whether ``tested`` clears the rule's threshold, with the threshold and its null.
 
-    Cells with a law get :func:`threshold` unchanged. Cells without one (:func:`_null_kind`) get
-    :func:`monte_carlo_null`'s leave-one-out threshold, or NaN detection where it has too few draws or
-    the grid has no ``snr = 0``. Returns ``(hits, threshold per cell, detection_null or None)``; the
+    Cells with a law get :func:`threshold` unchanged. Cells without one (:func:`_null_kind`) get the threshold
+    of their scheduled null replicates (:func:`scheduled_null`) where the store has enough, else
+    :func:`monte_carlo_null`'s leave-one-out threshold, or NaN detection where both have too few draws (or
+    the grid has no ``snr = 0``). Returns ``(hits, threshold per cell, detection_null or None)``; the
     last is None when every cell has a law (or the rule is the margin rule).
     """
     limit = threshold(ds, d, rule, lazy)
@@ -275,12 +295,18 @@ def replicate_hits(ds: xr.Dataset, tested: xr.DataArray, done: xr.DataArray, d: 
         per_replicate = per_cell = xr.full_like(done, np.nan, dtype=float).isel(replicate=0, drop=True)
         enough = per_cell.notnull()
     kind = xr.where(no_law, xr.where(enough, MONTE_CARLO, NO_NULL), LAW).astype(np.int8)
+    scheduled = scheduled_null(ds, alpha)
+    if scheduled is not None:        # the run's own null draws, where it has enough of them
+        use = no_law & scheduled.notnull()
+        kind = xr.where(use, SCHEDULED, kind).astype(np.int8)
+        per_replicate, per_cell = xr.where(use, scheduled, per_replicate), xr.where(use, scheduled, per_cell)
     kind = kind.broadcast_like(per_cell).assign_attrs(DETECTION_NULL_ATTRS)
     out = xr.where(no_law, per_replicate, limit)            # law cells: the same threshold as before
     hit = only_done(tested > out, done).where(kind != NO_NULL)
     cell_limit = xr.where(no_law, per_cell, limit).assign_attrs(attrs)
     cell_limit.attrs["long_name"] = (attrs.get("long_name", "detection threshold") + "; where detection_null = 1, "
-                                     "the order statistic of the cell's snr = 0 replicates (a new draw's threshold)")
+                                     "the order statistic of the cell's snr = 0 replicates (a new draw's threshold); "
+                                     "where 3, that of its scheduled null replicates")
     return hit, cell_limit, kind
 
 

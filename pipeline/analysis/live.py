@@ -224,8 +224,8 @@ def live_map(ds: xr.Dataset, var: str, x: str, y: str, at: dict[str, object]) ->
             if var not in cmp.data_vars:
                 return LiveMap(var, None, f"{var}: not a variable of this store")
             if var == DETECTION and "detection_null" in cmp and bool((cmp["detection_null"] == NO_NULL).all()):
-                return LiveMap(var, None, f"{var}: no null law at the store's size here, and too few snr = 0 "
-                                          "replicates (or none) for a Monte Carlo null")
+                return LiveMap(var, None, f"{var}: no null law at the store's size here, and too few null "
+                                          "replicates (scheduled, or at snr = 0) for a Monte Carlo null")
             if var == DETECTION and not np.isfinite(np.asarray(cmp["detection_threshold"], dtype=float)).any():
                 return pending                                # no threshold: every rate would read 0
             da, _ = map_data(sub.assign({k: v for k, v in cmp.data_vars.items() if k not in sub}), var)

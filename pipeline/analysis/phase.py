@@ -36,7 +36,7 @@ from ..theory import finite_d, spikes
 from ..theory.null_law import tw_threshold
 from .compare import REFERENCES, d_of, detected, detection_rule, open_source
 from .source import store_name, with_options
-from .detection import LAW, MONTE_CARLO, NO_NULL, Detection
+from .detection import LAW, MONTE_CARLO, NO_NULL, SCHEDULED, Detection
 from .transition import bootstrap_intervals, crossing
 
 if TYPE_CHECKING:
@@ -61,10 +61,10 @@ COLUMNS = {
     "theory_snr_best_source": "which prediction theory_snr_best is: finite_d or limit",
     "snr_min": "smallest SNR on the grid", "snr_max": "largest SNR on the grid",
     "detection_null": "where the line's detection threshold comes from: law (a null law at the store's size), "
-                      "monte_carlo (the line's other snr = 0 replicates, leave-one-out) or none (too few null "
-                      "replicates: no detection, transition NaN)",
+                      "monte_carlo (the line's other snr = 0 replicates, leave-one-out), scheduled (the null "
+                      "replicates the run scheduled) or none (too few null replicates: no detection, transition NaN)",
 }
-NULL_NAMES = {LAW: "law", MONTE_CARLO: "monte_carlo", NO_NULL: "none"}
+NULL_NAMES = {LAW: "law", MONTE_CARLO: "monte_carlo", NO_NULL: "none", SCHEDULED: "scheduled"}
 
 
 def finite_d_transition(rho_per_snr: float, delta: float, gamma: float, d: int, rule: Detection,

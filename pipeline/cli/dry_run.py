@@ -109,7 +109,8 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
         click.echo(json.dumps({
             "sweep": sweep.name, "sweep_hash": sweep.digest(), "store": str(path), "store_exists": exists,
             "tasks_done": st.tasks_done if st else 0, "points": the_plan.points, "cells": the_plan.cells,
-            "replicates": the_plan.replicates, "tasks": the_plan.tasks, "points_per_task": b.cells,
+            "replicates": the_plan.replicates, "null_replicates": the_plan.null_replicates,
+            "null_points": the_plan.null_points, "tasks": the_plan.tasks, "points_per_task": b.cells,
             "replicates_per_task": b.replicate, "memory_per_task_bytes": the_plan.memory_per_task,
             "core_seconds": the_plan.core_seconds, "worker_threads": threads, "startup_seconds": startup,
             "theory_seconds": 0.0 if same else the_plan.theory_seconds,
@@ -127,6 +128,10 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
     click.echo(f"grid: {the_plan.points} points ({len(g.delta)} delta x {len(g.gamma)} gamma x {len(g.T)} T"
                f"{f' x {len(sweep.d_values)} d' if sweep.d_axis else ''}) x {len(g.weights)} weights x {len(g.snr)} "
                f"SNR = {the_plan.cells} cells, {the_plan.replicates} replicates each")
+    if the_plan.null_replicates:
+        click.echo(f"null replicates: {the_plan.null_replicates} per point at snr = 0 for {the_plan.null_points} "
+                   "points (the cells without a law at the store's size: attention over T >= 2), "
+                   f"{the_plan.null_replicates * the_plan.null_points} in all")
     click.echo(f"tasks: {the_plan.tasks} of up to {b.cells} points x {b.replicate} replicates; memory up to "
                f"{_bytes(the_plan.memory_per_task)} per task")
     click.echo(f"cost model: {duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours); "

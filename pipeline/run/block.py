@@ -8,12 +8,13 @@ from threadpoolctl import threadpool_limits
 from ..model import simulate_schemes
 from .grid import Task
 
-__all__ = ["compute_block", "result_names"]
+__all__ = ["compute_block", "compute_null", "result_names"]
 
 
 def result_names(task: Task) -> tuple[str, ...]:
     """The per-replicate variables a task of this sweep fills."""
-    return tuple(name for name, _ in task.context.results)
+    null = ("null_eigenvalue",) if task.computes_null else ()
+    return tuple(name for name, _ in task.context.results) + null
 
 
 def compute_block(task: Task) -> dict[str, np.ndarray]:
@@ -26,7 +27,9 @@ def compute_block(task: Task) -> dict[str, np.ndarray]:
     -------
     dict
         Chunk-shaped arrays ``(delta, gamma, T, weights, replicate, ...)``, one per measured variable of
-        :data:`rmtsweep.results.RESULTS` that the sweep has, with its trailing dims.
+        :data:`rmtsweep.results.RESULTS` that the sweep has, with its trailing dims; for a task of the first
+        replicate block of a sweep with scheduled null replicates, ``null_eigenvalue`` (``..., null_replicate`` in
+        place of ``replicate``: :func:`compute_null`).
     """
     c = task.context
     shape = task.shape
@@ -47,4 +50,29 @@ def compute_block(task: Task) -> dict[str, np.ndarray]:
                     at = pos + (w, r)
                     for name in out:
                         out[name][at] = getattr(res, name)
+        if task.computes_null:
+            out["null_eigenvalue"] = compute_null(task)
+    return out
+
+
+def compute_null(task: Task) -> np.ndarray:
+    """The largest eigenvalue at ``snr = 0`` of each scheduled null replicate of the task's points.
+
+    Shape ``(delta, gamma, T, weights, null_replicate)``; computed for the schemes without a law at the store's
+    size (``context.null_schemes``) at ``T >= 2`` where ``task.todo`` has something left of the scheme (a store
+    extended by a scheme), NaN elsewhere. Each null replicate has its own stream (:meth:`Task.null_rng`), shared
+    by the schemes as a regular replicate's is.
+    """
+    c = task.context
+    shape = task.shape
+    out = np.full(shape[:4] + (c.null_replicates,), np.nan)
+    zero = np.zeros(1)
+    for pos, point in task.points():
+        schemes = [w for w in c.null_schemes if point[2] >= 2 and (task.todo is None or task.todo[pos][w].any())]
+        if not schemes:
+            continue
+        models = c.models(*point, schemes)
+        for n in range(c.null_replicates):
+            for w, res in zip(schemes, simulate_schemes(models, zero, task.null_rng(point, n)), strict=True):
+                out[pos + (w, n)] = res.eigenvalues[0, 0]
     return out

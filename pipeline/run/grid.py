@@ -17,6 +17,10 @@ so that each ``d`` gets its own independent streams (without ``d`` in the key, t
 would start from the same random numbers). Keys come from the coordinate *values*, not their
 positions, so results do not depend on the batching, worker count, task order, which run computed a
 point, or values added to an axis later. The weights scheme is deliberately not part of the key.
+
+A scheduled null replicate ``n`` of a point (``snr = 0`` only, for the cells without a law at the
+store's size) draws from the same key with :data:`NULL_STREAM` appended, ``(..., T, n, NULL_STREAM)``:
+one word longer than every regular replicate's key, so never one of their streams.
 """
 
 from __future__ import annotations
@@ -36,8 +40,10 @@ from ..spec import Sweep, sizes
 from ..types import AttentionScale, Centering
 from .cost import Blocking
 
-__all__ = ["Context", "Order", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done", "share_tasks",
-           "spawn_key", "tasks_left", "task_memory_bytes", "tasks", "value_key"]
+__all__ = ["NULL_STREAM", "Context", "Order", "Task", "grid_shape", "n_tasks", "replicate_rng", "share_done",
+           "share_tasks", "spawn_key", "tasks_left", "task_memory_bytes", "tasks", "value_key"]
+
+NULL_STREAM = 0x6E756C6C     # "null" in ASCII: the last word of a scheduled null replicate's spawn key
 
 
 def value_key(x: float) -> int:
@@ -56,12 +62,14 @@ def spawn_key(delta: float, gamma: float, T: int, replicate: int, d: int | None 
 
 
 def replicate_rng(seed: int, delta: float, gamma: float, T: int, replicate: int,
-                  d: int | None = None) -> np.random.Generator:
+                  d: int | None = None, null: bool = False) -> np.random.Generator:
     """The generator of one replicate of one point (independent of everything but these values).
 
-    Pass ``d`` only for a sweep whose ``d`` is a grid axis (:func:`spawn_key`).
+    Pass ``d`` only for a sweep whose ``d`` is a grid axis (:func:`spawn_key`); ``null`` for the scheduled
+    null replicate numbered ``replicate`` (module docstring).
     """
-    ss = np.random.SeedSequence(seed, spawn_key=spawn_key(delta, gamma, T, replicate, d))
+    key = spawn_key(delta, gamma, T, replicate, d) + ((NULL_STREAM,) if null else ())
+    ss = np.random.SeedSequence(seed, spawn_key=key)
     return np.random.Generator(np.random.PCG64(ss))
 
 
@@ -71,7 +79,8 @@ class Context:
 
     Built once per run and ``d`` value from the sweep (:meth:`from_sweep`); it does not grow with the
     grid's ``delta``, ``gamma`` or ``T`` axes. ``d_axis`` says whether ``d`` is a grid axis, and so
-    part of the seeds' key (module docstring).
+    part of the seeds' key (module docstring). ``null_replicates`` are scheduled per point for the schemes at
+    ``null_schemes`` over ``T >= 2`` (:attr:`rmtsweep.spec.Sweep.null_replicate_count`).
     """
 
     d: int
@@ -87,6 +96,8 @@ class Context:
     d_axis: bool = False
     results: tuple[tuple[str, tuple[int, ...]], ...] = ()
     """The measured variables a task fills, and their trailing shapes (:data:`rmtsweep.results.RESULTS`)."""
+    null_replicates: int = 0
+    null_schemes: tuple[int, ...] = ()
 
     @classmethod
     def from_sweep(cls, sweep: Sweep, d: int | None = None) -> Context:
@@ -103,7 +114,8 @@ class Context:
                    spectrum_edges=tuple(obs.spectrum.edges()) if obs.spectrum else None,
                    ridge_penalty=obs.ridge.penalty if obs.ridge else None,
                    test_samples=obs.ridge.test_samples if obs.ridge else 0,
-                   results=tuple((r.name, r.trailing_shape(sweep)) for r in present(sweep) if r.measured))
+                   results=tuple((r.name, r.trailing_shape(sweep)) for r in present(sweep) if r.measured),
+                   null_replicates=sweep.null_replicate_count, null_schemes=sweep.null_schemes)
 
     def sizes(self, delta: float, gamma: float) -> tuple[int, int]:
         """``V`` and ``N`` of a point (:func:`rmtsweep.spec.sizes`)."""
@@ -149,6 +161,9 @@ class Task:
         What every task of its ``d`` shares, ``d`` included (:attr:`d`).
     d_pos
         Its position on the store's ``d`` axis, or ``None`` for a store with a top-level ``d``.
+
+    The task of a block's first replicates also computes its points' scheduled null replicates
+    (:attr:`computes_null`), all of them: one chunk of ``null_eigenvalue``.
     """
 
     index: tuple[int, int, int, int]
@@ -224,6 +239,17 @@ class Task:
         delta, gamma, T = point
         c = self.context
         return replicate_rng(c.seed, delta, gamma, T, self.start[3] + r, d=c.d if c.d_axis else None)
+
+    @property
+    def computes_null(self) -> bool:
+        """Whether it also computes its points' scheduled null replicates: those of the first replicate block."""
+        return self.context.null_replicates > 0 and self.start[3] == 0
+
+    def null_rng(self, point: tuple[float, float, int], n: int) -> np.random.Generator:
+        """The generator of scheduled null replicate ``n`` of ``point`` (module docstring)."""
+        delta, gamma, T = point
+        c = self.context
+        return replicate_rng(c.seed, delta, gamma, T, n, d=c.d if c.d_axis else None, null=True)
 
 
 def grid_shape(sweep: Sweep) -> tuple[int, int, int, int]:

@@ -7,11 +7,13 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..spec import Sweep, SweepFile, as_sweep
+import numpy as np
+
+from ..spec import Observables, Sweep, SweepFile, as_sweep
 from .. import config
 from ..theory.estimate import theory_parts
 from ..theory.grid import TheoryBudgets
-from .cost import Blocking, choose_blocking, point_cost, task_target
+from .cost import Blocking, choose_blocking, point_cost, point_seconds, task_target
 from .grid import n_tasks, task_memory_bytes
 
 __all__ = ["LONG_SECONDS", "TEMPLATE_SECONDS", "Plan", "impossible", "plan", "too_long"]
@@ -38,6 +40,8 @@ class Plan:
     core_seconds: float
     theory_seconds: float = 0.0  # a new store's theory, on one core (rmtsweep.theory.estimate)
     theory_serial_seconds: float = 0.0   # the part of it one task computes (the rest spreads over the workers)
+    null_replicates: int = 0    # scheduled snr = 0 null replicates per point over T >= 2 (Sweep.null_replicate_count)
+    null_points: int = 0        # the points that draw them (T >= 2, every d); their cost is in core_seconds
 
     @property
     def core_hours(self) -> float:
@@ -74,11 +78,19 @@ def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None
     blocking = blocking or choose_blocking(sweep, task_target(threads))
     per_d = len(g.delta) * len(g.gamma) * len(g.T)
     seconds = sum(point_cost(sweep, d).total() for d in sweep.d_values) * sweep.replicates
+    m = sweep.null_replicate_count
+    many_T = np.asarray(g.T) >= 2
+    if m:           # one null replicate: the schemes without a law, at snr = 0 only, no optional observables
+        null = sweep.model_copy(update={"observables": Observables(), "grid": g.model_copy(update={
+            "snr": (0.0,), "weights": tuple(g.weights[i] for i in sweep.null_schemes)})})
+        seconds += m * sum(float(point_seconds(null, d)[:, :, many_T].sum()) for d in sweep.d_values)
     return Plan(points=per_d * len(sweep.d_values), cells=per_d * len(sweep.d_values) * len(g.weights) * len(g.snr),
                 replicates=sweep.replicates, tasks=n_tasks(sweep, blocking), blocking=blocking,
                 memory_per_task=task_memory_bytes(sweep, blocking), core_seconds=seconds,
                 done_bytes=per_d * len(sweep.d_values) * len(g.weights) * sweep.replicates,
-                theory_seconds=sum(parts := theory_parts(sweep, theory_budgets())), theory_serial_seconds=parts[0])
+                theory_seconds=sum(parts := theory_parts(sweep, theory_budgets())), theory_serial_seconds=parts[0],
+                null_replicates=m, null_points=int(many_T.sum()) * len(g.delta) * len(g.gamma) * len(sweep.d_values)
+                if m else 0)
 
 
 def theory_budgets() -> TheoryBudgets:

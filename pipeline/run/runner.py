@@ -323,6 +323,8 @@ class OpenRun:
             if theory is not None and threads > 1:       # once a first Monte Carlo task is out
                 theory.start()                            # (one thread: after them, see _TheoryTask.write)
         blocking = Blocking(*run.blocking)
+        if sweep.null_replicate_count and not run.writer.null:     # a store made before the run scheduled them
+            sweep = sweep.model_copy(update={"null_replicates": 0})
         done = run.writer.done_mask() if share is None else \
             share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done_in)
         total = n_tasks(sweep, blocking)

@@ -18,7 +18,7 @@ from zarr.core.sync import sync
 
 from .backend import Location
 from .location import StorePath, locate
-from .writer import dims_of, per_replicate_arrays
+from .writer import dims_of, null_arrays, per_replicate_arrays
 
 __all__ = ["ABSENT", "FrameDamage", "checksummed", "chunk_keys", "frame_damage"]
 
@@ -63,7 +63,7 @@ def frame_damage(path: str | Path | StorePath | Location,
     One listing per array and one read per chunk: the frame is small (no replicate axis).
     """
     group = zarr.open_group(locate(path, storage_options).zarr_store(read_only=True), mode="r")
-    data = set(per_replicate_arrays(group))
+    data = set(per_replicate_arrays(group)) | set(null_arrays(group))
     found: list[FrameDamage] = []
     unchecked: list[str] = []
     for name, array in sorted(group.arrays()):

@@ -40,7 +40,11 @@ FORMAT = "rmtsweep-store-1"
 # (zarr format 3 has none yet for fixed-length strings). Metadata only changes when the template is
 # written, so the consolidated copy stays true while chunks are filled in.
 ZARR_FORMAT: Final = 2
-RESULT_VARS = tuple(r.name for r in RESULTS.values() if r.compared)
+NULL_ATTRS = {"long_name": "largest eigenvalue at snr = 0 of a scheduled null replicate, for the cells without a law "
+                           "at the store's size (NaN elsewhere or not computed yet)",
+              "units": "same units as the eigenvalues of S (absolute)"}
+"""``null_eigenvalue``: over ``null_replicate`` in place of ``replicate``, so no entry of the per-replicate table."""
+RESULT_VARS = (*(r.name for r in RESULTS.values() if r.compared), "null_eigenvalue")
 """Variables that hold results (compared by :func:`rmtsweep.testing.assert_stores_equal`)."""
 THEORY_PREFIXES = ("theory_", "paper_", "finite_size_", "pooled_null_")
 """How the names of the theory arrays (:mod:`rmtsweep.theory.on_grid`) start."""
@@ -49,8 +53,8 @@ GROUPS = ("comparison",)
 
 
 def variable_attrs() -> dict[str, dict[str, str]]:
-    """Long names and units of the per-replicate variables (:data:`rmtsweep.results.RESULTS`)."""
-    return {name: r.attrs for name, r in RESULTS.items()}
+    """Long names and units of the per-replicate variables (:data:`rmtsweep.results.RESULTS`) and the null's."""
+    return {**{name: r.attrs for name, r in RESULTS.items()}, "null_eigenvalue": NULL_ATTRS}
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,9 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
     ``blocking`` is the task's size along ``(delta, gamma, T, replicate)``; a chunk spans every
     weights scheme, every SNR value, ``k`` and ``bin``, and one ``d`` value when ``d`` is an axis.
     Fill values are what unwritten chunks read back as: NaN, ``False`` for ``done`` (zarr's null fill
-    reads as zeros) and -1 for ``run``.
+    reads as zeros) and -1 for ``run``. A sweep with scheduled null replicates (:attr:`Sweep.null_replicate_count`)
+    adds ``null_eigenvalue`` over ``null_replicate`` in place of ``replicate``, all of them in one chunk per block
+    of points (the task of the block's first replicates fills it).
     """
     g = sweep.grid
     lead = (len(sweep.d_values),) if sweep.d_axis else ()
@@ -86,6 +92,9 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
         trail = r.trailing_shape(sweep)
         out.append(Variable(r.name, sweep.dims.replicate + r.trailing, rep_shape + trail, rep_chunks + trail, r.dtype,
                             r.fill, r.attrs))
+    if m := sweep.null_replicate_count:
+        out.append(Variable("null_eigenvalue", sweep.dims.replicate[:-1] + ("null_replicate",), rep_shape[:-1] + (m,),
+                            rep_chunks[:-1] + (m,), "float64", np.nan, NULL_ATTRS))
     return out
 
 
@@ -107,7 +116,9 @@ def declared_arrays(sweep: Sweep) -> tuple[set[str], set[str]]:
     those every such store has, whatever version made it (its coordinates and the variables of every sweep)."""
     names = {v.name for v in data_variables(sweep, (1, 1, 1, 1))}
     coords = {str(name) for name in frame(sweep, xr.Dataset(), {}).coords}
-    return names | coords, coords | (names & {name for name, r in RESULTS.items() if r.required})
+    # a store made before null replicates were scheduled has no null_replicate coordinate
+    required = {name for name, r in RESULTS.items() if r.required}
+    return names | coords, (coords - {"null_replicate"}) | (names & required)
 
 
 def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
@@ -119,6 +130,8 @@ def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
     coords = ({D: np.asarray(sweep.d_values, np.int64)} if sweep.d_axis else {}) | grid_coords(sweep)
     coords["replicate"] = np.arange(sweep.replicates)
     coords["k"] = np.arange(1, sweep.top_k + 1)
+    if sweep.null_replicate_count:
+        coords["null_replicate"] = np.arange(sweep.null_replicate_count)
     if sweep.observables.spectrum:
         edges = sweep.observables.spectrum.edges()
         coords["bin"] = 0.5 * (edges[1:] + edges[:-1])
@@ -129,6 +142,8 @@ def frame(sweep: Sweep, theory: xr.Dataset, provenance: dict) -> xr.Dataset:
     if sweep.d_axis:
         ds[D].attrs = {"long_name": "embedding dimension d", "units": "1"}
     ds["replicate"].attrs = {"long_name": "Monte Carlo replicate", "units": "1"}
+    if "null_replicate" in ds.coords:
+        ds["null_replicate"].attrs = {"long_name": "scheduled null replicate (snr = 0)", "units": "1"}
     ds["k"].attrs = {"long_name": "rank of the eigenpair (1 = largest)", "units": "1"}
     ds["delta"].attrs = {"long_name": "delta = d / V", "units": "1"}
     ds["gamma"].attrs = {"long_name": "gamma = d / N", "units": "1"}
@@ -181,6 +196,10 @@ def provenance(sweep_file: SweepFile, version: str, git_revision: str | None) ->
     }
     if s.d_axis:
         out.pop("d")
+    if s.null_replicate_count:
+        out["null_replicates"] = s.null_replicate_count
+        out["null_seeding"] = seeding.replace("replicate))", "null_replicate, NULL_STREAM)) with NULL_STREAM = "
+                                              "0x6E756C6C")
     return out
 
 

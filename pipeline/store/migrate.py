@@ -38,7 +38,7 @@ from ..errors import StoreError
 from ..spec import Sweep
 from .backend import Location, posix
 from .location import locate
-from .writer import array_of, dims_of, open_for_writing, per_replicate_arrays, read_array
+from .writer import array_of, dims_of, null_arrays, open_for_writing, per_replicate_arrays, read_array
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
 OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
@@ -56,6 +56,9 @@ __all__ = ["DERIVED", "FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "SWAP_SUFFIX", "besid
 def beside(path: Location, suffix: str) -> Location:
     """The directory (or prefix) beside the store whose name is the store's with ``suffix``."""
     return path.sibling(path.name + suffix)
+
+
+NULL = ("null_eigenvalue",)    # computed by a block's first task, carried over apart from the per-replicate arrays
 
 
 def _labels(sweep: Sweep, axis: str) -> list:
@@ -77,6 +80,9 @@ def plan(stored: Sweep, new: Sweep, path: Path | Location) -> str:
         if a != b:
             raise StoreError(f"{path}: this sweep changes `{field}` ({a!r} in the store, {b!r} in the file), "
                              f"which changes what the stored results mean; {way_out}")
+    if stored.null_replicate_count and new.null_replicate_count not in (0, stored.null_replicate_count):
+        raise StoreError(f"{path}: this sweep has null_replicates = {new.null_replicate_count} but the store "
+                         f"scheduled {stored.null_replicate_count}; {way_out}")
     if new.replicates < stored.replicates:
         raise StoreError(f"{path}: this sweep has replicates = {new.replicates} but the store holds "
                          f"{stored.replicates}; a store only grows; {way_out}")
@@ -118,7 +124,8 @@ def recompute_reason(stored: Sweep, new: Sweep, path: Location, tpl) -> str | No
         return (f"grid.snr changes ({list(stored.grid.snr)} in the store, {list(new.grid.snr)} in the file) and a "
                 f"task computes every SNR value of a cell from the same draws: every replicate is recomputed")
     old = set(per_replicate_arrays(zarr.open_group(path.zarr_store(), mode="r")))
-    lacking = sorted(v.name for v in tpl.variables if v.name not in old and v.name not in DERIVED and v.name != "run")
+    lacking = sorted(v.name for v in tpl.variables if v.name not in old and v.name not in DERIVED and v.name != "run"
+                     and v.name not in NULL)
     if lacking:
         return (f"the sweep adds the variables {lacking}, which the stored replicates lack: every replicate is "
                 "recomputed")
@@ -191,7 +198,21 @@ def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -
                 value = _select(array_of(old, source), pos, present)
                 block[sel] = value[..., None]
             new[name][region] = block
+    _copy_null(old, new, where)
     return carried
+
+
+def _copy_null(old: zarr.Group, new: dict[str, zarr.Array], where: list[np.ndarray]) -> None:
+    """Carry the scheduled null replicates over, by coordinate value (a new scheme's or point's are computed by
+    its first replicate block's task: its ``done`` is not set)."""
+    for name in sorted(set(null_arrays(old)) & set(new)):
+        pos = where[:-1] + [np.arange(new[name].shape[-1])]
+        present = [np.flatnonzero(p >= 0) for p in pos]
+        if any(p.size == 0 for p in present):
+            continue
+        block = read_array(new[name])
+        block[np.ix_(*present)] = _select(array_of(old, name), pos, present)
+        new[name][...] = block
 
 
 def _select(array: zarr.Array, pos: list[np.ndarray], present: list[np.ndarray]) -> np.ndarray:

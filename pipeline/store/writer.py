@@ -24,7 +24,7 @@ from ..dims import has_d_axis, store_dims
 from .fence import Fence, FencedStore
 from .location import StorePath, locate, zarr_target
 
-__all__ = ["Writer", "array_of", "dims_of", "open_for_writing", "per_replicate_arrays",
+__all__ = ["Writer", "array_of", "dims_of", "open_for_writing", "null_arrays", "per_replicate_arrays",
            "read_array", "selection_shape"]
 
 
@@ -51,6 +51,16 @@ def per_replicate_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
         dims = tuple(cast("list[str]", arr.attrs.get("_ARRAY_DIMENSIONS", ())))
         lead = store_dims(has_d_axis(dims)).replicate
         if dims[:len(lead)] == lead:
+            out[name] = arr
+    return out
+
+
+def null_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
+    """The group's scheduled null replicates (dims ``[d,] delta, gamma, T, weights, null_replicate``)."""
+    out = {}
+    for name, arr in group.arrays():
+        dims = tuple(cast("list[str]", arr.attrs.get("_ARRAY_DIMENSIONS", ())))
+        if len(dims) > 1 and dims[-1] == "null_replicate":           # not the coordinate itself
             out[name] = arr
     return out
 
@@ -87,20 +97,30 @@ class Writer:
         if fence is not None:
             target = FencedStore(LocalStore(target) if isinstance(target, str) else target, fence)
         with zarr.config.set({"array.write_empty_chunks": True}):
-            self.arrays = per_replicate_arrays(zarr.open_group(target, mode="r+"))
+            group = zarr.open_group(target, mode="r+")
+            self.arrays = per_replicate_arrays(group)
+            self.null = null_arrays(group)
         self.done = self.arrays["done"]
         self._pool: ThreadPoolExecutor | None = None
 
     def chunk_keys(self, region: tuple[slice | int, ...], names: Iterable[str] | None = None) -> list[str]:
-        """The keys of the chunks ``region`` (one task's) covers, in the arrays ``names`` (default: all)."""
+        """The keys of the chunks ``region`` (one task's) covers, in the arrays ``names`` (default: all).
+
+        A null array's chunk is that of the region's points (one chunk holds all their null replicates).
+        """
         keys = []
         for name in self.arrays if names is None else names:
-            array = self.arrays[name]
+            array = self.arrays.get(name) or self.null[name]
             coords = tuple((r.start or 0) // c if isinstance(r, slice) else r // c
                            for r, c in zip(region, array.chunks, strict=False))
             coords += (0,) * (array.ndim - len(coords))
             keys.append(f"{array.path}/{array.metadata.encode_chunk_key(coords)}")
         return keys
+
+    def data_names(self, null: bool = False) -> list[str]:
+        """The arrays a task's data write touches: every per-replicate one but ``done``, and with ``null`` the
+        null arrays (the task of a block's first replicates)."""
+        return [name for name in self.arrays if name != "done"] + (list(self.null) if null else [])
 
     def prepare(self, regions: Iterable[tuple[slice | int, ...]], names: Iterable[str] | None = None) -> None:
         """Note the chunks of ``regions`` as they are, before the caller checks the lock (see :mod:`.fence`)."""
@@ -114,7 +134,12 @@ class Writer:
         ``region`` is :attr:`rmtsweep.run.grid.Task.region` (an integer first with a ``d`` axis: the
         task's one ``d`` value). ``todo`` (``(delta, gamma, T, weights, replicate)`` of the chunk, or
         ``None`` for all) says which entries ``values`` holds; the others keep what the chunk already has.
+        A null array's values (the block's first task's) replace the chunk's where they are not NaN.
         """
+        for name, array in self.null.items():
+            if name in values:            # the whole chunk: only the first replicate block's task computes it
+                null_region = region[:-1] + (slice(None),)
+                array[null_region] = np.where(np.isnan(values[name]), read_array(array, null_region), values[name])
         for name, array in self.arrays.items():
             if name == "done":
                 continue

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rmtsweep.analysis.compare import compare, summary
-from rmtsweep.analysis.detection import LAW, MONTE_CARLO, NO_NULL
+from rmtsweep.analysis.detection import LAW, MONTE_CARLO, NO_NULL, SCHEDULED
 from rmtsweep.analysis.phase import phase_diagram
 from rmtsweep.analysis.maps.plot import map_data
 from rmtsweep import open_store
@@ -15,7 +15,7 @@ from tests.helpers import build_store
 ALPHA = 0.05
 ATTENTION = [{"scheme": "attention", "tau": 1.0}, {"scheme": "attention", "tau": 1.0, "scale": "sqrt_d"}]
 SWEEP = {"name": "mc-null", "d": 30, "replicates": 60, "replicates_per_task": 20, "seed": 3, "top_k": 1,
-         "correlation": {"model": "prefix", "L": 2}, "table_centering": "class",
+         "null_replicates": 0, "correlation": {"model": "prefix", "L": 2}, "table_centering": "class",
          "grid": {"delta": [0.5, 1.0], "gamma": [1.0], "snr": [0.0, 4.0], "T": [2], "weights": ATTENTION}}
 
 
@@ -32,8 +32,8 @@ def test_cells_without_a_law_use_the_order_statistic_of_their_null_replicates(st
     first, _ = stores
     cmp = compare(first)
     assert (cmp["detection_null"] == MONTE_CARLO).all()
-    assert cmp["detection_null"].attrs["flag_values"] == [LAW, MONTE_CARLO, NO_NULL]
-    assert len(cmp["detection_null"].attrs["flag_meanings"].split()) == 3
+    assert cmp["detection_null"].attrs["flag_values"] == [LAW, MONTE_CARLO, NO_NULL, SCHEDULED]
+    assert len(cmp["detection_null"].attrs["flag_meanings"].split()) == 4
     lam = open_store(first)["eigenvalues"].sel(k=1, snr=0.0)
     n = SWEEP["replicates"]
     k = int(np.ceil((n + 1) * (1 - ALPHA)))                       # 58 of 60
@@ -87,7 +87,7 @@ def test_without_enough_null_replicates_detection_is_absent(tmp_path, snr, repli
     from rmtsweep.analysis.live import live_map
     from rmtsweep.store import open_dataset
     shown = live_map(open_dataset(path), "detection_rate", "delta", "gamma", {"weights": "attention(tau=1)", "snr": 4.0})
-    assert shown.figure is None and "too few snr = 0" in shown.summary
+    assert shown.figure is None and "too few null replicates" in shown.summary
 
 
 def test_the_live_map_of_a_plane_without_snr_0_uses_the_null_beside_it(stores):

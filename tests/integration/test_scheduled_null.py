@@ -1,0 +1,276 @@
+"""The null replicates a run schedules for the cells without a law: seeded, stored, resumable, counted, used."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import yaml
+from distributed import Client, LocalCluster
+
+from rmtsweep import load_sweep, open_store, run_sweep
+from rmtsweep.analysis.compare import compare, summary
+from rmtsweep.analysis.detection import LAW, MONTE_CARLO, NO_NULL, SCHEDULED, min_null_replicates
+from rmtsweep.model.replicate import simulate_replicate
+from rmtsweep.run.grid import Context, replicate_rng, value_key
+from rmtsweep.run.plan import plan
+from rmtsweep.spec import DEFAULT_NULL_REPLICATES, parse_sweep
+from rmtsweep.testing import assert_stores_equal
+from tests.helpers import build_store
+
+ATTENTION = {"scheme": "attention", "tau": 1.0}
+SWEEP = {"name": "sched-null", "d": 24, "replicates": 20, "replicates_per_task": 10, "seed": 5, "top_k": 1,
+         "null_replicates": 24, "correlation": {"model": "iid"}, "table_centering": "class",
+         "grid": {"delta": [0.5, 1.0], "gamma": [1.0], "snr": [2.0, 4.0], "T": [1, 2], "weights": ["mean", ATTENTION]}}
+
+
+def _sweep(**changes) -> dict:
+    out = copy.deepcopy(SWEEP)
+    for key, value in changes.items():
+        if key in out["grid"]:
+            out["grid"][key] = value
+        else:
+            out[key] = value
+    return out
+
+
+def test_the_default_count_is_the_fewest_for_the_level_0_01():
+    assert DEFAULT_NULL_REPLICATES == min_null_replicates(0.01) == 99
+    data = _sweep()
+    del data["null_replicates"]
+    assert parse_sweep(data).null_replicate_count == 99
+    assert parse_sweep(_sweep(weights=["mean"])).null_replicate_count == 0      # every cell has a law
+    assert parse_sweep(_sweep(T=[1])).null_replicate_count == 0
+    assert parse_sweep(_sweep(table_centering="none")).null_replicate_count == 0
+
+
+def test_null_replicates_draw_their_own_value_keyed_streams(tmp_path):
+    """Each null replicate is the snr = 0 replicate of SeedSequence(seed, (bits(delta), bits(gamma), T, n,
+    0x6E756C6C)), whatever the batching, and differs from every regular replicate's draw."""
+    a = build_store(tmp_path / "a.zarr", _sweep())
+    b = build_store(tmp_path / "b.zarr", _sweep(replicates_per_task=20, points_per_task=1))
+    assert_stores_equal(a, b)
+    ds = open_store(a)
+    x = ds["null_eigenvalue"]
+    assert x.sizes["null_replicate"] == 24
+    assert x.sel(weights="mean").isnull().all() and x.sel(T=1).isnull().all()      # cells with a law: none drawn
+    sweep = parse_sweep(_sweep())
+    model = Context.from_sweep(sweep).models(1.0, 1.0, 2, [1])[0]
+    for n in (0, 7, 23):
+        ss = np.random.SeedSequence(5, spawn_key=(value_key(1.0), value_key(1.0), 2, n, 0x6E756C6C))
+        ref = simulate_replicate(model, np.zeros(1), np.random.Generator(np.random.PCG64(ss))).eigenvalues[0, 0]
+        assert float(x.sel(delta=1.0, gamma=1.0, T=2, weights="attention(tau=1)", null_replicate=n)) == ref
+    regular = [simulate_replicate(model, np.zeros(1), replicate_rng(5, 1.0, 1.0, 2, r)).eigenvalues[0, 0]
+               for r in range(30)]
+    assert not set(regular) & set(x.sel(delta=1.0, gamma=1.0, T=2, weights="attention(tau=1)").values.tolist())
+
+
+def test_an_extended_store_carries_its_null_replicates_over(tmp_path):
+    """Replicates added and a T value added: the extended store equals a fresh run of the larger sweep."""
+    small, large = _sweep(T=[2]), _sweep(T=[2, 3], replicates=30)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
+            Client(c) as client:
+        for name, data in (("grown", small), ("grown", large), ("fresh", large)):
+            (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(data))
+            run_sweep(load_sweep(tmp_path / f"{name}.yaml"), tmp_path / f"{name}.zarr", client, progress=False)
+    assert_stores_equal(tmp_path / "grown.zarr", tmp_path / "fresh.zarr")
+    assert open_store(tmp_path / "grown.zarr")["null_eigenvalue"].sel(weights="attention(tau=1)").notnull().all()
+
+
+def test_a_changed_null_count_is_refused(tmp_path):
+    from rmtsweep.errors import StoreError
+    from rmtsweep.store.migrate import plan as migrate_plan
+    with pytest.raises(StoreError, match="null_replicates = 30 but the store scheduled 24"):
+        migrate_plan(parse_sweep(_sweep()), parse_sweep(_sweep(null_replicates=30)), tmp_path)
+
+
+def test_the_dry_run_counts_them_and_their_cost():
+    with_null, without = plan(parse_sweep(_sweep())), plan(parse_sweep(_sweep(null_replicates=0)))
+    assert (with_null.null_replicates, with_null.null_points) == (24, 2)       # T = 2 at two delta values
+    assert (without.null_replicates, without.null_points) == (0, 0)
+    assert with_null.core_seconds > without.core_seconds
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.1])
+def test_the_scheduled_threshold_keeps_the_exact_order_statistic_level(tmp_path, alpha):
+    """Regular snr = 0 replicates are exchangeable with the scheduled null draws of their cell: they exceed the
+    order statistic k = ceil((m + 1)(1 - alpha)) with probability (m + 1 - k) / (m + 1), the reference here.
+
+    Pooled over cells, within 3 standard errors: the binomial one of the regular draws plus the threshold's own
+    randomness (its exceedance probability is Beta(m + 1 - k, k), variance p (1 - p) / (m + 2) per cell).
+    """
+    m = 39
+    data = _sweep(replicates=120, replicates_per_task=60, null_replicates=m, snr=[0.0], T=[2, 3],
+                  delta=[0.5, 1.0], gamma=[0.5, 1.0], weights=[ATTENTION])
+    path = build_store(tmp_path / "cal.zarr", data)
+    cmp = compare(path, false_alarm=alpha)
+    assert (cmp["detection_null"] == SCHEDULED).all()
+    k = math.ceil((m + 1) * (1 - alpha) - 1e-9)
+    level = (m + 1 - k) / (m + 1)
+    rate = cmp["detection_rate"].sel(snr=0.0)
+    draws, cells = int(cmp["n_done"].sum()), rate.size
+    pooled = float(rate.mean())
+    se = math.sqrt(level * (1 - level) * (1 / draws + 1 / ((m + 2) * cells)))
+    assert abs(pooled - level) <= 3 * se, (pooled, level, se)
+    assert "from the null replicates the run scheduled" in summary(cmp)
+
+
+def test_a_cell_with_too_few_null_replicates_for_the_level_says_so(tmp_path):
+    """10 scheduled null replicates: enough for 0.1 (9), not for 0.05 (19): no snr = 0 either, so no detection."""
+    path = build_store(tmp_path / "few.zarr", _sweep(null_replicates=10, T=[2], delta=[1.0]))
+    strict = compare(path, false_alarm=0.05)
+    assert strict["detection_null"].sel(weights="attention(tau=1)").values.item() == NO_NULL
+    assert strict["detection_rate"].sel(weights="attention(tau=1)").isnull().all()
+    assert strict["detection_null"].sel(weights="mean").values.item() == LAW
+    assert "1 none" in summary(strict)
+    loose = compare(path, false_alarm=0.1)
+    assert loose["detection_null"].sel(weights="attention(tau=1)").values.item() == SCHEDULED
+    assert loose["detection_rate"].sel(weights="attention(tau=1)").notnull().all()
+
+
+def test_too_few_scheduled_falls_back_to_the_snr_0_replicates(tmp_path):
+    path = build_store(tmp_path / "back.zarr", _sweep(null_replicates=10, replicates=40, replicates_per_task=40,
+                                                      snr=[0.0, 4.0], T=[2], delta=[1.0]))
+    cmp = compare(path, false_alarm=0.05)
+    assert cmp["detection_null"].sel(weights="attention(tau=1)").values.item() == MONTE_CARLO
+
+
+OLD = "ea3828d"      # the last commit before null replicates were scheduled
+
+
+def _with_old_code(tmp_path, code: str, data: dict) -> None:
+    """Run ``code`` (with ``DATA`` the sweep ``data``) in a subprocess on the package as of :data:`OLD`."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    old = tmp_path / "old"
+    old.mkdir(exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", OLD, "pipeline"], capture_output=True)
+    if archive.returncode:
+        pytest.skip(f"commit {OLD} is not in this checkout")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    if not (old / ".pyroot").exists():
+        (old / ".pyroot").mkdir()
+        (old / ".pyroot" / "rmtsweep").symlink_to(old / "pipeline")
+    head = f"import json, pathlib, yaml; from tests.helpers import build_store; DATA = json.loads({json.dumps(data)!r})\n"
+    env = {**os.environ, "PYTHONPATH": f"{old / '.pyroot'}{os.pathsep}{root}"}
+    subprocess.run([sys.executable, "-c", head + code], env=env, cwd=root, check=True, timeout=600)
+
+
+@pytest.mark.parametrize("weights, T", [(["mean", {"scheme": "causal", "tau": 1.0}], [1, 2]), ([ATTENTION], [1])])
+def test_a_sweep_without_cells_lacking_a_law_writes_the_store_of_before(tmp_path, weights, T):
+    """Every chunk and every metadata file equal those the code before scheduled null replicates writes (but the
+    provenance of the code: version, revision, time)."""
+    import json
+
+    data = _sweep(weights=weights, T=T, snr=[0.0, 3.0])
+    del data["null_replicates"]
+    new = build_store(tmp_path / "new" / "s.zarr", data)
+    _with_old_code(tmp_path, f"build_store(pathlib.Path({str(tmp_path / 'old' / 's.zarr')!r}), DATA)", data)
+    a, b = (sorted(p.relative_to(s) for p in s.rglob("*") if p.is_file()) for s in (new, tmp_path / "old" / "s.zarr"))
+    assert a == b
+    provenance = {"created", "rmtsweep_version", "git_revision", "sweep_file"}
+    for rel in a:
+        x, y = (new / rel).read_bytes(), (tmp_path / "old" / "s.zarr" / rel).read_bytes()
+        if rel.name in (".zattrs", ".zmetadata"):
+            def strip(obj):
+                if isinstance(obj, dict):
+                    return {k: strip(v) for k, v in obj.items() if k not in provenance}
+                return obj
+            x, y = (json.dumps(strip(json.loads(z)), sort_keys=True).encode() for z in (x, y))
+        assert x == y, rel
+
+
+def test_the_tidy_export_leaves_the_null_replicates_out(tmp_path):
+    """A CSV row per replicate and SNR: the null replicates, on their own dim, would multiply the rows."""
+    import pandas as pd
+
+    from rmtsweep.analysis.export import export
+    path = build_store(tmp_path / "csv.zarr", _sweep(T=[2], delta=[1.0]))
+    table = pd.read_csv(export(path, tmp_path / "out.csv"))
+    assert "null_eigenvalue" not in table.columns and "null_replicate" not in table.columns
+    assert len(table) == 2 * 20 * 2                     # weights x replicates x snr
+
+
+def test_the_dry_run_prints_them(tmp_path, capsys):
+    import json
+
+    from tests.helpers import run_main
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(_sweep()))
+    code, out, _ = run_main(["run", str(tmp_path / "s.yaml"), "--store", str(tmp_path / "s.zarr"), "--dry-run"],
+                            capsys)
+    assert code == 0 and "null replicates: 24 per point at snr = 0 for 2 points" in out and "48 in all" in out
+    code, out, _ = run_main(["run", str(tmp_path / "s.yaml"), "--store", str(tmp_path / "s.zarr"), "--dry-run",
+                             "--json"], capsys)
+    assert code == 0 and (json.loads(out)["null_replicates"], json.loads(out)["null_points"]) == (24, 2)
+
+
+def test_a_run_stopped_between_tasks_resumes_to_the_same_store(tmp_path):
+    """The first tasks written (one without its done flags, as a kill leaves it), then the rest from the done mask:
+    the store equals one made in a single pass."""
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.run.runner import prepare_store
+    from rmtsweep.run.work import compute_task
+    from rmtsweep.spec import SweepFile
+    from rmtsweep.store import Writer, blocking_of
+
+    data = _sweep(T=[2, 3], points_per_task=1)
+    whole = build_store(tmp_path / "whole.zarr", data)
+    path = tmp_path / "cut.zarr"
+    sweep = parse_sweep(data)
+    prepare_store(SweepFile(sweep, str(tmp_path / "cut.yaml"), yaml.safe_dump(data)), path)
+    writer = Writer(path)
+    blocking = Blocking(*blocking_of(path))
+    for i, task in enumerate(tasks(sweep, blocking)):
+        if i == 3:
+            break
+        writer.write_block(task.region, compute_task(task), task.todo, run=0)
+        if i < 2:
+            writer.mark_done(task.region)
+    assert open_store(path)["null_eigenvalue"].notnull().any()
+    for task in tasks(sweep, blocking, writer.done_mask()):
+        writer.write_block(task.region, compute_task(task), task.todo, run=1)
+        writer.mark_done(task.region)
+    assert_stores_equal(path, whole)
+
+
+def test_a_store_made_before_resumes_without_null_replicates(tmp_path, monkeypatch):
+    """An attention store the code before scheduled null replicates began: its run resumes to the store that code
+    finishes, computing no null replicate (the store has nowhere to keep them)."""
+    import rmtsweep.run.block
+
+    data = _sweep(T=[2], snr=[0.0, 3.0])
+    del data["null_replicates"]
+    cut, whole = tmp_path / "old" / "cut.zarr", tmp_path / "old" / "whole.zarr"
+    _with_old_code(tmp_path, f"""build_store(pathlib.Path({str(whole)!r}), DATA)
+from rmtsweep.run.cost import Blocking
+from rmtsweep.run.grid import tasks
+from rmtsweep.run.runner import prepare_store
+from rmtsweep.run.work import compute_task
+from rmtsweep.spec import SweepFile, parse_sweep
+from rmtsweep.store import Writer, blocking_of
+cut = pathlib.Path({str(cut)!r})
+sweep = parse_sweep(DATA)
+prepare_store(SweepFile(sweep, str(cut.with_suffix(".yaml")), yaml.safe_dump(DATA)), cut)
+writer = Writer(cut)
+task = list(tasks(sweep, Blocking(*blocking_of(cut))))[-1]     # a later block: the first is left to do
+writer.write_block(task.region, compute_task(task), task.todo, run=0)
+writer.mark_done(task.region)
+""", data)
+
+    def refuse(task):
+        raise AssertionError("a null replicate computed for a store without null_eigenvalue")
+    monkeypatch.setattr(rmtsweep.run.block, "compute_null", refuse)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
+            Client(c) as client:
+        run_sweep(load_sweep(tmp_path / "s.yaml"), cut, client, progress=False)
+    assert "null_eigenvalue" not in open_store(cut)
+    assert_stores_equal(cut, whole)
