@@ -43,8 +43,8 @@ ABS = "same units as the eigenvalues of S"
 POOLED_BUDGET = 4e11   # sum over cells of draws * (min(V, N)^3 + 100 V N + Lanczos) + POOLED_CELL: ~40 s of one core,
                        # spread over the workers beside the first tasks; beyond, the cubic
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
-POOLED_TASK = 2e9        # work, in the same units, of a task of a cell's draws (~0.2 s): where one draw costs more,
-                         # the cell's draws are tasks of their own (:func:`pooled_arrays`)
+POOLED_TASK = 2e9        # the least work, in the same units, of a task of a pair's draws (~0.2 s): a pair whose draws
+                         # cost more is cut into batches of about this much (:func:`pooled_arrays`)
 POOLED_SECONDS = 1e-10   # seconds per unit of that work on the 2-core development machine (one BLAS thread)
 POOLED_SAY = 3.0         # estimated seconds past which the nulls' computation is announced (``notes``)
 NONE, COUNTS, POOLING = 0, 1, 2   # finite_size_law: no finite-size prediction, realised token counts, realised pooling
@@ -141,7 +141,7 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     ``budget`` (default :data:`POOLED_BUDGET`; the detection then uses the cubic's Tracy-Widom threshold there,
     and the cells have no finite-size prediction). ``notes`` gets one line first when the work is expected to take
     more than :data:`POOLED_SAY` seconds. ``mapper`` computes the (point, weights) pairs, each independent and
-    seeded by its own values, and first, where one draw costs more than :data:`POOLED_TASK`, a pair's draws in
+    seeded by its own values, and first, where they cost more than :data:`POOLED_TASK`, a pair's draws in
     batches (default: one after another; a run hands them to its cluster's workers; the same arrays). ``cache``
     keeps the draws' results between stores (:func:`rmtsweep.theory.pooling.cached_draws`; the same arrays).
     """
@@ -208,9 +208,9 @@ def _pooled_pairs(pairs: list[tuple[float, float, int, np.ndarray]], snr: np.nda
                   cache: DrawCache | None) -> list[PooledSpikes | None]:
     """:func:`_pooled_pair` of each (delta, gamma, d, weights) pair, through ``mapper``.
 
-    A pair whose draws cost more than :data:`POOLED_TASK` each, and that ``cache`` does not hold, has its draws
-    mapped first, in batches (:func:`.pooling.draw_batches`: the same stream, cut where each batch starts), so that
-    one pair's draws spread over the workers; then it reduces them. The others are one item each, as they are.
+    A pair whose draws together cost more than :data:`POOLED_TASK`, and that ``cache`` does not hold, has its draws
+    mapped first, in batches of at least that (:func:`.pooling.draw_batches`: the same stream, cut where each batch
+    starts), so that one pair's draws spread over the workers; then it reduces them. The others are one item each.
     """
     batches: dict[int, list[DrawBatch]] = {}
     for n, (delta, gamma, d, w) in enumerate(pairs):
