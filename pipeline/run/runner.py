@@ -378,7 +378,8 @@ class OpenRun:
 
 
 class _TheoryTask:
-    """The store's theory at its own size, computed on the cluster (its pairs as tasks of their own), written here."""
+    """The store's theory at its own size, computed on the cluster (its pairs, and a costly pair's draws, as tasks
+    of their own), written here."""
 
     def __init__(self, client: Client, sweep: Sweep, path: Any, note: Callable[[str], None], threads: int,
                  budgets: TheoryBudgets) -> None:
@@ -467,17 +468,24 @@ def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:
 
 
 def _theory_on_cluster(sweep: Sweep, budgets: TheoryBudgets, cache: FolderCache | None = None) -> Any:
-    """On a worker: the store's theory at its size, each independent (point, weights) pair a task of its own, so
-    that a grid's pairs spread over the workers instead of trailing the run on one."""
-    from distributed import worker_client
+    """On a worker: the store's theory at its size, each independent (point, weights) pair a task of its own, and
+    first a costly pair's draws in batches of their own (:func:`rmtsweep.theory.finite_size.pooled_arrays`), so
+    that a grid's pairs, and even one pair's draws, spread over the workers instead of trailing the run on one.
+    This task computes the first item of each round itself."""
+    from distributed import get_client, rejoin, secede
 
     def mapper(fn: Callable, items: list) -> list:
         if len(items) < 2:
             return list(map(fn, items))
         tag = uuid.uuid4().hex[:8]
-        keys = [f"rmtsweep-theory-{tag}-{n}" for n in range(len(items))]
+        client = get_client()
         # ahead of the Monte Carlo tasks already queued: the theory would otherwise trail the run
-        with worker_client() as client:          # this task leaves its thread to the pairs while it waits
-            return client.gather(client.map(fn, items, key=keys, priority=1))
+        rest = client.map(fn, items[1:], key=[f"rmtsweep-theory-{tag}-{n}" for n in range(1, len(items))], priority=1)
+        first = fn(items[0])         # here: a queued Monte Carlo task would otherwise take this thread
+        secede()                     # this task leaves its thread to its items while it waits
+        try:
+            return [first, *client.gather(rest)]
+        finally:
+            rejoin()
     return sized_theory(sweep, budgets, mapper, cache)
 

@@ -27,8 +27,8 @@ from ..dims import D
 from ..spec import Sweep
 from ..shipped import default
 from .null_law import CANDIDATES, POOLED_DRAWS, count_null
-from .pooled_spikes import LANCZOS_STEPS, PooledSpikes, pooled_spikes
-from .pooling import DrawCache
+from .pooled_spikes import LANCZOS_STEPS, PooledSpikes, pooled_spikes, pooled_stream, spike_record
+from .pooling import DrawBatch, DrawCache, batch_records, cached_records, draw_batches
 from .token_counts import realised_count_spikes
 
 Mapper = Callable[[Callable, list], list]
@@ -41,6 +41,8 @@ __all__ = ["COUNTS", "DRAWS", "NONE", "POOLING", "Mapper", "finite_size_arrays",
 DRAWS = 64     # count draws per (d, delta, gamma): Monte Carlo s.e. ~0.02 on the alignment near threshold
 ABS = "same units as the eigenvalues of S"
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
+POOLED_TASK = 2e9        # the least work, in the same units, of a task of a pair's draws (~0.2 s): a pair whose draws
+                         # cost more is cut into batches of about this much (:func:`pooled_arrays`)
 POOLED_SECONDS = 1e-10   # seconds per unit of that work on the 2-core development machine (one BLAS thread)
 POOLED_SAY = 3.0         # estimated seconds past which the nulls' computation is announced (``notes``)
 NONE, COUNTS, POOLING = 0, 1, 2   # finite_size_law: no finite-size prediction, realised token counts, realised pooling
@@ -137,9 +139,10 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     ``budget`` (default: the shipped ``rmtsweep.theory.pooled-budget``; the detection then uses the cubic's
     Tracy-Widom threshold there, and the cells have no finite-size prediction). ``notes`` gets one line first when
     the work is expected to take more than :data:`POOLED_SAY` seconds. ``mapper`` computes the (point, weights)
-    pairs, each independent and seeded by its own values (default: one after another; a run hands them to its
-    cluster's workers). ``cache`` keeps the draws' results between stores (:func:`rmtsweep.theory.pooling.cached_draws`;
-    the same arrays).
+    pairs, each independent and seeded by its own values, and first, where they cost more than :data:`POOLED_TASK`,
+    a pair's draws in batches (default: one after another; a run hands them to its cluster's workers; the same
+    arrays). ``cache`` keeps the draws' results between stores (:func:`rmtsweep.theory.pooling.cached_draws`; the
+    same arrays).
     """
     g = sweep.grid
     d_values = np.asarray(sweep.d_values, np.int64)
@@ -147,8 +150,7 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     cells = [(a, b, scheme.weights(sweep.correlation.matrix(int(T))))
              for a, T in enumerate(g.T) for b, scheme in enumerate(g.weights)
              if int(T) >= 2 and not scheme.data_dependent and int(law.values[a, b]) != 1]
-    # the Gram matrices' eigenvalues, the dense N x V matrices, the Lanczos steps, and a cell's fixed cost
-    work = len(cells) * sum(POOLED_DRAWS * (min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N) + POOLED_CELL
+    work = len(cells) * sum(POOLED_DRAWS * _draw_work(V, N) + POOLED_CELL
                             for d in d_values for dl in delta for gm in gamma
                             for V, N in [(round(d / dl), round(d / gm))])
     if not cells or work > (default("theory.pooled-budget") if budget is None else budget):
@@ -166,8 +168,7 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     where = [(i, j, k, a, b) for i in range(d_values.size) for j in range(delta.size) for k in range(gamma.size)
              for a, b, _ in cells]
     pairs = [(float(delta[j]), float(gamma[k]), int(d_values[i]), cells_w[(a, b)]) for i, j, k, a, b in where]
-    pair = partial(_pooled_pair, snr=snr, correlation=sweep.correlation, cache=cache)
-    found = mapper(pair, pairs) if mapper else list(map(pair, pairs))
+    found = _pooled_pairs(pairs, snr, sweep.correlation, mapper or (lambda fn, items: list(map(fn, items))), cache)
     for (i, j, k, a, b), ps in zip(where, found, strict=True):
         if ps is None:                        # a tiny V, N: no main gap in some draw
             continue
@@ -196,12 +197,59 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     return out
 
 
-def _pooled_pair(pair: tuple[float, float, int, np.ndarray], snr: np.ndarray, correlation,
+def _draw_work(V: int, N: int) -> int:
+    """One draw's work (:data:`POOLED_BUDGET`'s units): the Gram matrix's eigenvalues, the dense ``N x V`` matrices
+    and the Lanczos steps."""
+    return min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N
+
+
+def _pooled_pairs(pairs: list[tuple[float, float, int, np.ndarray]], snr: np.ndarray, correlation, mapper: Mapper,
+                  cache: DrawCache | None) -> list[PooledSpikes | None]:
+    """:func:`_pooled_pair` of each (delta, gamma, d, weights) pair, through ``mapper``.
+
+    A pair whose draws together cost more than :data:`POOLED_TASK`, and that ``cache`` does not hold, has its draws
+    mapped first, in batches of at least that (:func:`.pooling.draw_batches`: the same stream, cut where each batch
+    starts), so that one pair's draws spread over the workers; then it reduces them. The others are one item each.
+    """
+    batches: dict[int, list[DrawBatch]] = {}
+    for n, (delta, gamma, d, w) in enumerate(pairs):
+        size = max(1, int(np.ceil(POOLED_TASK / _draw_work(round(d / delta), round(d / gamma)))))
+        if size >= POOLED_DRAWS:
+            continue
+        model, rng, key = pooled_stream(w, correlation, delta, gamma, d, draws=POOLED_DRAWS)
+        if cached_records(key, cache, POOLED_DRAWS) is None:
+            batches[n] = draw_batches(model, rng, POOLED_DRAWS, size)
+    first = [batch for n in batches for batch in batches[n]] + \
+            [(*pair, None) for n, pair in enumerate(pairs) if n not in batches]
+    work = partial(_pooled_work, snr=snr, correlation=correlation, cache=cache)
+    done = iter(mapper(work, first))
+    records = {n: [next(done) for _ in batches[n]] for n in batches}
+    found: dict[int, PooledSpikes | None] = {n: next(done) for n in range(len(pairs)) if n not in batches}
+    whole = [n for n in batches if all(r is not None for r in records[n])]
+    found.update(dict.fromkeys(batches))
+    reduced = mapper(work, [(*pairs[n], [rec for r in records[n] for rec in r]) for n in whole])
+    found.update(zip(whole, reduced, strict=True))
+    return [found[n] for n in range(len(pairs))]
+
+
+def _pooled_work(item: DrawBatch | tuple, snr: np.ndarray, correlation,
+                 cache: DrawCache | None = None) -> PooledSpikes | list | None:
+    """A batch's draws (:func:`.pooling.batch_records`), or a pair's :func:`_pooled_pair`."""
+    if isinstance(item, DrawBatch):
+        try:
+            return batch_records(item, partial(spike_record, model=item.model))
+        except ValueError:
+            return None
+    return _pooled_pair(item, snr, correlation, cache)
+
+
+def _pooled_pair(pair: tuple[float, float, int, np.ndarray, list | None], snr: np.ndarray, correlation,
                  cache: DrawCache | None = None) -> PooledSpikes | None:
-    """:func:`pooled_spikes` at one (delta, gamma, d) point and weights ``w``; None where some draw has no main gap."""
-    delta, gamma, d, w = pair
+    """:func:`pooled_spikes` at one (delta, gamma, d) point and weights ``w`` (of its draws' records, where given);
+    None where some draw has no main gap."""
+    delta, gamma, d, w, records = pair
     try:
-        return pooled_spikes(snr, w, correlation, delta, gamma, d, cache=cache)
+        return pooled_spikes(snr, w, correlation, delta, gamma, d, cache=cache, records=records)
     except ValueError:
         return None
 

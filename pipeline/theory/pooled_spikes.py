@@ -47,14 +47,16 @@ from scipy.special import ndtr
 from threadpoolctl import threadpool_limits
 
 from ..model.correlation import Correlation
+from ..model.replicate import CellModel
 from ._common import bisect
 from .finite_d import bulk_overlap_factor
 from .finite_t import _moments_g
 from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed, pooled_seed_words
-from .pooling import DrawCache, PoolingDraw, cached_draws, entry_key
+from .pooling import DrawCache, PoolingDraw, cached_draws, entry_key, save_records
 from .tracy_widom import tw_cdf
 
-__all__ = ["ALPHA_NODES", "LANCZOS_STEPS", "PooledSpikes", "gauss_quadrature", "pooled_spikes"]
+__all__ = ["ALPHA_NODES", "LANCZOS_STEPS", "PooledSpikes", "gauss_quadrature", "pooled_spikes", "pooled_stream",
+           "spike_record"]
 
 Float = NDArray[np.float64]
 
@@ -174,8 +176,32 @@ def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: 
     return lam @ hw, ov @ hw, loc, scale
 
 
+def spike_record(draw: PoolingDraw, p: Float, model: CellModel) -> dict[str, Float]:
+    """What :func:`pooled_spikes` keeps of one draw: ``D``'s eigenvalues ``p``, the Gauss quadrature of the pooled
+    signs' spectral measure (``nodes``, ``weights``) and ``var(a^2)`` (``a2var``)."""
+    scale_d = model.V / (model.N * float(model.w @ model.w))
+    nodes, weights = gauss_quadrature(lambda v: scale_d * draw.matvec(v), draw.a, LANCZOS_STEPS)
+    return {"p": p, "nodes": nodes, "weights": weights, "a2var": np.array([np.var(draw.a**2)])}
+
+
+def pooled_stream(w: ArrayLike, correlation: Correlation, delta: float, gamma: float, d: int, *,
+                  draws: int = POOLED_DRAWS, seed: int = 0) -> tuple[CellModel, np.random.Generator, str | None]:
+    """The cell, the generator of its draws and its cache key: what decides :func:`pooled_spikes`' draws.
+
+    Its draws are :func:`.pooling.pooled_spectra` of the two, each kept as :func:`spike_record`; a caller may
+    compute them apart (:func:`.pooling.draw_batches`, :func:`.pooling.batch_records`) and hand them back as
+    ``records``.
+    """
+    w = np.asarray(w, float)
+    model, rng = pooled_model(w, correlation, delta, gamma, d), pooled_seed(w, delta, gamma, d, seed)
+    key = entry_key("pooled-draws", model, pooled_seed_words(w, delta, gamma, d, seed), draws,
+                    lanczos_steps=LANCZOS_STEPS)
+    return model, rng, key
+
+
 def pooled_spikes(snr: ArrayLike, w: ArrayLike, correlation: Correlation, delta: float, gamma: float, d: int, *,
-                  draws: int = POOLED_DRAWS, seed: int = 0, cache: DrawCache | None = None) -> PooledSpikes:
+                  draws: int = POOLED_DRAWS, seed: int = 0, cache: DrawCache | None = None,
+                  records: list[dict[str, Float]] | None = None) -> PooledSpikes:
     """``lambda_1 / kappa`` and the top alignment at size ``d`` for fixed weights ``w`` over ``T >= 2`` positions.
 
     Over ``draws`` seeded draws of the realised pooling matrix, the draws of :func:`.null_law.pooled_null`
@@ -193,25 +219,28 @@ def pooled_spikes(snr: ArrayLike, w: ArrayLike, correlation: Correlation, delta:
     cache
         Where each draw's eigenvalues, quadrature and ``var(a^2)`` are kept between calls
         (:func:`.pooling.cached_draws`; the same result with or without it).
+    records
+        The draws' :func:`spike_record` computed elsewhere, in order (:func:`pooled_stream`): kept in ``cache``,
+        not computed again.
     """
     snr = np.atleast_1d(np.asarray(snr, float))
     w = np.asarray(w, float)
-    model, rng = pooled_model(w, correlation, delta, gamma, d), pooled_seed(w, delta, gamma, d, seed)
+    model, rng, key = pooled_stream(w, correlation, delta, gamma, d, draws=draws, seed=seed)
     kappa = float(w @ w)
     alpha = float(w @ correlation.matrix(w.size) @ w)
     tail = min(0.5, POOLED_TAIL / d)
-    scale_d = model.V / (model.N * kappa)
 
     def record(draw: PoolingDraw, p: Float) -> dict[str, Float]:
-        nodes, weights = gauss_quadrature(lambda v: scale_d * draw.matvec(v), draw.a, LANCZOS_STEPS)
-        return {"p": p, "nodes": nodes, "weights": weights, "a2var": np.array([np.var(draw.a**2)])}
+        return spike_record(draw, p, model)
 
-    key = entry_key("pooled-draws", model, pooled_seed_words(w, delta, gamma, d, seed), draws,
-                    lanczos_steps=LANCZOS_STEPS)
     with threadpool_limits(limits=1), np.errstate(divide="ignore", invalid="ignore"):
+        if records is None:
+            records = cached_draws(model, rng, draws, record, key, cache)
+        else:
+            save_records(key, cache, records)
         out = [_draw_prediction(snr, rec["p"], rec["nodes"], rec["weights"], alpha, float(rec["a2var"][0]) / model.N,
                                 kappa, delta, int(d), tail)
-               for rec in cached_draws(model, rng, draws, record, key, cache)]
+               for rec in records]
     lam, ov = np.array([o[0] for o in out]), np.array([o[1] for o in out])
 
     def se(x: Float) -> Float:

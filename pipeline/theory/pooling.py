@@ -8,6 +8,7 @@ the Gram matrix in single precision. :func:`.null_law.pooling_matrix` is the den
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
@@ -18,12 +19,14 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 from numpy.typing import ArrayLike, NDArray
+from threadpoolctl import threadpool_limits
 
 from ..model.correlation import draw_signs
 from ..model.replicate import CellModel, draw_tokens, token_weight_matrix
 
-__all__ = ["CACHE_VERSION", "DrawCache", "PoolingDraw", "cached_draws", "draw_eigenvalues", "entry_key",
-           "pooled_spectra", "pooling_draw"]
+__all__ = ["CACHE_VERSION", "DrawBatch", "DrawCache", "PoolingDraw", "batch_records", "cached_draws",
+           "cached_records", "draw_batches", "draw_eigenvalues", "entry_key", "pooled_spectra", "pooling_draw",
+           "save_records"]
 
 Float = NDArray[np.float64]
 
@@ -151,6 +154,26 @@ def entry_key(what: str, model: CellModel, seed: Sequence[int], draws: int, **nu
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def cached_records(key: str | None, cache: DrawCache | None, draws: int) -> list[dict[str, Float]] | None:
+    """The ``draws`` records :func:`cached_draws` keeps under ``key``, or None when ``cache`` lacks any of them."""
+    if cache is None or key is None:
+        return None
+    found = cache.load(key)
+    if found is None:
+        return None
+    names = {name.rsplit("_", 1)[0] for name in found}
+    out = [{name: found.get(f"{name}_{i}") for name in names} for i in range(draws)]
+    if all(v is not None for rec in out for v in rec.values()) and len(found) == len(names) * draws:
+        return [{k: np.asarray(v) for k, v in rec.items() if v is not None} for rec in out]
+    return None
+
+
+def save_records(key: str | None, cache: DrawCache | None, records: list[dict[str, Float]]) -> None:
+    """Keep ``records`` (one dict a draw) in ``cache`` under ``key``, as :func:`cached_draws` does."""
+    if cache is not None and key is not None:
+        cache.save(key, {f"{name}_{i}": np.asarray(v) for i, rec in enumerate(records) for name, v in rec.items()})
+
+
 def cached_draws(model: CellModel, rng: np.random.Generator, draws: int,
                  record: Callable[[PoolingDraw, Float], dict[str, Float]], key: str | None,
                  cache: DrawCache | None) -> list[dict[str, Float]]:
@@ -160,14 +183,53 @@ def cached_draws(model: CellModel, rng: np.random.Generator, draws: int,
     ``record`` gives each draw's arrays (float64, deterministic given the draw); an entry holds them all, as
     ``"<name>_<draw>"``. An entry missing any of them is computed again.
     """
-    if cache is None or key is None:
-        return [record(draw, p) for draw, p in pooled_spectra(model, rng, draws)]
-    found = cache.load(key)
-    if found is not None:
-        names = {name.rsplit("_", 1)[0] for name in found}
-        out = [{name: found.get(f"{name}_{i}") for name in names} for i in range(draws)]
-        if all(v is not None for rec in out for v in rec.values()) and len(found) == len(names) * draws:
-            return [{k: np.asarray(v) for k, v in rec.items() if v is not None} for rec in out]
+    if (found := cached_records(key, cache, draws)) is not None:
+        return found
     computed = [record(draw, p) for draw, p in pooled_spectra(model, rng, draws)]
-    cache.save(key, {f"{name}_{i}": np.asarray(v) for i, rec in enumerate(computed) for name, v in rec.items()})
+    save_records(key, cache, computed)
     return computed
+
+
+@dataclass(frozen=True)
+class DrawBatch:
+    """Successive draws of a cell's stream, to compute apart from the others (on another worker, say).
+
+    Attributes
+    ----------
+    model : CellModel
+        The cell.
+    rng : numpy.random.Generator
+        A copy of the cell's generator as it stood before the batch's first draw.
+    first, count : int
+        The index of the batch's first draw in the stream, and its number of draws.
+    """
+
+    model: CellModel
+    rng: np.random.Generator
+    first: int
+    count: int
+
+
+def draw_batches(model: CellModel, rng: np.random.Generator, draws: int, size: int) -> list[DrawBatch]:
+    """``draws`` successive draws of ``rng`` (:func:`pooled_spectra`'s) as batches of at most ``size``.
+
+    The draws of the sparse matrices are cheap (milliseconds): they run here, in order, only to find each batch's
+    starting state, so that :func:`batch_records` over the batches gives the draws of one pass, bit for bit.
+    Balanced: the sizes differ by at most one. ``rng`` is advanced past the draws.
+    """
+    batches = -(-draws // max(1, size))
+    out: list[DrawBatch] = []
+    first = 0
+    for count in (draws // batches + int(b < draws % batches) for b in range(batches)):
+        out.append(DrawBatch(model, copy.deepcopy(rng), first, count))
+        for _ in range(count):
+            pooling_draw(model, rng)
+        first += count
+    return out
+
+
+def batch_records(batch: DrawBatch, record: Callable[[PoolingDraw, Float], dict[str, Float]]
+                  ) -> list[dict[str, Float]]:
+    """``record(draw, p)`` for the draws of ``batch`` (with one BLAS thread, like the cell's own pass)."""
+    with threadpool_limits(limits=1), np.errstate(divide="ignore", invalid="ignore"):
+        return [record(draw, p) for draw, p in pooled_spectra(batch.model, copy.deepcopy(batch.rng), batch.count)]
