@@ -54,8 +54,8 @@ from ._common import bin_average, bisect
 from .token_law import DiscreteLaw, empirical_law, mp_law, poisson_law, sample_laws, sample_token_law, token_law
 
 __all__ = [
-    "DiscreteLaw", "atom", "density", "edge", "edge_point", "empirical_law", "histogram", "location", "mp_law",
-    "outlier", "poisson_law",
+    "DiscreteLaw", "atom", "density", "edge", "edge_point", "empirical_law", "histogram", "location", "moments_g",
+    "mp_law", "outlier", "poisson_law",
     "sample_laws", "sample_token_law", "stieltjes", "threshold", "token_law",
 ]
 
@@ -175,7 +175,7 @@ def _eb(G: Float, nu: DiscreteLaw, delta: float) -> Float:
     return _beta(G, nu, delta) @ nu.weights
 
 
-def _moments_g(G: Float, nu: DiscreteLaw, delta: float) -> dict[str, Float]:
+def moments_g(G: Float, nu: DiscreteLaw, delta: float) -> dict[str, Float]:
     """``E beta``, ``l(G)``, ``l'(G)``, ``d E beta / dG`` for real ``G`` (any shape)."""
     p, wt = nu.points, nu.weights
     beta = _beta(G, nu, delta)
@@ -230,7 +230,7 @@ def _gaps(nu: DiscreteLaw, delta: float, tail: float, grid: int = 48) -> list[tu
     g_edges, g_los = roots[:len(ends)], iter(roots[len(ends):])
     for k, g_edge in zip(found, g_edges, strict=True):
         g_lo = float(next(g_los)) if k > 0 else 0.0
-        out.append((g_lo, float(poles[k + 1]), float(g_edge), float(_moments_g(np.array(g_edge), nu, delta)["l"]),
+        out.append((g_lo, float(poles[k + 1]), float(g_edge), float(moments_g(np.array(g_edge), nu, delta)["l"]),
                     cum[k]))
     return out
 
@@ -268,7 +268,7 @@ def edge_point(nu: DiscreteLaw, delta: float, *, tail: float = 0.5) -> tuple[flo
 
 def location(G: ArrayLike, nu: DiscreteLaw, delta: float) -> Float:
     """``l(G) = 1/G + E_nu[p / (1 - delta p G)]``: the point outside the support where ``-m(l) = G``."""
-    return np.asarray(_moments_g(np.asarray(G, float), nu, delta)["l"])
+    return np.asarray(moments_g(np.asarray(G, float), nu, delta)["l"])
 
 
 def edge(nu: DiscreteLaw, delta: float, *, tail: float = 0.5) -> float:
@@ -287,7 +287,7 @@ def threshold(nu: DiscreteLaw, delta: float, *, tail: float = 0.5, signal: Discr
 
     Without ``signal`` (``nu_s = nu``) it is the threshold on ``rho``; with it, on the raw ``snr``.
     """
-    eb = float(_moments_g(np.array(_main(nu, delta, tail)[2]), signal or nu, delta)["eb"])
+    eb = float(moments_g(np.array(_main(nu, delta, tail)[2]), signal or nu, delta)["eb"])
     return delta * eb / (eb - 1.0)
 
 
@@ -316,7 +316,7 @@ def outlier(rho: ArrayLike, nu: DiscreteLaw, delta: float, *, tail: float = 0.5,
         lo, hi = bisect(lambda mid: _eb(mid, sig, delta) < target,          # E beta increases in G on the interval
                         np.full(r.size, g_lo), np.full(r.size, g_edge), 200)
         G = 0.5 * (lo + hi)
-        q = {**_moments_g(G, sig, delta), **{k: v for k, v in _moments_g(G, nu, delta).items() if k in ("l", "dl")}}
+        q = {**moments_g(G, sig, delta), **{k: v for k, v in moments_g(G, nu, delta).items() if k in ("l", "dl")}}
         take = ~found & (q["dl"] < 0) & (hi < g_edge) & (lo > g_lo) & np.isfinite(target) & (q["l"] >= main[3])
         K_G = -(1 - 1 / q["eb"]) / (delta * G**2) + q["deb"] / (delta * G * q["eb"] ** 2)
         align = -(G**2) * q["dl"] / (1 + r * G**2 * K_G)

@@ -53,9 +53,9 @@ from ..model.replicate import CellModel, draw_tokens, token_weight_matrix
 from ._common import broadcast
 from .bulk import edge
 from .finite_d import tw_scale
-from .finite_t import _moments_g, edge_point
-from .pooling import DrawCache, _padded, cached_draws, draw_eigenvalues, entry_key, pooling_draw
-from .token_counts import _seed_words
+from .finite_t import moments_g, edge_point
+from .pooling import DrawCache, padded_eigenvalues, cached_draws, draw_eigenvalues, entry_key, pooling_draw
+from .token_counts import seed_words
 from .token_law import DiscreteLaw, empirical_law
 from .tracy_widom import tw_cdf, tw_quantile
 
@@ -219,7 +219,7 @@ def null_parts(p: ArrayLike, delta: float, d: int, tail: float = 0.5, half: bool
     G = np.sort(pole[pole < g_all])[:CANDIDATES]
     G = G[G < g_edge]
     if G.size:
-        m = _moments_g(G, nu, delta)
+        m = moments_g(G, nu, delta)
         loc[1:1 + G.size], scale[1:1 + G.size] = m["l"], np.sqrt(2.0 * np.abs(m["dl"]) / d)
     return nu, g_edge, loc, scale
 
@@ -233,7 +233,7 @@ def count_null(delta: float, gamma: float, d: int, *, draws: int = 64, seed: int
     :func:`matched_edge` (the default; ``False`` gives the edge of the deterministic equivalent as it is).
     """
     V, N = round(d / delta), round(d / gamma)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma), int(d), 1]))
+    rng = np.random.default_rng(np.random.SeedSequence([seed, *seed_words(delta, gamma), int(d), 1]))
     out = [count_null_draw(np.bincount(rng.integers(V, size=N), minlength=V), V, N, delta, int(d), half)
            for _ in range(draws)]
     return CountNull(np.array([o[0] for o in out]), np.array([o[1] for o in out]))
@@ -274,7 +274,7 @@ def gram(A: Float) -> Float:
 def gram_eigenvalues(K: Float, model: CellModel) -> Float:
     """The ``V`` eigenvalues of ``D = (V / (N kappa)) A^T A`` from :func:`gram` ``K`` (zeros for the rest), in
     float64: the reference of :func:`.pooling.draw_eigenvalues`."""
-    return _padded(np.linalg.eigvalsh(K), model)
+    return padded_eigenvalues(np.linalg.eigvalsh(K), model)
 
 
 def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
@@ -288,7 +288,7 @@ def pooling_eigenvalues(model: CellModel, rng: np.random.Generator) -> Float:
 
 def pooled_seed_words(w: Float, delta: float, gamma: float, d: int, seed: int = 0) -> list[int]:
     """The entropy of :func:`pooled_seed`'s generator."""
-    return [seed, *_seed_words(delta, gamma, *w), int(d), 2]
+    return [seed, *seed_words(delta, gamma, *w), int(d), 2]
 
 
 def pooled_seed(w: Float, delta: float, gamma: float, d: int, seed: int = 0) -> np.random.Generator:

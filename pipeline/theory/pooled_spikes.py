@@ -50,7 +50,7 @@ from ..model.correlation import Correlation
 from ..model.replicate import CellModel
 from ._common import bisect
 from .finite_d import bulk_overlap_factor
-from .finite_t import _moments_g
+from .finite_t import moments_g
 from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed, pooled_seed_words
 from .pooling import DrawCache, PoolingDraw, cached_draws, entry_key, save_records
 from .tracy_widom import tw_cdf
@@ -163,7 +163,7 @@ def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: 
     lo_, hi_ = bisect(lambda mid: c * mid * e_beta(mid) < 1.0,   # c G E beta(G) increases with G below the poles
                       np.zeros(c.shape), np.full(c.shape, hi), 100)
     G = np.where(exists, 0.5 * (lo_ + hi_), hi)
-    m = _moments_g(G, nu, delta)
+    m = moments_g(G, nu, delta)
     align = -(G**2) * m["dl"] / (1.0 + G**2 * c * delta * e_beta(G, 2))
     l_out = np.where(exists, m["l"], x[0])
     lam = np.maximum(l_out, x[0]) + np.interp(l_out, x, above, right=0.0)

@@ -25,8 +25,8 @@ from ..model.correlation import draw_signs
 from ..model.replicate import CellModel, draw_tokens, token_weight_matrix
 
 __all__ = ["CACHE_VERSION", "DrawBatch", "DrawCache", "PoolingDraw", "batch_records", "cached_draws",
-           "cached_records", "draw_batches", "draw_eigenvalues", "entry_key", "pooled_spectra", "pooling_draw",
-           "save_records"]
+           "cached_records", "draw_batches", "draw_eigenvalues", "entry_key", "padded_eigenvalues", "pooled_spectra",
+           "pooling_draw", "save_records"]
 
 Float = NDArray[np.float64]
 
@@ -38,7 +38,7 @@ def _classes(V: int, n_pos: int) -> Float:
     return E
 
 
-def _padded(ev: ArrayLike, model: CellModel) -> Float:
+def padded_eigenvalues(ev: ArrayLike, model: CellModel) -> Float:
     """Eigenvalues of a Gram matrix as ``D``'s ``V``: clipped at 0, scaled, zeros for the rest."""
     p = np.clip(np.asarray(ev, float), 0.0, None) * model.V / (model.N * float(model.w @ model.w))
     return np.concatenate([p, np.zeros(model.V - p.size)])
@@ -106,7 +106,8 @@ def draw_eigenvalues(draw: PoolingDraw, model: CellModel) -> Float:
     the null's Tracy-Widom scale from those of double precision (:func:`.null_law.gram_eigenvalues`) in the
     cells measured at d = 100-1000; the tests hold them to 0.01.
     """
-    return _padded(scipy.linalg.eigvalsh(draw.gram().astype(np.float32), driver="evd", check_finite=False), model)
+    ev = scipy.linalg.eigvalsh(draw.gram().astype(np.float32), driver="evd", check_finite=False)
+    return padded_eigenvalues(ev, model)
 
 
 def pooled_spectra(model: CellModel, rng: np.random.Generator, draws: int) -> Iterator[tuple[PoolingDraw, Float]]:

@@ -11,7 +11,7 @@ from .finite_d import bulk_overlap_factor
 from .finite_t import edge_point, location, outlier
 from .token_law import empirical_law
 
-__all__ = ["MIN_TOKENS", "RealisedCounts", "bulk_overlap", "null_top", "realised_count_spikes"]
+__all__ = ["MIN_TOKENS", "RealisedCounts", "bulk_overlap", "null_top", "realised_count_spikes", "seed_words"]
 
 MIN_TOKENS = 3
 """Token counts shared by at least this many tokens form the bulk; rarer, higher counts are single spikes.
@@ -48,7 +48,8 @@ class RealisedCounts:
     draws: int
 
 
-def _seed_words(*values: float) -> list[int]:
+def seed_words(*values: float) -> list[int]:
+    """The bit patterns of ``values`` as float64, as words of a seed: a seed that differs for every different value."""
     return [int(np.float64(v).view(np.uint64)) for v in values]
 
 
@@ -113,7 +114,7 @@ def realised_count_spikes(rho: ArrayLike, delta: float, gamma: float, d: int, *,
     """
     rho = np.atleast_1d(np.asarray(rho, float))
     V, N = round(d / delta), round(d / gamma)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, *_seed_words(delta, gamma), int(d)]))
+    rng = np.random.default_rng(np.random.SeedSequence([seed, *seed_words(delta, gamma), int(d)]))
     tail = 0.5 / d
     lam, ov, tops = np.empty((draws, rho.size)), np.empty((draws, rho.size)), np.empty(draws)
     for i in range(draws):
