@@ -235,7 +235,9 @@ def _trust_variables(cmp: xr.Dataset, out: dict[str, xr.DataArray], t_se: xr.Dat
     edge = xr.apply_ufunc(lambda dl, g, k: law_edge_exponent(float(dl), float(g), int(k), d_values),
                           cmp["delta"], cmp["gamma"], law, vectorize=True)
     points = (cmp["transition_snr_empirical"].notnull() & t_se.notnull()).sum("d")
-    trust = limit_trust(out["transition_snr_limit_chi2"], points, edge, t_eff)
+    order = out["transition_snr_limit"].dims
+    edge = edge.transpose(*order)
+    trust = limit_trust(out["transition_snr_limit_chi2"], points, edge, t_eff).transpose(*order)
     masks = list(TRUST)
     why = (f"{masks[0]}: T_eff < {SHORT_T_EFF:g}: at fixed T the token-count law has unbounded support, so the "
            f"bulk's top drifts up with d and the transition need not approach a limit as d^-b; {masks[1]}: the "
