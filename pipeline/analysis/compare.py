@@ -41,7 +41,7 @@ from ..store.location import zarr_target
 from ..store.pending import require_theory
 from .detection import (FALSE_ALARM, LAW, MARGIN_FACTOR, MONTE_CARLO, NO_NULL, SCHEDULED, Detection, d_of, detected,
                         detection_margin, detection_rule, replicate_hits, signal_pair, theory_detection_rate)
-from .limits import MIN_D, limit_variables
+from .limits import MIN_D, TRUST, limit_variables
 from .mask import only_done
 from .reference import NO_LAW, REFERENCES, SHORT, finite_size_z, hold_against, no_law_cells, reference_text
 from .source import GROUP, done_digest, open_source, store_name, with_options
@@ -276,10 +276,13 @@ def compare(source: str | Path | Location | xr.Dataset, *, false_alarm: float | 
         cmp = cmp.compute()
         # the d -> infinity limits, bootstrapped over the per-replicate detections within the budget
         if dims.d_axis and ds.sizes[D] >= MIN_D and tested.size <= config.get("compare.limit-budget"):
-            cmp = cmp.assign(limit_variables(cmp, hit.load(), rule))
+            line = {k: ds[k].load() for k in ("theory_T_eff", "theory_law") if k in ds}   # (T, weights)
+            cmp = cmp.assign(limit_variables(cmp, hit.load(), rule, t_eff=line.get("theory_T_eff"),
+                                             law=line.get("theory_law")))
             cmp.attrs["limits"] = (f"per line over d (>= {MIN_D} values): transition_snr ~ limit + a d^-b (b: the "
                                    "finite-d theory's exponent), lambda1 and overlap ~ limit + c/d "
-                                   "(rmtsweep.analysis.limits)")
+                                   "(rmtsweep.analysis.limits); transition_snr_limit_trust says where and why the "
+                                   "transition's extrapolation is not to be trusted")
     return cmp
 
 
@@ -370,6 +373,14 @@ def _null_lines(cmp: xr.Dataset) -> list[str]:
     return out
 
 
+def _trust_text(row) -> str:
+    """``not trusted: <reasons>`` for a line whose ``transition_snr_limit_trust`` has bits set (:data:`TRUST`)."""
+    flag = getattr(row, "transition_snr_limit_trust", np.nan)
+    if not np.isfinite(flag) or flag == 0:
+        return ""
+    return "  not trusted: " + ", ".join(why.replace("_", " ") for bit, why in TRUST.items() if int(flag) & bit)
+
+
 def summary(cmp: xr.Dataset, worst: int = 5) -> str:
     """A printable summary: agreement within 3 standard errors, worst cells, transition-SNR errors."""
     lines = [f"{cmp.attrs['title']}: {cmp.attrs['signal_outlier']}", f"detection: {cmp.attrs['detection']}"]
@@ -422,13 +433,14 @@ def summary(cmp: xr.Dataset, worst: int = 5) -> str:
         lines.append(f"{name} at the store's size (finite_size_{name}: T = 1 cells and fixed weights over T >= 2): "
                      f"{int((abs(z) <= 3).sum())}/{int(np.isfinite(z).sum())} cells within 3 standard errors")
     if "transition_snr_limit" in cmp:
-        lim = cmp[["transition_snr_limit", "transition_snr_limit_sem", "transition_snr_limit_z"]].to_dataframe()
+        names = ["transition_snr_limit", "transition_snr_limit_sem", "transition_snr_limit_z"]
+        lim = cmp[names + [n for n in ("transition_snr_limit_trust",) if n in cmp]].to_dataframe()
         lines.append(f"d -> infinity ({cmp.sizes[D]} d values; {cmp.attrs.get('limits', '')}):")
-        for idx, row in lim.dropna().iterrows():
+        for idx, row in lim.dropna(subset=names).iterrows():
             at = zip(lim.index.names, np.atleast_1d(idx), strict=True)
             lines.append("   " + " ".join(f"{k}={v}" for k, v in at) +
                          f"  transition_snr_limit {row.transition_snr_limit:.3f} ± {row.transition_snr_limit_sem:.3f}"
-                         f"  z {row.transition_snr_limit_z:+.1f}")
+                         f"  z {row.transition_snr_limit_z:+.1f}" + _trust_text(row))
     lines.append("transition SNR (detection rate crosses 1/2) vs theory_snr_sample:")
     t = cmp[["transition_snr_empirical", "transition_snr_theory", "transition_snr_error"]].to_dataframe()
     if len(t) > config.get("compare.list-all"):

@@ -20,24 +20,36 @@ squares fit of ``y(d) = y_inf + a d^(-b)`` with ``b`` fixed:
 
 Each limit is held against the ``d``-free theory with ``z = (limit - theory) / sem``; the fit's
 ``chi^2`` per degree of freedom says whether the exponent describes the data.
+
+The transition's extrapolation assumes a square-root edge and a bulk whose top converges. Per line,
+``transition_snr_limit_trust`` (:func:`limit_trust`) says where it does not hold and why: a short
+effective length (``T_eff <`` :data:`SHORT_T_EFF`, where the bulk's top drifts up with ``d``), an edge
+exponent over the sweep's ``d`` window away from 1/2 (:mod:`rmtsweep.theory.edge_shape`), or a poor fit.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
+from scipy.stats import chi2 as chi2_law
 
 from ..theory import finite_d, spikes
+from ..theory.edge_shape import SQUARE_ROOT, law_edge_exponent
 from ..theory.null_law import tw_threshold
 from .detection import Detection
 from .transition import bootstrap_crossings, crossing, transition_snr
 
-__all__ = ["MIN_D", "MEAN_EXPONENT", "extrapolate", "fit_line", "limit_variables", "prediction_exponent",
-           "transition_exponent", "transition_sem"]
+__all__ = ["CHI2_LEVEL", "EDGE_TOLERANCE", "MIN_D", "MEAN_EXPONENT", "SHORT_T_EFF", "TRUST", "extrapolate",
+           "fit_line", "limit_trust", "limit_variables", "prediction_exponent", "transition_exponent",
+           "transition_sem"]
 
 MIN_D = 3
 ASYMPTOTIC_EXPONENT = 1.0 / 3.0      # of the transition's approach to its limit, as d -> infinity
 MEAN_EXPONENT = 1.0
+SHORT_T_EFF = 3.0        # below it the bulk's top drifts up with d (docs/theory.md §6.2, measured)
+EDGE_TOLERANCE = 0.1     # |edge exponent - 1/2| beyond which the d^-1/3 window law is not assumed
+CHI2_LEVEL = 0.01        # p-value of the fit's chi^2 under which the d^-b law does not describe the data
+TRUST = {1: "short_effective_length", 2: "edge_not_square_root", 4: "poor_fit"}
 
 
 def transition_exponent(delta: float, gamma: float, d_values, rule: Detection | None = None) -> float:
@@ -141,14 +153,44 @@ def transition_sem(hits: xr.DataArray, n_boot: int = 400, seed: int = 0) -> xr.D
     return xr.DataArray(out, dims=h.dims[:-2], coords={k: h[k] for k in h.dims[:-2]})
 
 
+def limit_trust(chi2: xr.DataArray, points: xr.DataArray, edge_exponent: xr.DataArray,
+                t_eff: xr.DataArray | None = None) -> xr.DataArray:
+    """Per line, why its transition limit is not to be trusted: a sum of the :data:`TRUST` bits, 0 if none.
+
+    - 1, ``T_eff <`` :data:`SHORT_T_EFF`: the token-count law has unbounded support at fixed ``T``, so the
+      bulk's top drifts up with ``d`` and the transition need not approach a limit as ``d^-b``;
+    - 2, ``|edge_exponent - 1/2| >`` :data:`EDGE_TOLERANCE`: over the sweep's ``d`` the edge is not a square
+      root, so the window does not move as ``d^-1/3``;
+    - 4, the fit's ``chi^2`` (``chi2`` per degree of freedom over ``points - 2``) has a p-value below
+      :data:`CHI2_LEVEL`.
+
+    NaN where the fit has no value.
+
+    Examples
+    --------
+    >>> da = lambda v: xr.DataArray(v, dims="line")
+    >>> limit_trust(da([0.5, 0.5, 20.0]), da([4, 4, 4]), da([0.52, 1.05, 0.5]), da([8.0, 8.0, 2.7])).values
+    array([0., 2., 5.])
+    """
+    p = xr.apply_ufunc(lambda c, n: chi2_law.sf(c * (n - 2), n - 2) if n > 2 else np.nan, chi2, points,
+                       vectorize=True)
+    flag = 2 * (abs(edge_exponent - SQUARE_ROOT) > EDGE_TOLERANCE) + 4 * (p < CHI2_LEVEL)
+    if t_eff is not None:
+        flag = flag + 1 * (t_eff < SHORT_T_EFF)
+    return flag.astype(float).where(chi2.notnull())
+
+
 def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, rule: Detection | None = None, n_boot: int = 400,
-                    seed: int = 0) -> dict[str, xr.DataArray]:
+                    seed: int = 0, t_eff: xr.DataArray | None = None,
+                    law: xr.DataArray | None = None) -> dict[str, xr.DataArray]:
     """The comparison's limit variables, for a comparison ``cmp`` with a ``d`` dim of >= :data:`MIN_D` values.
 
     ``hits`` are the per-replicate detections (:func:`rmtsweep.analysis.compare.detected`). Returns
     ``transition_snr_sem`` (per d), ``transition_snr_limit``, ``transition_snr_limit_sem``,
-    ``transition_snr_limit_z``, ``transition_snr_limit_chi2``, ``transition_snr_limit_exponent``, and
-    ``lambda1_limit``, ``overlap_limit`` with ``_sem``, ``_z`` and ``_chi2`` (per SNR).
+    ``transition_snr_limit_z``, ``transition_snr_limit_chi2``, ``transition_snr_limit_exponent``,
+    ``transition_snr_limit_edge_exponent`` and ``transition_snr_limit_trust`` (:func:`limit_trust`; ``t_eff``:
+    the store's ``theory_T_eff``, ``law``: its ``theory_law``, the cubic where absent), and ``lambda1_limit``,
+    ``overlap_limit`` with ``_sem``, ``_z`` and ``_chi2`` (per SNR).
     """
     out: dict[str, xr.DataArray] = {}
     d_values = cmp["d"].values
@@ -173,13 +215,40 @@ def limit_variables(cmp: xr.Dataset, hits: xr.DataArray, rule: Detection | None 
         specs.append((name, cmp[f"{name}_mean"], cmp[f"{name}_sem"], theory, MEAN_EXPONENT, what, units))
     for name, y, se, theory, expo, what, units in specs:
         lim, sem, chi2 = extrapolate(y, se, expo)
-        law = f"{what}(d) = limit + a d^-b (weighted least squares over d; b: {name}_limit_exponent)" \
+        fitted = f"{what}(d) = limit + a d^-b (weighted least squares over d; b: {name}_limit_exponent)" \
             if isinstance(expo, xr.DataArray) else f"{what}(d) = limit + a d^-{expo:g} (weighted least squares over d)"
-        out[f"{name}_limit"] = lim.assign_attrs(long_name=f"d -> infinity limit of the {what}: {law}", units=units)
+        out[f"{name}_limit"] = lim.assign_attrs(long_name=f"d -> infinity limit of the {what}: {fitted}", units=units)
         out[f"{name}_limit_sem"] = sem.assign_attrs(long_name=f"standard error of {name}_limit", units=units)
         th = theory.isel(d=0, drop=True) if "d" in theory.dims else theory
         out[f"{name}_limit_z"] = ((lim - th) / sem).assign_attrs(
             long_name=f"({name}_limit - theory) / {name}_limit_sem", units="1")
         out[f"{name}_limit_chi2"] = chi2.assign_attrs(long_name=f"chi^2 per degree of freedom of the {name} fit",
                                                       units="1")
+    out.update(_trust_variables(cmp, out, t_se, d_values, t_eff, law))
     return out
+
+
+def _trust_variables(cmp: xr.Dataset, out: dict[str, xr.DataArray], t_se: xr.DataArray, d_values: np.ndarray,
+                     t_eff: xr.DataArray | None, law: xr.DataArray | None) -> dict[str, xr.DataArray]:
+    """``transition_snr_limit_edge_exponent`` and ``transition_snr_limit_trust`` (:func:`limit_trust`)."""
+    law = xr.zeros_like(out["transition_snr_limit"], dtype=int) if law is None else law
+    edge = xr.apply_ufunc(lambda dl, g, k: law_edge_exponent(float(dl), float(g), int(k), d_values),
+                          cmp["delta"], cmp["gamma"], law, vectorize=True)
+    points = (cmp["transition_snr_empirical"].notnull() & t_se.notnull()).sum("d")
+    order = out["transition_snr_limit"].dims
+    edge = edge.transpose(*order)
+    trust = limit_trust(out["transition_snr_limit_chi2"], points, edge, t_eff).transpose(*order)
+    masks = list(TRUST)
+    why = (f"{masks[0]}: T_eff < {SHORT_T_EFF:g}: at fixed T the token-count law has unbounded support, so the "
+           f"bulk's top drifts up with d and the transition need not approach a limit as d^-b; {masks[1]}: the "
+           f"edge exponent over the sweep's d (transition_snr_limit_edge_exponent) is more than {EDGE_TOLERANCE:g} "
+           f"from 1/2, so the window does not move as d^-1/3; {masks[2]}: the fit's chi^2 has p < {CHI2_LEVEL:g}")
+    return {
+        "transition_snr_limit_edge_exponent": edge.assign_attrs(
+            long_name="exponent a of the threshold's bulk law near its edge, f ~ (edge - x)^a, fitted over "
+                      "edge - x in edge * [max(d)^-2/3, min(d)^-2/3] (1/2: a square root; rmtsweep.theory.edge_shape)",
+            units="1"),
+        "transition_snr_limit_trust": trust.assign_attrs(
+            long_name="why transition_snr_limit is not to be trusted: 0 trusted, else a sum of flag_masks",
+            units="1", flag_masks=masks, flag_meanings=" ".join(TRUST.values()), description=why),
+    }

@@ -87,3 +87,25 @@ def test_finite_d_figure(tmp_path):
     lim = float(compare(store)["transition_snr_limit"].squeeze())
     note = next(n for n in notes if "transition limit" in n)
     assert (f"transition limit {lim:.3f}" in note) if np.isfinite(lim) else ("transition limit nan" in note)
+
+
+def test_the_transition_limit_says_where_it_is_not_to_be_trusted(tmp_path):
+    """On a d axis the limit's trust flag and edge exponent appear per line: at T = 1 (T_eff = 1 < 3) the flag
+    has its short-length bit and the summary says so; at T = 16 with mean weights (T_eff = 16, the cubic) the
+    edge is a square root over the sweep's window and neither bit is set."""
+    from rmtsweep.analysis.compare import summary
+
+    data = {**copy.deepcopy(ONE_TOKEN), "name": "d-trust", "replicates": 16}
+    data.pop("d")
+    data["grid"] = {**data["grid"], "d": [20, 40, 80], "T": [1, 16], "snr": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]}
+    cmp = compare(build_store(tmp_path / "t.zarr", data))
+    trust, edge = cmp["transition_snr_limit_trust"], cmp["transition_snr_limit_edge_exponent"]
+    assert "d" not in trust.dims and "d" not in edge.dims
+    assert list(trust.attrs["flag_masks"]) == [1, 2, 4] and "T_eff < 3" in trust.attrs["description"]
+    one, long = (cmp.sel(delta=0.5, gamma=0.5, T=t, weights="mean") for t in (1, 16))
+    assert np.isfinite(float(one["transition_snr_limit"])) and np.isfinite(float(long["transition_snr_limit"]))
+    assert int(one["transition_snr_limit_trust"]) & 1 and not int(long["transition_snr_limit_trust"]) & 3
+    # a square root; the window (5-14 % of the edge at d = 80 ... 20) reaches where the cubic's curvature shows
+    assert float(long["transition_snr_limit_edge_exponent"]) == pytest.approx(0.5, abs=0.1)
+    row = next(line for line in summary(cmp).splitlines() if "T=1 weights=mean  transition_snr_limit" in line)
+    assert "not trusted: short effective length" in row

@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 
 from rmtsweep.analysis.compare import crossing
-from rmtsweep.analysis.limits import extrapolate, transition_sem
+from rmtsweep.analysis.limits import extrapolate, limit_trust, transition_sem
 
 D = np.array([100, 200, 400, 800])
 
@@ -62,3 +62,16 @@ def test_the_transition_exponent_is_the_stores_own_predictions():
     assert abs(float(extrapolate(crossings, se, b)[0]) - 1.0) < 0.01
     cubic = transition_exponent(0.5, 0.5, D)
     assert abs(float(extrapolate(crossings, se, cubic)[0]) - 1.0) > 0.03       # 4 % low
+
+
+def test_trust_flags_each_reason():
+    """Bits 1 (T_eff < 3), 2 (edge exponent off 1/2 by more than 0.1) and 4 (chi^2 p < 0.01). With 4 points the
+    fit has 2 degrees of freedom, whose chi^2 survival function is exp(-x/2): p = 0.01 at chi^2 = 2 ln 100 = 9.21,
+    4.605 per degree of freedom."""
+    line = lambda v: xr.DataArray(np.asarray(v, float), dims="line")          # noqa: E731
+    chi2 = line([1.0, 4.5, 4.7, 1.0, 1.0, 1.0, 1.0, np.nan])
+    edge = line([0.5, 0.5, 0.5, 0.62, 0.38, 0.55, 0.5, 0.5])
+    t_eff = line([8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 2.9, 2.9])
+    got = limit_trust(chi2, line([4] * 8), edge, t_eff).values
+    assert np.array_equal(got, [0, 0, 4, 2, 2, 0, 1, np.nan], equal_nan=True)
+    assert np.array_equal(limit_trust(chi2, line([4] * 8), edge).values[:7], [0, 0, 4, 2, 2, 0, 0])
