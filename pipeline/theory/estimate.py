@@ -12,10 +12,9 @@ import numpy as np
 
 from ..spec import Sweep
 from .cell_law import one_position
-from .finite_size import POOLED_CELL, POOLED_SECONDS
+from .finite_size import POOLED_CELL, draw_work, pair_seconds
 from .null_law import POOLED_DRAWS
 from .grid import TheoryBudgets, weight_scalars
-from .pooled_spikes import LANCZOS_STEPS
 from .spectrum import HISTOGRAM_SECONDS, finite_t_cells, spectrum_cost
 
 __all__ = ["FINITE_SIZE_POINT_SECONDS", "LIMIT_SECONDS", "ONE_TOKEN_POINT_SECONDS", "spectrum_seconds",
@@ -46,15 +45,15 @@ def theory_parts(sweep: Sweep, budgets: TheoryBudgets | None = None) -> tuple[fl
         seconds += ONE_TOKEN_POINT_SECONDS * pairs
     if single and d_values.size * pairs <= budgets.finite_size_budget:
         seconds += FINITE_SIZE_POINT_SECONDS * d_values.size * pairs
-    cells = sum(1 for a, T in enumerate(g.T) for b, scheme in enumerate(g.weights)
-                if int(T) >= 2 and not scheme.data_dependent and (a, b) not in single)
+    lengths = [int(T) for a, T in enumerate(g.T) for b, scheme in enumerate(g.weights)
+               if int(T) >= 2 and not scheme.data_dependent and (a, b) not in single]
+    cells = len(lengths)
     # each point costs at least POOLED_CELL: a grid beyond the budget is known so without visiting its points
     if cells and cells * d_values.size * pairs * POOLED_CELL <= budgets.pooled_budget:
-        work = cells * sum(POOLED_DRAWS * (min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N) + POOLED_CELL
-                           for d in d_values for dl in g.delta for gm in g.gamma
-                           for V, N in [(round(d / dl), round(d / gm))])
+        sizes = [(round(d / dl), round(d / gm)) for d in d_values for dl in g.delta for gm in g.gamma]
+        work = cells * sum(POOLED_DRAWS * draw_work(V, N) + POOLED_CELL for V, N in sizes)
         if work <= budgets.pooled_budget:
-            return float(seconds), float(work * POOLED_SECONDS)
+            return float(seconds), float(sum(pair_seconds(V, N, T) for T in lengths for V, N in sizes))
     return float(seconds), 0.0
 
 

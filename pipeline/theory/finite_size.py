@@ -43,7 +43,12 @@ ABS = "same units as the eigenvalues of S"
 POOLED_CELL = 1.2e8    # what a cell costs at any size (~6 ms), in the same units: at most ~1,700 cells
 POOLED_TASK = 2e9        # the least work, in the same units, of a task of a pair's draws (~0.2 s): a pair whose draws
                          # cost more is cut into batches of about this much (:func:`pooled_arrays`)
-POOLED_SECONDS = 1e-10   # seconds per unit of that work on the 2-core development machine (one BLAS thread)
+# Seconds of a (point, weights) pair's draws on one core (one BLAS thread), fitted by non-negative least squares on
+# pairs at d = 100-1500 (benchmarks/README.md): the float32 eigenvalues per min(V, N)^3 of a draw, the pooling and
+# quadrature per N T of a draw, and a pair's fixed cost. They estimate time; the budget counts work units.
+POOLED_EIGH_SECONDS = 3.5e-11
+POOLED_POOL_SECONDS = 3.2e-7
+POOLED_PAIR_SECONDS = 0.15
 POOLED_SAY = 3.0         # estimated seconds past which the nulls' computation is announced (``notes``)
 NONE, COUNTS, POOLING = 0, 1, 2   # finite_size_law: no finite-size prediction, realised token counts, realised pooling
 
@@ -150,15 +155,17 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     cells = [(a, b, scheme.weights(sweep.correlation.matrix(int(T))))
              for a, T in enumerate(g.T) for b, scheme in enumerate(g.weights)
              if int(T) >= 2 and not scheme.data_dependent and int(law.values[a, b]) != 1]
-    work = len(cells) * sum(POOLED_DRAWS * _draw_work(V, N) + POOLED_CELL
+    work = len(cells) * sum(POOLED_DRAWS * draw_work(V, N) + POOLED_CELL
                             for d in d_values for dl in delta for gm in gamma
                             for V, N in [(round(d / dl), round(d / gm))])
     if not cells or work > (default("theory.pooled-budget") if budget is None else budget):
         return {}
-    if notes is not None and work * POOLED_SECONDS > POOLED_SAY:
+    seconds = sum(pair_seconds(round(d / dl), round(d / gm), int(g.T[a]))
+                  for a, _, _ in cells for d in d_values for dl in delta for gm in gamma)
+    if notes is not None and seconds > POOLED_SAY:
         n = len(cells) * d_values.size * delta.size * gamma.size
         notes(f"{sweep.name}: computing the detection nulls and finite-size spikes of {n} (point, weights scheme) "
-              f"pairs over T >= 2 positions (about {work * POOLED_SECONDS:.0f} s, when a store is made or extended)")
+              f"pairs over T >= 2 positions (about {seconds:.0f} s, when a store is made or extended)")
     cells_w = {(a, b): w for a, b, w in cells}
     point = (d_values.size, delta.size, gamma.size)
     null = {k: np.full((*point, len(g.T), len(g.weights), POOLED_DRAWS, 1 + CANDIDATES), np.nan)
@@ -197,10 +204,17 @@ def pooled_arrays(sweep: Sweep, law: xr.DataArray, notes: Callable[[str], None] 
     return out
 
 
-def _draw_work(V: int, N: int) -> int:
-    """One draw's work (:data:`POOLED_BUDGET`'s units): the Gram matrix's eigenvalues, the dense ``N x V`` matrices
-    and the Lanczos steps."""
+def draw_work(V: int, N: int) -> int:
+    """One draw's work in the units of the setting ``rmtsweep.theory.pooled-budget``: the Gram matrix's eigenvalues,
+    the dense ``N x V`` matrices and the Lanczos steps, as first counted for a dense float64 null. The budget keeps
+    these units, so that what a store holds does not move with a faster solver; :func:`pair_seconds` estimates time."""
     return min(V, N) ** 3 + (100 + 2 * LANCZOS_STEPS) * V * N
+
+
+def pair_seconds(V: int, N: int, T: int) -> float:
+    """Estimated seconds on one core of a (point, weights) pair's :data:`POOLED_DRAWS` draws at ``V``, ``N``, ``T``."""
+    return (POOLED_DRAWS * (POOLED_EIGH_SECONDS * min(V, N) ** 3 + POOLED_POOL_SECONDS * N * T)
+            + POOLED_PAIR_SECONDS)
 
 
 def _pooled_pairs(pairs: list[tuple[float, float, int, np.ndarray]], snr: np.ndarray, correlation, mapper: Mapper,
@@ -213,7 +227,7 @@ def _pooled_pairs(pairs: list[tuple[float, float, int, np.ndarray]], snr: np.nda
     """
     batches: dict[int, list[DrawBatch]] = {}
     for n, (delta, gamma, d, w) in enumerate(pairs):
-        size = max(1, int(np.ceil(POOLED_TASK / _draw_work(round(d / delta), round(d / gamma)))))
+        size = max(1, int(np.ceil(POOLED_TASK / draw_work(round(d / delta), round(d / gamma)))))
         if size >= POOLED_DRAWS:
             continue
         model, rng, key = pooled_stream(w, correlation, delta, gamma, d, draws=POOLED_DRAWS)
