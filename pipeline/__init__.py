@@ -60,7 +60,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "plan": ("rmtsweep.run.plan", "plan"),
     "status": ("rmtsweep.store", "status"),
     "StoreStatus": ("rmtsweep.store", "StoreStatus"),
-    "verify": ("rmtsweep.store", "corrupt_tasks"),
+    "verify": ("rmtsweep.store", "verify"),
     "phase_diagram": ("rmtsweep.analysis.phase", "phase_diagram"),
     "plot": ("rmtsweep.analysis.maps.plot", "plot"),
     "export": ("rmtsweep.analysis.export", "export"),
@@ -82,7 +82,7 @@ if TYPE_CHECKING:                                   # the names of _LAZY for the
     from .analysis.phase import phase_diagram
     from .analysis.maps.plot import plot
     from .run.plan import plan
-    from .store import corrupt_tasks as verify
+    from .store import verify
     from .store import StoreStatus, status
 
 

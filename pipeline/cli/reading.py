@@ -152,7 +152,7 @@ def _verify(store_path: Location, repair: bool) -> None:
         click.echo(f"{store_path}: {len(frame)} damaged chunk(s) of coordinates and theory arrays; {fix}, and "
                    f"checks the tasks then")
         sys.exit(1)
-    bad = store.corrupt_tasks(store_path)
+    bad = store.verify(store_path)
     if not bad and not frame:
         also = "" if unchecked else ", and so do those of its coordinates and theory"
         click.echo(f"{store_path}: every finished task's chunks are present, read back and match their checksums{also}")
@@ -184,7 +184,7 @@ def _corruption_named(path: Path | Location) -> Iterator[None]:
         if frame := store.frame_damage(path)[0]:
             raise StoreError(f"{path}: {frame[0]}; {FRAME_REPAIR.format(path=path)}")
         try:                                    # a done task's absent chunk would read as NaN too
-            absent = store.corrupt_tasks(path, limit=1, read=False)
+            absent = store.verify(path, limit=1, read=False)
         except Exception:  # noqa: BLE001 - a corrupt done chunk: named below, when the command reads it
             absent = []
         if absent:
@@ -195,7 +195,7 @@ def _corruption_named(path: Path | Location) -> Iterator[None]:
     except (RmtsweepError, click.ClickException):
         raise
     except Exception:
-        bad = store.corrupt_tasks(path, limit=1) if store.is_store(path) else []
+        bad = store.verify(path, limit=1) if store.is_store(path) else []
         if not bad:
             raise
         raise StoreError(f"{path}: {bad[0]}; run `rmtsweep verify {path} --repair`, then `rmtsweep run` to "

@@ -55,9 +55,9 @@ _LAZY: dict[str, str] = {
     "rewrite_frame": "frame_repair",
     "metadata_damage": "metadata",
     "restore_metadata": "metadata",
-    "Corrupt": "verify",
-    "corrupt_tasks": "verify",
-    "repair": "verify",
+    "Corrupt": "integrity",
+    "repair": "integrity",
+    "verify": "integrity",
     "Writer": "writer",
 }
 
@@ -73,11 +73,14 @@ if TYPE_CHECKING:                                   # the names of _LAZY for the
     from .frame_repair import rewrite_frame
     from .metadata import metadata_damage, restore_metadata
     from .metalock import metadata_lock
-    from .verify import Corrupt, corrupt_tasks, repair
+    from .integrity import Corrupt, repair, verify
     from .writer import Writer
 
 __all__ = [*_LAZY]
 
 
-__getattr__, __dir__ = lazy_names(__name__, {name: (f".{module}", name) for name, module in _LAZY.items()},
-                                  globals())
+# The old names, reachable for one release outside __all__ (CHANGELOG.md); each warns when called.
+_DEPRECATED: dict[str, str] = {"corrupt_tasks": "integrity"}
+
+__getattr__, __dir__ = lazy_names(
+    __name__, {name: (f".{module}", name) for name, module in (_LAZY | _DEPRECATED).items()}, globals())

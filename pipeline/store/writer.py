@@ -6,7 +6,7 @@ The data of a task is written first — by the worker that computed it, or by th
 sees a ``done`` replicate without its data, and the store is readable while a sweep runs.
 Unwritten chunks read back as the fill value (NaN, ``False`` for ``done``, -1 for ``run``); a written
 chunk is always stored, even when every value in it is the fill value (``write_empty_chunks``), so
-an absent chunk file always means "never written" (:func:`rmtsweep.store.verify.corrupt_tasks`).
+an absent chunk file always means "never written" (:func:`rmtsweep.store.verify`).
 """
 
 from __future__ import annotations

@@ -67,8 +67,8 @@ class Row:
 
 def _without_data(store: Path) -> list[str]:
     """The done tasks of ``store`` whose chunks are absent or corrupt (``rmtsweep verify``), as lines."""
-    from rmtsweep.store import corrupt_tasks, is_store
-    return [str(c) for c in corrupt_tasks(store)] if is_store(store) else []
+    from rmtsweep.store import verify, is_store
+    return [str(c) for c in verify(store)] if is_store(store) else []
 
 
 def _disk_k(path: Path) -> int:

@@ -19,7 +19,7 @@ from rmtsweep.cli import main
 from rmtsweep.errors import StoreError, TaskFailedError
 from rmtsweep.run import work
 from rmtsweep.spec import parse_sweep
-from rmtsweep.store import corrupt_tasks, journal_file, migrate
+from rmtsweep.store import verify, journal_file, migrate
 from rmtsweep.testing import assert_stores_equal
 from tests.helpers import BASE, build_store
 
@@ -66,12 +66,12 @@ def test_verify_names_the_d_of_a_corrupt_task(axis_store, tmp_path):
     import shutil
     store = tmp_path / "corrupt.zarr"
     shutil.copytree(axis_store, store)
-    assert corrupt_tasks(store) == []
+    assert verify(store) == []
     chunk = sorted((store / "eigenvalues").glob("1.*"))[-1]                # a chunk of d = 16
     data = bytearray(chunk.read_bytes())
     data[len(data) // 2] ^= 0xFF
     chunk.write_bytes(data)
-    (bad,) = corrupt_tasks(store)
+    (bad,) = verify(store)
     assert str(bad).startswith("d=16 delta=0.5..1 gamma=0.5 T=4 replicates 2-3: eigenvalues chunk is corrupt")
 
 

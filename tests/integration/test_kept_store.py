@@ -28,7 +28,7 @@ def kept(tmp_path) -> Path:
 def test_the_kept_store_opens_and_verifies_clean(kept, capsys):
     status = rmtsweep.status(kept)
     assert (status.tasks_done, status.tasks_total) == (2, 4)
-    assert rmtsweep.store.corrupt_tasks(kept) == []
+    assert rmtsweep.store.verify(kept) == []
     code, out, err = run_main(["verify", str(kept)], capsys)
     assert code == 0, err
     assert "every finished task's chunks are present" in out

@@ -14,7 +14,7 @@ import yaml
 import zarr
 
 from rmtsweep.errors import StoreError
-from rmtsweep.store import Store, corrupt_tasks
+from rmtsweep.store import Store, verify
 from rmtsweep.store.lock import StoreLock, lock_file
 from rmtsweep.store.migrate import NEW_SUFFIX
 from tests.helpers import BASE, build_store, run_main
@@ -97,7 +97,7 @@ def test_failed_writes_beside_good_ones_mark_nothing_done_without_data(_run, tmp
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("rmtsweep: error: ")
-    assert corrupt_tasks(store) == []                            # every done task has every chunk
+    assert verify(store) == []                            # every done task has every chunk
     done = zarr.open_group(str(store))["done"]
     for key in blocked:
         coords = tuple(int(c) for c in key.split("."))[:done.ndim]

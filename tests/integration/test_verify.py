@@ -79,7 +79,7 @@ def test_a_chunk_of_fill_values_only_is_written_so_presence_means_written(tmp_pa
     from rmtsweep.run.work import compute_task
     from rmtsweep.run.grid import tasks
     from rmtsweep.spec import parse_sweep
-    from rmtsweep.store import Writer, blocking_of, corrupt_tasks
+    from rmtsweep.store import Writer, blocking_of, verify
     from tests.helpers import BASE, build_store
 
     store = build_store(tmp_path / "s.zarr", BASE)
@@ -88,4 +88,20 @@ def test_a_chunk_of_fill_values_only_is_written_so_presence_means_written(tmp_pa
     values["overlap"] = np.full_like(values["overlap"], np.nan)             # a variable legitimately all NaN
     Writer(store).write_block(task.region, values, None, run=1)
     assert (store / "overlap" / "0.0.0.0.0.0.0").exists()
-    assert corrupt_tasks(store) == []
+    assert verify(store) == []
+
+
+def test_the_old_name_of_verify_warns_and_gives_the_same_answer(reference, tmp_path):
+    """``rmtsweep.store.corrupt_tasks`` is ``verify`` under its old name, for one release: it warns and answers alike,
+    here on a store with one chunk flipped."""
+    import rmtsweep
+    from rmtsweep import store
+    _, clean = reference
+    damaged = tmp_path / "damaged.zarr"
+    shutil.copytree(clean, damaged)
+    _flip_middle(next(p for p in sorted((damaged / "eigenvalues").iterdir()) if not p.name.startswith(".")))
+    now = rmtsweep.verify(damaged)
+    assert len(now) == 1 and "eigenvalues chunk is corrupt" in str(now[0])
+    with pytest.warns(DeprecationWarning, match=r"use rmtsweep\.verify"):
+        assert store.corrupt_tasks(damaged) == now
+    assert "corrupt_tasks" not in store.__all__ and "verify" in store.__all__

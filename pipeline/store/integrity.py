@@ -11,8 +11,10 @@ task is *corrupt*; repairing clears its ``done`` flags, so the next run recomput
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +24,7 @@ from .io import open_group
 from .location import StorePath, locate
 from .writer import array_of, dims_of, per_replicate_arrays, read_array
 
-__all__ = ["ABSENT", "Corrupt", "chunk_keys", "corrupt_tasks", "repair"]
+__all__ = ["ABSENT", "Corrupt", "chunk_keys", "repair", "verify"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,8 @@ def _span(values: np.ndarray) -> str:
     return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
 
 
-def corrupt_tasks(path: str | Path | StorePath, limit: int | None = None,
-                  storage_options: dict | None = None, read: bool = True) -> list[Corrupt]:
+def verify(path: str | Path | StorePath, limit: int | None = None, storage_options: dict | None = None,
+           read: bool = True) -> list[Corrupt]:
     """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode.
 
     One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once, and
@@ -102,3 +104,9 @@ def repair(path: str | Path | StorePath, corrupt: list[Corrupt]) -> int:
     for region in regions.values():
         done[region] = False
     return len(regions)
+
+
+def corrupt_tasks(*args: Any, **kwargs: Any) -> list[Corrupt]:
+    """Deprecated: :func:`verify`, under the name it has everywhere (``rmtsweep.verify``, ``rmtsweep verify``)."""
+    warnings.warn("rmtsweep.store.corrupt_tasks is deprecated; use rmtsweep.verify", DeprecationWarning, stacklevel=2)
+    return verify(*args, **kwargs)
