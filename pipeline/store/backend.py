@@ -21,9 +21,11 @@ import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PosixPath
 from typing import Any, cast
+
+from ..errors import UserError
 
 __all__ = ["Location", "PosixLocation", "posix"]
 
@@ -42,6 +44,40 @@ class Location(ABC):
     renames: bool = False
     conditional_writes: bool = False
     """Whether :meth:`write_if` replaces an object only if it still has the version seen (S3's ``If-Match``)."""
+
+    # --- made from what a user gave (:func:`rmtsweep.store.location.locate`) ----------------------------------
+
+    @classmethod
+    @abstractmethod
+    def from_url(cls, url: str, storage_options: Mapping[str, Any]) -> Location:
+        """The location at ``url``, a URL whose scheme is registered to this backend; nothing is checked yet."""
+
+    def check(self, given: str) -> None:  # noqa: B027 - a backend that takes every URL keeps it
+        """Refuse, in one line quoting ``given`` (what the user wrote), a URL that cannot be a store's (by default
+        every one can)."""
+
+    def with_options(self, storage_options: Mapping[str, Any]) -> Location:
+        """The location with ``storage_options`` added to its own.
+
+        Raises
+        ------
+        UserError
+            Options given to a backend that takes none.
+        """
+        if storage_options:
+            raise UserError(f"{self}: --storage-option is for stores at a URL (s3://..., gs://...), not on a file "
+                            f"system")
+        return self
+
+    def local(self) -> PosixLocation:
+        """The location as a path on a file system: what job arrays and ``demo`` need.
+
+        Raises
+        ------
+        StoreError
+            A location that is not on a file system.
+        """
+        raise NotImplementedError(f"{self}: this storage is not a file system")
 
     # --- names ---------------------------------------------------------------------------------------------
 
@@ -157,6 +193,16 @@ class PosixLocation(PosixPath, Location):
     """
 
     renames = True
+
+    @classmethod
+    def from_url(cls, url: str, storage_options: Mapping[str, Any]) -> PosixLocation:
+        """The path of a ``file://`` URL."""
+        location = cls(url.split("://", 1)[1])
+        location.with_options(storage_options)                  # refuses options
+        return location
+
+    def local(self) -> PosixLocation:
+        return self
 
     def child(self, name: str) -> PosixLocation:
         return self / name

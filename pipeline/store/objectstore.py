@@ -12,7 +12,7 @@ import contextlib
 import functools
 import glob
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -63,6 +63,32 @@ class FsspecLocation(Location):
 
     def __repr__(self) -> str:
         return f"FsspecLocation({self.url!r})"
+
+    @classmethod
+    def from_url(cls, url: str, storage_options: Mapping[str, Any]) -> FsspecLocation:
+        return cls(url.rstrip("/"), json.dumps(dict(storage_options), sort_keys=True))
+
+    def check(self, given: str) -> None:
+        """Refuse a URL with no path inside its bucket, or whose scheme has no installed filesystem."""
+        if "/" not in self.url.split("://", 1)[1]:
+            raise StoreError(f"{given}: a store is a prefix inside a bucket, e.g. {self.url}/run.zarr (its lock "
+                             f"object goes beside it)")
+        import fsspec
+        try:
+            fsspec.get_filesystem_class(self.protocol)
+        except (ImportError, ValueError):
+            raise package_error(self.protocol, self.url) from None
+
+    def with_options(self, storage_options: Mapping[str, Any]) -> FsspecLocation:
+        if not storage_options:
+            return self
+        return FsspecLocation(self.url, json.dumps({**self.storage_options, **storage_options}, sort_keys=True),
+                              self.store_url)
+
+    def local(self) -> NoReturn:
+        raise StoreError(f"{self.url}: this command needs a store on a file system; object storage "
+                         f"({self.protocol}://) is for `rmtsweep run` and the reading commands (job arrays on it are "
+                         f"not supported yet)")
 
     def __str__(self) -> str:
         return self.url
