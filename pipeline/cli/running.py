@@ -194,7 +194,6 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
     """
     from ..cluster.batch import driver_script, submit_driver, worker_job_script
     from ..cluster.engine import make_engine
-    from ..store.backend import posix
     from ..store.location import format_storage_options, local_path, locate
 
     sweep_file = _load(sweep, overrides)
@@ -209,15 +208,15 @@ def submit(sweep: Path, overrides: tuple[str, ...], store_path: Path | None, dry
         return
     if max_running is not None:
         raise click.UsageError("--max-running goes with --array")
-    url = not path.renames          # the driver runs `rmtsweep run ... --store URL`; the script stays here
-    script = driver_script(kind, config, Path(sweep_file.path), str(path) if url else posix(path),
+    # the driver job is given the store's absolute path or URL; its script goes beside the store, or here
+    script = driver_script(kind, config, Path(sweep_file.path), path.job_address(),
                            eng.cluster_config, eng.jobs, eng.insecure, eng.dashboard_address, overrides,
                            format_storage_options(path.storage_options))
     if dry_run:
         workers = worker_job_script(kind, config, eng.insecure)
         click.echo(f"# driver job script\n{script}\n# worker job script\n{workers}")
         return
-    job = submit_driver(kind, script, Path.cwd() if url else posix(path).absolute().parent)
+    job = submit_driver(kind, script, path.local_directory())
     click.echo(f"submitted driver job {job}; follow it with `rmtsweep status {path}`")
 
 

@@ -335,7 +335,8 @@ def driver_script(
     --foreground`` (the signal reaches rmtsweep alone, which shuts its cluster down). The driver makes
     its run's TLS credentials itself, on its node, unless ``insecure``.
 
-    A ``store_path`` given as text is a URL, passed on with ``storage_options`` (``KEY=VALUE`` items).
+    A ``store_path`` given as text (an absolute path, or a URL with ``storage_options`` as ``KEY=VALUE`` items) is
+    passed on as it is.
     """
     if config.driver_stop_warning >= config.driver_walltime_seconds:
         raise ClusterError(f"driver_stop_warning {config.driver_stop_warning} s must be shorter than the driver's "

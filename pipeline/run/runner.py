@@ -387,7 +387,7 @@ class _TheoryTask:
         self.budgets = budgets
         self.written = False
         self.future: Future | None = None
-        self.early = locate(path).renames         # written as soon as it is back (see write_if_ready)
+        self.early = not locate(path).contended_writes     # written as soon as it is back (see write_if_ready)
 
     def start(self) -> None:
         """Submit it (once). A run on one worker thread submits it after its Monte Carlo tasks, whose results

@@ -4,12 +4,14 @@ A :class:`Location` names one store, or one object beside or inside it (its lock
 and does the few things the package asks of storage: read an object whole, create one only if it is absent
 (the lock's *take*), replace one whole (its *heartbeat*; readers see the old bytes or the new), remove one,
 remove one only if it still holds what was judged (the lock's *take-over*), list what is under a prefix or
-beside an object, and hand zarr and xarray what they open. Every other module of the package goes through
-these methods; which backend a location has is decided once, by :func:`rmtsweep.store.location.locate`.
+beside an object, and hand zarr and xarray what they open. Each backend also owns how a store is written
+there: its creation, extension and recovery, and the fences of its writers. Every other module of the package
+goes through these methods and never asks which backend it has; that is decided once, by
+:func:`rmtsweep.store.location.locate`.
 
 Two backends implement it: :class:`PosixLocation` (a path on a file system; it *is* a
 :class:`~pathlib.Path`, so that the code that needs a file system, such as the run journal and job arrays, uses
-it as one) and, in :mod:`rmtsweep.store.location`, the backend of object storage (``s3://``, ``gs://`` and
+it as one) and, in :mod:`rmtsweep.store.objectstore`, the backend of object storage (``s3://``, ``gs://`` and
 the other URLs it knows). The tests hold every backend to the same promises
 (``tests/unit/test_storage_backends.py``).
 """
@@ -21,11 +23,31 @@ import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PosixPath
-from typing import Any, cast
+from typing import Any, TextIO
 
-__all__ = ["Location", "PosixLocation", "posix"]
+from ..errors import StoreError, UserError
+from .fencing import Fence, StagingFence
+
+__all__ = ["NEW_SUFFIX", "OLD_SUFFIX", "STAGING", "SWAP_SUFFIX", "Location", "PosixLocation", "beside", "staging_dir"]
+
+OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
+"""Beside a store being extended: the store set aside (file systems), and the extended store being written."""
+SWAP_SUFFIX = ".rmtsweep-swap"
+"""Beside a store on object storage: the marker that commits an extension (:meth:`Location.replace_by`)."""
+STAGING = ".writer-"
+"""Beside a lock file: a holder's staging directory is the lock's name, this, and its fencing token."""
+
+
+def beside(path: Location, suffix: str) -> Location:
+    """The directory (or prefix) beside the store whose name is the store's with ``suffix``."""
+    return path.sibling(path.name + suffix)
+
+
+def staging_dir(lock: Location, token: str) -> Location:
+    """The staging directory of the holder with fencing ``token`` of the lock file ``lock``."""
+    return lock.sibling(f"{lock.name}{STAGING}{token}")
 
 
 class Location(ABC):
@@ -34,14 +56,47 @@ class Location(ABC):
     Attributes
     ----------
     renames
-        Whether whole directories rename atomically and files take appends (a POSIX file system). Then a store
-        is created and extended by renaming directories into place, runs keep a journal and job arrays share
-        the store. Without (object storage) a store is written in place, its consolidated metadata last.
+        Whether whole directories rename atomically and files take appends (a POSIX file system): what the
+        backends' own methods rely on, not a question for their callers.
     """
 
     renames: bool = False
     conditional_writes: bool = False
     """Whether :meth:`write_if` replaces an object only if it still has the version seen (S3's ``If-Match``)."""
+
+    # --- made from what a user gave (:func:`rmtsweep.store.location.locate`) ----------------------------------
+
+    @classmethod
+    @abstractmethod
+    def from_url(cls, url: str, storage_options: Mapping[str, Any]) -> Location:
+        """The location at ``url``, a URL whose scheme is registered to this backend; nothing is checked yet."""
+
+    def check(self, given: str) -> None:  # noqa: B027 - a backend that takes every URL keeps it
+        """Refuse, in one line quoting ``given`` (what the user wrote), a URL that cannot be a store's (by default
+        every one can)."""
+
+    def with_options(self, storage_options: Mapping[str, Any]) -> Location:
+        """The location with ``storage_options`` added to its own.
+
+        Raises
+        ------
+        UserError
+            Options given to a backend that takes none.
+        """
+        if storage_options:
+            raise UserError(f"{self}: --storage-option is for stores at a URL (s3://..., gs://...), not on a file "
+                            f"system")
+        return self
+
+    def local(self) -> PosixLocation:
+        """The location as a path on a file system: what job arrays and ``demo`` need.
+
+        Raises
+        ------
+        StoreError
+            A location that is not on a file system.
+        """
+        raise NotImplementedError(f"{self}: this storage is not a file system")
 
     # --- names ---------------------------------------------------------------------------------------------
 
@@ -142,6 +197,78 @@ class Location(ABC):
     def copy_in(self, source: Location, keys: Sequence[str]) -> None:
         """Copy the objects ``keys`` under ``source`` to the same keys under this prefix, in one batch."""
 
+    # --- how a store is written (:mod:`rmtsweep.store.io`, :mod:`rmtsweep.store.migrate`) ---------------------
+
+    contended_writes: bool = False
+    """Whether many writes from the driver at once slow the workers' chunk writes (they share one storage
+    service's requests): the driver then writes in bulk only once the tasks are done."""
+
+    @abstractmethod
+    def write_tree(self, write: Callable[[Location], None]) -> None:
+        """Write a store's objects here by calling ``write(target)``, its consolidated metadata last (``target``
+        is a location zarr writes quickly: this one, or a local directory uploaded here)."""
+
+    @abstractmethod
+    def create_tree(self, write: Callable[[Location], None], made: Callable[[Location], bool]) -> None:
+        """Create the store here by ``write(target)`` (:meth:`write_tree`) so that no reader takes a part of it
+        for the whole: whole or absent on a file system, or a prefix that :meth:`creation_cut` tells.
+
+        ``made(self)`` says whether a store another writer made first is here: then this one is no error.
+
+        Raises
+        ------
+        StoreError
+            The store cannot be created (one line with the storage's reason).
+        """
+
+    @abstractmethod
+    def creation_cut(self) -> bool:
+        """Whether a :meth:`create_tree` of the store here was cut before its end (its prefix is to be removed)."""
+
+    @abstractmethod
+    def replace_by(self, new: Location) -> None:
+        """Replace the store here by the store at ``new`` (beside it, :data:`NEW_SUFFIX`), which goes away; a
+        kill part way leaves what :meth:`extension_cut` tells and :meth:`recover_extension` finishes or undoes."""
+
+    @abstractmethod
+    def extension_cut(self) -> bool:
+        """Whether an extension of the store here (its writing beside, or :meth:`replace_by`) was killed part way."""
+
+    @abstractmethod
+    def recover_extension(self) -> None:
+        """Finish or undo an extension of the store here that was killed part way (nothing when there is none)."""
+
+    # --- fences: a writer that lost the store's lock writes no chunk (:mod:`rmtsweep.store.fence`) -------------
+
+    @abstractmethod
+    def fence(self, lock: Location, token: str) -> Fence | None:
+        """How the holder with ``token`` of ``lock`` writes chunks into the store here, fenced; ``None`` where the
+        check of the lock before each task is the only fence."""
+
+    @abstractmethod
+    def open_fence(self, token: str) -> None:
+        """Ready the fence of the holder with ``token`` of the lock here, right after it took the lock, and fence
+        out earlier holders whose writers may still run."""
+
+    @abstractmethod
+    def fence_out(self, token: str) -> None:
+        """Stop every later chunk write of the holder with ``token`` of the lock here."""
+
+    # --- beside the store on this machine (:mod:`rmtsweep.store.handle`, the CLI) -----------------------------
+
+    @abstractmethod
+    def open_lines(self) -> TextIO | None:
+        """The object opened for appending lines, line-buffered; ``None`` where the storage takes no appends."""
+
+    @abstractmethod
+    def job_address(self) -> str:
+        """What a batch job on another node is given for the store: an absolute path, or the URL."""
+
+    @abstractmethod
+    def local_directory(self) -> Path:
+        """Where files that go with the store are written on this machine (a job's script): beside the store on
+        a file system, else the current directory."""
+
 
 class PosixLocation(PosixPath, Location):
     """A path on a file system: a :class:`~pathlib.Path` with the :class:`Location` protocol.
@@ -157,6 +284,16 @@ class PosixLocation(PosixPath, Location):
     """
 
     renames = True
+
+    @classmethod
+    def from_url(cls, url: str, storage_options: Mapping[str, Any]) -> PosixLocation:
+        """The path of a ``file://`` URL."""
+        location = cls(url.split("://", 1)[1])
+        location.with_options(storage_options)                  # refuses options
+        return location
+
+    def local(self) -> PosixLocation:
+        return self
 
     def child(self, name: str) -> PosixLocation:
         return self / name
@@ -242,16 +379,90 @@ class PosixLocation(PosixPath, Location):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
 
+    # --- how a store is written: directories renamed into place --------------------------------------------
 
-def posix(location: Location) -> PosixLocation:
-    """``location``, which :attr:`~Location.renames`, as the path on a file system it is.
+    def write_tree(self, write: Callable[[Location], None]) -> None:
+        write(self)
 
-    What the code that has checked :attr:`~Location.renames` (or :attr:`Location.renames` of the store it is
-    beside) passes to ``os``, ``shutil`` and :class:`~pathlib.Path`'s methods: :class:`PosixLocation` is the one
-    backend that renames. Nothing is checked at run time; a location of object storage passed here by mistake
-    fails as it did without this call, on the first file-system method.
-    """
-    return cast(PosixLocation, location)
+    def create_tree(self, write: Callable[[Location], None], made: Callable[[Location], bool]) -> None:
+        """Written in a temporary directory beside it and renamed into place: never half a store."""
+        parent = self.absolute().parent
+        if not parent.is_dir():
+            raise StoreError(f"{self}: cannot create the store: {parent} is not a directory")
+        tmp = parent / f".{self.name}.creating-{os.getpid()}"
+        try:
+            write(tmp)
+            tmp.rename(self)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if self.exists() and made(self):
+                return                      # another run created it first; the lock decides who writes
+            raise StoreError(f"{self}: cannot create the store ({exc.strerror or exc})") from None
+        except BaseException:               # Ctrl-C or SIGTERM while it is written: no half template left beside it
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def creation_cut(self) -> bool:
+        return False
+
+    def replace_by(self, new: Location) -> None:
+        """Two renames: the store aside (:data:`OLD_SUFFIX`), ``new`` into its place; then the old one goes."""
+        old = self.sibling(self.name + OLD_SUFFIX)
+        self.rename(old)
+        new.local().rename(self)
+        shutil.rmtree(old)
+
+    def extension_cut(self) -> bool:
+        return any(self.sibling(self.name + s).exists() for s in (OLD_SUFFIX, NEW_SUFFIX))
+
+    def recover_extension(self) -> None:
+        old, new = self.sibling(self.name + OLD_SUFFIX), self.sibling(self.name + NEW_SUFFIX)
+        if old.exists():
+            if self.exists():
+                shutil.rmtree(old)          # the swap completed; only the clean-up was lost
+            else:
+                old.rename(self)            # killed between the two renames: put the original back
+        if new.exists():
+            shutil.rmtree(new)
+
+    # --- fences: each holder writes through its own staging directory --------------------------------------
+
+    def fence(self, lock: Location, token: str) -> Fence:
+        return StagingFence(self, staging_dir(lock, token).local())
+
+    def open_fence(self, token: str) -> None:
+        """Make the holder's staging directory, after retiring the leftovers of earlier holders of the lock."""
+        own = staging_dir(self, token)
+        for other in self.siblings(f"{self.name}{STAGING}"):
+            if other.name != own.name and ".fenced-" not in other.name:
+                _retire(other.local())
+        os.mkdir(own.local(), 0o755)
+
+    def fence_out(self, token: str) -> None:
+        """The holder's staging directory goes away: its writers' renames find no source from then on."""
+        if token:
+            _retire(staging_dir(self, token).local())
+
+    # --- beside the store on this machine -------------------------------------------------------------------
+
+    def open_lines(self) -> TextIO:
+        return open(self, "a", buffering=1)
+
+    def job_address(self) -> str:
+        return str(self.resolve())
+
+    def local_directory(self) -> Path:
+        return Path(self.absolute().parent)
+
+
+def _retire(directory: PosixLocation) -> None:
+    """Rename ``directory`` aside (one atomic step: its writers' renames fail from then on), then delete it."""
+    aside = directory.sibling(f"{directory.name}.fenced-{uuid.uuid4().hex[:12]}")
+    try:
+        os.rename(directory, aside)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _missing_ok(function: Any, path: str, exc_info: Any) -> None:

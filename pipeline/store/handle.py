@@ -31,7 +31,7 @@ from . import migrate
 from .io import (CUT_SHORT, array_run, blocking_of, create, half_created, open_group, record_run, store_problem,
                  stored_sweep, write_template)
 from .layout import Template
-from .backend import Location, posix
+from .backend import Location
 from .location import locate
 from .lock import Share, StoreLock, conflicts, lock_file
 from .metadata import beyond_repair, metadata_damage
@@ -55,7 +55,7 @@ def journal_file(store: str | Path | Location) -> Path:
     Beside the store, not in it: zarr takes every object in a store's directory for a node of it, and
     warns of one that is not whenever it lists the store.
     """
-    store = posix(locate(store))
+    store = locate(store).local()
     return store.sibling(store.name + JOURNAL_SUFFIX)
 
 
@@ -123,7 +123,7 @@ class Store:
     def _adopt_old_journal(self) -> None:
         """Move the journal a store kept inside it (:data:`JOURNAL_NAME`) to :attr:`journal_path`, after what is
         there. It is renamed aside first, so that of two runs or array elements doing this, one moves it."""
-        old = posix(self.path) / JOURNAL_NAME
+        old = self.path.local() / JOURNAL_NAME
         aside = old.with_name(f"{JOURNAL_NAME}.moving-{os.getpid()}")
         try:
             os.rename(old, aside)
@@ -156,7 +156,7 @@ class Store:
             if not problem and sweep_file is not None:
                 sweep_plan(dict(open_group(path).attrs), sweep_file, path)
             return
-        path = posix(path)
+        path = path.local()
         if not path.exists() and migrate.interrupted(path):
             return                                   # prepare puts the store back first
         if path.exists():
@@ -196,7 +196,7 @@ class Store:
                 create(self.path, make_template(blocking))
             return
         if not self.path.exists():
-            posix(self.path).absolute().parent.mkdir(parents=True, exist_ok=True)
+            self.path.local().absolute().parent.mkdir(parents=True, exist_ok=True)
             self.journal_path.unlink(missing_ok=True)    # of a store removed from this path: not this one's
             create(self.path, make_template(blocking))
 

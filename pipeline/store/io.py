@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -20,12 +17,13 @@ import zarr
 from ..dims import has_d_axis
 from ..errors import RmtsweepError, StoreError
 from ..spec import Sweep, parse_sweep
-from .backend import Location, posix
+from .backend import Location
 from .layout import FORMAT, ZARR_FORMAT, Template, checksum_encoding
 from .location import locate
 from .frame_check import frame_damage
 from .metadata import beyond_repair, consolidated_problem, metadata_damage, root_attrs_lost
 from .metalock import metadata_lock
+from .storage_errors import first_line as _first_line
 from .writer import array_of, dims_of, read_array
 
 __all__ = ["CUT_SHORT", "FRAME_REPAIR", "blocking_of", "chunk_done", "consolidate", "create", "is_store",
@@ -102,11 +100,6 @@ def _unmarked(path: Location) -> str:
     return f"not an rmtsweep store (no '{FORMAT}' marker)"
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
-
-
 def store_problem(path: str | Path | Location) -> str | None:
     """Why ``path`` is not a readable rmtsweep store (``None`` when it is one), in a few words.
 
@@ -116,7 +109,7 @@ def store_problem(path: str | Path | Location) -> str | None:
     path = locate(path)
     if not path.renames:
         return _object_store_problem(path)
-    path = posix(path)
+    path = path.local()
     meta = path / ".zattrs"
     if not path.exists():
         return "does not exist"
@@ -194,17 +187,14 @@ def write_template(path: Location, tpl: Template) -> None:
     consolidated metadata (so a plain ``xr.open_zarr`` reads it; on object storage, its presence is what
     says the template is whole). No chunk of data is written.
 
-    On object storage the template is written to a local temporary directory and uploaded in one batch of
-    concurrent requests, its consolidated metadata last (written there object by object, each array's
-    metadata a round trip and the consolidation a read of every one, it took seconds on a local server).
+    The backend picks where zarr writes it (:meth:`Location.write_tree`): on object storage, a local temporary
+    directory uploaded in one batch of concurrent requests, its consolidated metadata last.
     """
-    path = locate(path)
-    if not path.renames:
-        with tempfile.TemporaryDirectory(prefix="rmtsweep-template-") as tmp:
-            local = locate(Path(tmp) / path.name)
-            write_template(local, tpl)
-            upload(local, path)
-        return
+    locate(path).write_tree(lambda target: _write_template_here(target, tpl))
+
+
+def _write_template_here(path: Location, tpl: Template) -> None:
+    """:func:`write_template` at ``path`` itself."""
     # every chunk of the frame stored (one of fill values only too), so an absent one is a lost one
     tpl.frame.to_zarr(path.zarr_store(read_only=False), mode="w", zarr_format=ZARR_FORMAT, consolidated=False,
                       encoding=checksum_encoding(tpl.frame), write_empty_chunks=True)
@@ -233,38 +223,23 @@ def consolidate(path: Location) -> None:
 def create(path: Location, tpl: Template) -> None:
     """Write the template (coords, attrs, theory arrays; data chunks come later).
 
-    The template is written into a temporary sibling directory and renamed into place, so a store
-    at ``path`` is never a half-written template. Object storage has no rename: the template is written in
-    place and its consolidated metadata last, so a prefix without it is a creation that was cut
-    (:func:`half_created`), which :meth:`rmtsweep.store.Store.prepare` removes and writes again.
+    The backend makes it so that no reader takes a part for the whole (:meth:`Location.create_tree`). On a file
+    system it is written into a temporary sibling directory and renamed into place, so a store at ``path`` is
+    never a half-written template. Object storage has no rename: the template is written in place and its
+    consolidated metadata last, so a prefix without it is a creation that was cut (:func:`half_created`), which
+    :meth:`rmtsweep.store.Store.prepare` removes and writes again.
+
+    Raises
+    ------
+    StoreError
+        The store cannot be created; a store another run created first is no error.
     """
-    if not path.renames:
-        try:
-            write_template(path, tpl)
-        except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
-            raise StoreError(f"{path}: cannot create the store ({_first_line(exc)})") from None
-        return
-    path = posix(path)
-    parent = path.absolute().parent
-    if not parent.is_dir():
-        raise StoreError(f"{path}: cannot create the store: {parent} is not a directory")
-    tmp = parent / f".{path.name}.creating-{os.getpid()}"
-    try:
-        write_template(tmp, tpl)
-        tmp.rename(path)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if path.exists() and is_store(path):
-            return                      # another run created it first; the lock decides who writes
-        raise StoreError(f"{path}: cannot create the store ({exc.strerror or exc})") from None
-    except BaseException:               # Ctrl-C or SIGTERM while it is written: no half template left beside it
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    locate(path).create_tree(lambda target: write_template(target, tpl), is_store)
 
 
 def half_created(path: Location) -> bool:
-    """A store on object storage whose template was cut before its consolidated metadata (see :func:`create`)."""
-    return not path.renames and path.child(".zattrs").exists() and not path.child(".zmetadata").exists()
+    """A store whose template was cut before its consolidated metadata (see :func:`create`)."""
+    return path.creation_cut()
 
 
 def record_run(path: Location, info: dict) -> int:

@@ -1,7 +1,8 @@
 """Where a store lives: a path on a file system, or a URL of object storage (``s3://``, ``gs://``, any fsspec URL).
 
-:func:`locate` parses what a user gave once, at the boundary, into a :class:`~rmtsweep.store.backend.Location`:
-a path becomes a :class:`~rmtsweep.store.backend.PosixLocation` (``O_EXCL`` locks, renames); a URL becomes an
+:func:`locate` parses what a user gave once, at the boundary, into a :class:`~rmtsweep.store.backend.Location`
+of the backend its scheme is registered to (:data:`BACKENDS`): a path becomes a
+:class:`~rmtsweep.store.backend.PosixLocation` (``O_EXCL`` locks, renames); any other URL becomes an
 :class:`~rmtsweep.store.objectstore.FsspecLocation`, read through its fsspec filesystem (zarr's ``FsspecStore``;
 xarray's ``storage_options``). ``file://`` URLs are paths. A URL is never taken as a path: ``pathlib`` would fold
 ``s3://bucket/x.zarr`` into the local directory ``s3:/bucket/x.zarr``, and a run would write there and report
@@ -23,10 +24,10 @@ from typing import Any
 
 from ..errors import StoreError, UserError
 from .backend import Location, PosixLocation
-from .objectstore import PACKAGES, FsspecLocation, package_error
+from .objectstore import PACKAGES, FsspecLocation
 
-__all__ = ["FsspecLocation", "Location", "PosixLocation", "Remote", "StorePath", "format_storage_options",
-           "local_path", "locate", "parse_storage_options", "zarr_target"]
+__all__ = ["ANY_URL", "BACKENDS", "FsspecLocation", "Location", "PosixLocation", "Remote", "StorePath",
+           "format_storage_options", "local_path", "locate", "parse_storage_options", "zarr_target"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # a URL with a slash too few or its colon lost (``s3:/b/x.zarr``, ``s3//b/x.zarr``), which pathlib would take for a
@@ -103,9 +104,30 @@ def format_storage_options(options: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
+BACKENDS: dict[str, type[Location]] = {"file": PosixLocation}
+"""The backend of each URL scheme that is not fsspec's (a path with no scheme is a :class:`PosixLocation`)."""
+
+ANY_URL: type[Location] = FsspecLocation
+"""The backend of a URL whose scheme :data:`BACKENDS` does not name: fsspec's filesystem of that protocol."""
+
+
+def _parse(path: str | Path | Location, storage_options: Mapping[str, Any] | None) -> tuple[Location, bool]:
+    """The location ``path`` names, and whether it was given as a URL (then not checked yet)."""
+    options = dict(storage_options or {})
+    if isinstance(path, Location):
+        return path.with_options(options), False
+    if isinstance(path, str) and (m := _URL.match(path)):
+        return BACKENDS.get(m[1].lower(), ANY_URL).from_url(path, options), True
+    if isinstance(path, str) and (m := _BROKEN_URL.match(path)) and _is_protocol(m[1].lower()):
+        scheme = m[1].lower()
+        raise StoreError(f"{path}: not a URL (a store at {scheme}:// is written {scheme}://BUCKET/PATH, e.g. "
+                         f"{scheme}://bucket/run.zarr); a local path that starts so is written ./{path}")
+    return PosixLocation(path).with_options(options), False
+
+
 def locate(path: str | Path | Location, storage_options: Mapping[str, Any] | None = None) -> Location:
-    """Where a store is: a :class:`PosixLocation` for a path (``file://`` URLs too), an :class:`FsspecLocation`
-    for a URL.
+    """Where a store is: the location of the backend registered to a URL's scheme (:data:`BACKENDS`, else
+    :data:`ANY_URL`), a :class:`PosixLocation` for a path (``file://`` URLs too).
 
     Raises
     ------
@@ -121,35 +143,10 @@ def locate(path: str | Path | Location, storage_options: Mapping[str, Any] | Non
     >>> locate("file:///tmp/run.zarr")
     PosixLocation('/tmp/run.zarr')
     """
-    if isinstance(path, FsspecLocation):
-        if storage_options:
-            return FsspecLocation(path.url, json.dumps({**path.storage_options, **storage_options}, sort_keys=True),
-                                  path.store_url)
-        return path
-    if isinstance(path, str) and (m := _URL.match(path)):
-        protocol = m[1].lower()
-        if protocol == "file":
-            path = path[len("file://"):]
-        else:
-            remote = FsspecLocation(path.rstrip("/"), json.dumps(dict(storage_options or {}), sort_keys=True))
-            if "/" not in remote.url.split("://", 1)[1]:
-                raise StoreError(f"{path}: a store is a prefix inside a bucket, e.g. {remote.url}/run.zarr (its lock "
-                                 f"object goes beside it)")
-            import fsspec
-            try:
-                fsspec.get_filesystem_class(protocol)
-            except (ImportError, ValueError):
-                raise package_error(protocol, remote.url) from None
-            return remote
-    if isinstance(path, str) and (m := _BROKEN_URL.match(path)) and _is_protocol(m[1].lower()):
-        scheme = m[1].lower()
-        raise StoreError(f"{path}: not a URL (a store at {scheme}:// is written {scheme}://BUCKET/PATH, e.g. "
-                         f"{scheme}://bucket/run.zarr); a local path that starts so is written ./{path}")
-    if storage_options:
-        raise UserError(f"{path}: --storage-option is for stores at a URL (s3://..., gs://...), not on a file system")
-    if isinstance(path, Location):          # a PosixLocation: the other backend's locations are returned above
-        return path
-    return PosixLocation(path)
+    location, url = _parse(path, storage_options)
+    if url:
+        location.check(str(path))
+    return location
 
 
 def _is_protocol(name: str) -> bool:
@@ -178,11 +175,4 @@ def local_path(path: str | Path | Location) -> PosixLocation:
     ...     print(str(exc)[:73])
     s3://bucket/run.zarr: this command needs a store on a file system; object
     """
-    if isinstance(path, FsspecLocation):
-        url, protocol = path.url, path.protocol
-    elif isinstance(path, str) and (m := _URL.match(path)) and m[1].lower() != "file":
-        url, protocol = path, m[1]
-    else:
-        return locate(path)              # type: ignore[return-value]
-    raise StoreError(f"{url}: this command needs a store on a file system; object storage ({protocol}://) is for "
-                     f"`rmtsweep run` and the reading commands (job arrays on it are not supported yet)")
+    return _parse(path, None)[0].local()

@@ -26,7 +26,6 @@ top-level ``d`` into the axis ``grid.d`` or back: the streams of a top-level ``d
 from __future__ import annotations
 
 import itertools
-import shutil
 from pathlib import Path
 from typing import cast
 
@@ -36,13 +35,11 @@ import zarr
 from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
-from .backend import Location, posix
+from .backend import NEW_SUFFIX, OLD_SUFFIX, SWAP_SUFFIX, Location, beside
 from .location import locate
 from .writer import array_of, dims_of, null_arrays, open_for_writing, per_replicate_arrays, read_array
 
 FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
-OLD_SUFFIX, NEW_SUFFIX = ".rmtsweep-old", ".rmtsweep-new"
-SWAP_SUFFIX = ".rmtsweep-swap"   # object storage: the marker that commits an extension (see swap)
 
 
 # variables a sweep can add to a store, and how a carried replicate of fixed weights gets them: from
@@ -51,11 +48,6 @@ DERIVED = {"kappa_snr": "kappa", "alpha_snr": "alpha", "attention_distance": Non
 
 __all__ = ["DERIVED", "FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "SWAP_SUFFIX", "beside", "copy_finished", "interrupted",
            "plan", "recompute_reason", "recover", "swap"]
-
-
-def beside(path: Location, suffix: str) -> Location:
-    """The directory (or prefix) beside the store whose name is the store's with ``suffix``."""
-    return path.sibling(path.name + suffix)
 
 
 NULL = ("null_eigenvalue",)    # computed by a block's first task, carried over apart from the per-replicate arrays
@@ -134,24 +126,12 @@ def recompute_reason(stored: Sweep, new: Sweep, path: Location, tpl) -> str | No
 
 def interrupted(path: Location) -> bool:
     """Whether an extension of the store at ``path`` was killed half way (see :func:`recover`)."""
-    suffixes = (OLD_SUFFIX, NEW_SUFFIX) if path.renames else (SWAP_SUFFIX, NEW_SUFFIX)
-    return any(beside(path, s).exists() for s in suffixes)
+    return path.extension_cut()
 
 
 def recover(path: Location) -> None:
     """Finish or undo an extension that was killed half way (called under the store's lock, first)."""
-    if not path.renames:
-        _recover_in_place(path)
-        return
-    path = posix(path)
-    old, new = posix(beside(path, OLD_SUFFIX)), posix(beside(path, NEW_SUFFIX))
-    if old.exists():
-        if path.exists():
-            shutil.rmtree(old)          # the swap completed; only the clean-up was lost
-        else:
-            old.rename(path)            # killed between the two renames: put the original back
-    if new.exists():
-        shutil.rmtree(new)
+    path.recover_extension()
 
 
 def _positions(old: np.ndarray, new: np.ndarray) -> np.ndarray:
@@ -221,40 +201,10 @@ def _select(array: zarr.Array, pos: list[np.ndarray], present: list[np.ndarray])
 
 
 def swap(path: Location, new_path: Location) -> None:
-    """Replace the store at ``path`` by ``new_path`` (two renames; :func:`recover` handles a kill).
+    """Replace the store at ``path`` by ``new_path`` (:meth:`Location.replace_by`; :func:`recover` handles a kill).
 
-    On object storage (no rename): a marker object commits to ``new_path``, the store's objects are
-    replaced by copies of ``new_path``'s (its consolidated metadata first removed and last written back,
-    so no reader takes it for whole meanwhile), then the marker and ``new_path`` are removed.
+    On a file system, two renames. On object storage (no rename): a marker object commits to ``new_path``, the
+    store's objects are replaced by copies of ``new_path``'s (its consolidated metadata first removed and last
+    written back, so no reader takes it for whole meanwhile), then the marker and ``new_path`` are removed.
     """
-    if not path.renames:
-        marker = beside(path, SWAP_SUFFIX)
-        marker.write(new_path.address.encode())
-        _copy_over(new_path, path)
-        marker.remove()
-        new_path.remove(recursive=True)
-        return
-    path, old = posix(path), posix(beside(path, OLD_SUFFIX))
-    path.rename(old)
-    posix(new_path).rename(path)
-    shutil.rmtree(old)
-
-
-def _recover_in_place(path: Location) -> None:
-    """:func:`recover` on object storage: past the marker, copy again; before it, drop the extension."""
-    marker, new = beside(path, SWAP_SUFFIX), beside(path, NEW_SUFFIX)
-    if marker.exists():
-        if new.child(".zmetadata").exists():        # committed: the copy over the store is finished
-            _copy_over(new, path)
-        marker.remove()
-    if new.exists():
-        new.remove(recursive=True)
-
-
-def _copy_over(src: Location, dst: Location) -> None:
-    """Replace every object under ``dst`` by a copy of ``src``'s, its consolidated metadata written last."""
-    dst.child(".zmetadata").remove()                # from here on, readers see a store being made
-    dst.remove(recursive=True)
-    body = [n for n in src.list() if n != ".zmetadata"]
-    dst.copy_in(src, body)
-    dst.copy_in(src, [".zmetadata"])
+    path.replace_by(new_path)

@@ -12,13 +12,16 @@ import contextlib
 import functools
 import glob
 import json
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NoReturn
 
 from ..errors import StoreError, UserError
-from .backend import Location
-from .storage_errors import OUTAGE, storage_error
+from .backend import NEW_SUFFIX, SWAP_SUFFIX, Location, PosixLocation, beside
+from .fencing import ConditionalFence, Fence
+from .storage_errors import OUTAGE, first_line, storage_error
 
 __all__ = ["PACKAGES", "FsspecLocation", "package_error", "storage_error"]
 
@@ -63,6 +66,32 @@ class FsspecLocation(Location):
 
     def __repr__(self) -> str:
         return f"FsspecLocation({self.url!r})"
+
+    @classmethod
+    def from_url(cls, url: str, storage_options: Mapping[str, Any]) -> FsspecLocation:
+        return cls(url.rstrip("/"), json.dumps(dict(storage_options), sort_keys=True))
+
+    def check(self, given: str) -> None:
+        """Refuse a URL with no path inside its bucket, or whose scheme has no installed filesystem."""
+        if "/" not in self.url.split("://", 1)[1]:
+            raise StoreError(f"{given}: a store is a prefix inside a bucket, e.g. {self.url}/run.zarr (its lock "
+                             f"object goes beside it)")
+        import fsspec
+        try:
+            fsspec.get_filesystem_class(self.protocol)
+        except (ImportError, ValueError):
+            raise package_error(self.protocol, self.url) from None
+
+    def with_options(self, storage_options: Mapping[str, Any]) -> FsspecLocation:
+        if not storage_options:
+            return self
+        return FsspecLocation(self.url, json.dumps({**self.storage_options, **storage_options}, sort_keys=True),
+                              self.store_url)
+
+    def local(self) -> NoReturn:
+        raise StoreError(f"{self.url}: this command needs a store on a file system; object storage "
+                         f"({self.protocol}://) is for `rmtsweep run` and the reading commands (job arrays on it are "
+                         f"not supported yet)")
 
     def __str__(self) -> str:
         return self.url
@@ -206,6 +235,87 @@ class FsspecLocation(Location):
                 if data is None:
                     raise FileNotFoundError(source.child(k).address)
                 fs.pipe_file(self.key(k), data)
+
+    # --- how a store is written: in place, its consolidated metadata last ----------------------------------
+
+    contended_writes = True
+
+    def write_tree(self, write: Callable[[Location], None]) -> None:
+        """Written to a local temporary directory and uploaded in one batch of concurrent requests (written here
+        object by object, each array's metadata a round trip, a template took seconds on a local server)."""
+        with tempfile.TemporaryDirectory(prefix="rmtsweep-template-") as tmp:
+            local = PosixLocation(Path(tmp) / self.name)
+            write(local)
+            _copy_tree(local, self)
+
+    def create_tree(self, write: Callable[[Location], None], made: Callable[[Location], bool]) -> None:
+        """No rename: written in place, so a prefix without its consolidated metadata is a cut creation."""
+        try:
+            self.write_tree(write)
+        except Exception as exc:  # noqa: BLE001 - the storage service's words, in one line
+            raise StoreError(f"{self}: cannot create the store ({first_line(exc)})") from None
+
+    def creation_cut(self) -> bool:
+        return self.child(".zattrs").exists() and not self.child(".zmetadata").exists()
+
+    def replace_by(self, new: Location) -> None:
+        """A marker object (:data:`SWAP_SUFFIX`) commits to ``new``; the store's objects are replaced by copies of
+        ``new``'s (its consolidated metadata first removed and last written back, so no reader takes it for whole
+        meanwhile); then the marker and ``new`` are removed."""
+        marker = beside(self, SWAP_SUFFIX)
+        marker.write(new.address.encode())
+        _copy_over(new, self)
+        marker.remove()
+        new.remove(recursive=True)
+
+    def extension_cut(self) -> bool:
+        return any(beside(self, s).exists() for s in (SWAP_SUFFIX, NEW_SUFFIX))
+
+    def recover_extension(self) -> None:
+        """Past the marker, copy again; before it, drop the extension."""
+        marker, new = beside(self, SWAP_SUFFIX), beside(self, NEW_SUFFIX)
+        if marker.exists():
+            if new.child(".zmetadata").exists():        # committed: the copy over the store is finished
+                _copy_over(new, self)
+            marker.remove()
+        if new.exists():
+            new.remove(recursive=True)
+
+    # --- fences: conditional writes where the service has them ---------------------------------------------
+
+    def fence(self, lock: Location, token: str) -> Fence | None:
+        return ConditionalFence(self) if self.conditional_writes else None
+
+    def open_fence(self, token: str) -> None:
+        """Nothing to ready: a take-over's own writes change the versions an earlier holder saw."""
+
+    def fence_out(self, token: str) -> None:
+        """Nothing to do: see :meth:`open_fence`."""
+
+    # --- beside the store on this machine: nothing ---------------------------------------------------------
+
+    def open_lines(self) -> None:
+        return None
+
+    def job_address(self) -> str:
+        return self.url
+
+    def local_directory(self) -> Path:
+        return Path.cwd()
+
+
+def _copy_tree(src: Location, dst: Location) -> None:
+    """Copy the store at ``src`` to ``dst`` (whose prefix holds nothing of it), ``.zmetadata`` last."""
+    body = [n for n in src.list() if n != ".zmetadata"]
+    dst.copy_in(src, body)
+    dst.copy_in(src, [".zmetadata"])
+
+
+def _copy_over(src: Location, dst: Location) -> None:
+    """Replace every object under ``dst`` by a copy of ``src``'s, its consolidated metadata written last."""
+    dst.child(".zmetadata").remove()                # from here on, readers see a store being made
+    dst.remove(recursive=True)
+    _copy_tree(src, dst)
 
 
 def _precondition_failed(exc: BaseException) -> bool:

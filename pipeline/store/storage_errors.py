@@ -12,7 +12,7 @@ import re
 
 from ..errors import RmtsweepError, StorageUnavailableError, StoreError, UserError
 
-__all__ = ["OUTAGE", "storage_error"]
+__all__ = ["OUTAGE", "first_line", "storage_error"]
 
 # Names of the exceptions of botocore, aiohttp and the storage SDKs, so that none of them need be imported.
 _NO_CREDENTIALS = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "NoAuthTokenError",
@@ -21,6 +21,12 @@ _INVALID = {"ParamValidationError", "InvalidBucketName"}
 OUTAGE = {"EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
            "ClientConnectorError", "ServerDisconnectedError", "ClientOSError", "ServiceUnavailable", "SlowDown"}
 _KEYWORD = re.compile(r"unexpected keyword argument '([^']+)'")
+
+
+def first_line(exc: BaseException) -> str:
+    """``exc``'s type and the first line of its words (at most 160 characters), for a one-line error."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
 
 
 def storage_error(exc: BaseException, url: str) -> RmtsweepError | None:

@@ -497,11 +497,12 @@ def test_an_extension_cut_in_the_bucket_is_finished_or_undone_by_the_next_run(en
     """Killed while the extended store is made beside the store (the next run drops it and extends again),
     or while its objects are copied over the store's (the next run finishes the copy): either way the store
     then equals one fresh run of the larger sweep."""
-    from rmtsweep.store import migrate
+    from rmtsweep.store import migrate, objectstore
     monkeypatch.chdir(tmp_path)
     name = "cut-" + cut.split()[-1] + ".zarr"
     url = _copy(endpoint, reference[1], name)
-    original = migrate.copy_finished if cut == "before the marker" else migrate._copy_over
+    module = migrate if cut == "before the marker" else objectstore        # the backend copies over the store
+    original = migrate.copy_finished if cut == "before the marker" else objectstore._copy_over
 
     def cut_short(src, dst, *rest):
         if cut == "before the marker":
@@ -514,7 +515,7 @@ def test_an_extension_cut_in_the_bucket_is_finished_or_undone_by_the_next_run(en
             fs.copy(keys, [dst.url + k[len(fs._strip_protocol(src.url)):] for k in keys])
         raise RuntimeError("killed")
 
-    monkeypatch.setattr(migrate, "copy_finished" if cut == "before the marker" else "_copy_over", cut_short)
+    monkeypatch.setattr(module, "copy_finished" if cut == "before the marker" else "_copy_over", cut_short)
     with pytest.raises(RuntimeError, match="killed"):
         main(_run_argv(bigger[0], url, endpoint))
     monkeypatch.undo()

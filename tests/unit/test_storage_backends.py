@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 import zarr
 
-from rmtsweep.store.backend import Location, PosixLocation
-from rmtsweep.store.location import locate
+from rmtsweep.errors import StoreError
+from rmtsweep.store.backend import NEW_SUFFIX, Location, PosixLocation
+from rmtsweep.store.fence import Fenced
+from rmtsweep.store.location import BACKENDS, locate
 
 
 class LocationPromises:
@@ -24,6 +26,10 @@ class LocationPromises:
 
     concurrent_create = True
     """Whether exclusive creation is one step for writers in other threads and processes."""
+    conditional_writes = False
+    """Whether :meth:`Location.write_if` is one step (then chunk writes are fenced by versions)."""
+    file_system = False
+    """Whether the backend is a file system this machine reaches (journals, job arrays, ``demo``)."""
 
     @pytest.fixture
     def root(self) -> Location:
@@ -200,9 +206,154 @@ class LocationPromises:
         np.testing.assert_array_equal(back["x"][...], np.arange(4.0))
         assert {".zgroup", "x/.zarray", "x/0", "x/1"} <= set(store.list())
 
+    # --- how a store is written: creation, extension, recovery ----------------------------------------------
+
+    @staticmethod
+    def _tree(keys: dict[str, bytes]):
+        def write(target: Location) -> None:
+            for key, data in keys.items():
+                target.child(key).write(data)
+        return write
+
+    def test_a_created_tree_is_whole_and_its_creation_not_cut(self, root):
+        keys = {".zattrs": b"{}", "x/0": b"chunk", ".zmetadata": b"meta"}
+        store = root.child("c.zarr")
+        store.create_tree(self._tree(keys), made=lambda loc: False)
+        assert {k: store.child(k).read() for k in store.list()} == keys
+        assert not store.creation_cut()
+        assert root.list() == sorted(f"c.zarr/{k}" for k in keys)      # nothing left beside it
+
+    def test_a_creation_over_a_store_another_run_made_is_no_error(self, root):
+        store = root.child("c.zarr")
+        store.create_tree(self._tree({".zattrs": b"first", ".zmetadata": b"m"}), made=lambda loc: False)
+        store.create_tree(self._tree({".zattrs": b"first", ".zmetadata": b"m"}), made=lambda loc: loc == store)
+        assert store.child(".zattrs").read() == b"first" and store.list() == [".zattrs", ".zmetadata"]
+
+    def test_a_failed_creation_is_one_line_and_leaves_nothing(self, root):
+        def write(target: Location) -> None:
+            target.child(".zattrs").write(b"{}")
+            raise OSError(5, "Input/output error")
+
+        store = root.child("f.zarr")
+        with pytest.raises(StoreError, match=r"f\.zarr: cannot create the store \(.*Input/output error"):
+            store.create_tree(write, made=lambda loc: False)
+        assert root.list() == [] and not store.exists()
+
+    def test_write_tree_writes_every_object_here(self, root):
+        keys = {".zattrs": b"{}", "a/.zarray": b"{}", "a/0.0": b"x", ".zmetadata": b"m"}
+        store = root.child("t.zarr")
+        store.write_tree(self._tree(keys))
+        assert {k: store.child(k).read() for k in store.list()} == keys
+
+    def test_a_creation_cut_before_its_metadata_is_told_or_impossible(self, root):
+        store = root.child("h.zarr")
+        store.child(".zattrs").write(b"{}")              # what a creation in place leaves when it is cut
+        assert store.creation_cut() is (not self.file_system)
+        store.child(".zmetadata").write(b"m")
+        assert not store.creation_cut()
+
+    def test_replace_by_puts_the_new_store_in_place_and_leaves_nothing_beside(self, root):
+        store, new = root.child("e.zarr"), root.child("e.zarr" + NEW_SUFFIX)
+        self._tree({".zattrs": b"old", "x/0": b"old", "x/1": b"gone", ".zmetadata": b"old"})(store)
+        self._tree({".zattrs": b"new", "x/0": b"new", "y/0": b"added", ".zmetadata": b"new"})(new)
+        assert store.extension_cut()                     # the extension is being written beside it
+        store.replace_by(new)
+        assert {k: store.child(k).read() for k in store.list()} == {
+            ".zattrs": b"new", ".zmetadata": b"new", "x/0": b"new", "y/0": b"added"}
+        assert not store.extension_cut() and not new.exists()
+        assert all(key.startswith("e.zarr/") for key in root.list())
+
+    def test_recovery_drops_an_extension_that_was_never_committed(self, root):
+        store, new = root.child("r.zarr"), root.child("r.zarr" + NEW_SUFFIX)
+        self._tree({".zattrs": b"old", ".zmetadata": b"old"})(store)
+        self._tree({".zattrs": b"new"})(new)             # killed while it was written
+        assert store.extension_cut()
+        store.recover_extension()
+        assert not store.extension_cut() and not new.exists()
+        assert {k: store.child(k).read() for k in store.list()} == {".zattrs": b"old", ".zmetadata": b"old"}
+        store.recover_extension()                        # nothing to recover: no change
+        assert store.list() == [".zattrs", ".zmetadata"]
+
+    # --- conditional writes and fences ----------------------------------------------------------------------
+
+    def test_write_if_replaces_only_the_version_seen(self, root):
+        obj = root.child("chunk")
+        assert root.conditional_writes is self.conditional_writes
+        if not self.conditional_writes:
+            pytest.skip("write_if and version() are promised only where conditional_writes holds")
+        assert obj.version() is None
+        assert obj.write_if(b"first", None)              # only if absent
+        assert not obj.write_if(b"second", None) and obj.read() == b"first"
+        seen = obj.version()
+        assert seen is not None
+        obj.write(b"another writer")
+        assert obj.version() != seen
+        assert not obj.write_if(b"stale", seen) and obj.read() == b"another writer"
+        assert obj.write_if(b"fresh", obj.version()) and obj.read() == b"fresh"
+
+    def test_a_fence_writes_for_its_holder_and_refuses_after_a_take_over(self, root):
+        store, lock = root.child("s.zarr"), root.child("s.zarr.lock")
+        store.child("x/.zarray").write(b"{}")          # the array's directory, as its template makes it
+        lock.open_fence("old")
+        fence = store.fence(lock, "old")
+        if fence is None:                                # the check of the lock before each task is the fence
+            assert not (self.file_system or self.conditional_writes)
+            return
+        fence.prepare(["x/0"])
+        fence.put("x/0", b"1")
+        assert store.child("x/0").read() == b"1"
+        fence.prepare(["x/0"])                           # the old holder checked the lock, then stalled
+        lock.open_fence("new")                           # a take-over: the new holder fences the old one out
+        lock.fence_out("old")
+        taker = store.fence(lock, "new")
+        assert taker is not None
+        taker.prepare(["x/0"])
+        taker.put("x/0", b"2")
+        with pytest.raises(Fenced):
+            fence.put("x/0", b"late")
+        assert store.child("x/0").read() == b"2"
+        lock.fence_out("new")
+        assert store.siblings("s.zarr.lock.writer-") == []
+        assert root.list() == ["s.zarr/x/.zarray", "s.zarr/x/0"]
+
+    # --- beside the store on this machine -------------------------------------------------------------------
+
+    def test_a_job_is_given_an_address_that_locates_the_same_store(self, root):
+        store = root.child("j.zarr")
+        assert locate(store.job_address(), store.storage_options or None) == store
+        assert store.local_directory().is_dir()
+
+    def test_only_a_file_system_gives_a_path_and_takes_appended_lines(self, root):
+        store = root.child("p.zarr")
+        journal = store.sibling("p.zarr.journal")
+        if not self.file_system:
+            with pytest.raises(StoreError, match=r"p\.zarr: this command needs a store on a file system"):
+                store.local()
+            assert journal.open_lines() is None
+            return
+        assert store.local() == store and store.local_directory() == Path(store.absolute().parent)
+        for line in ("run 0 submit a", "run 0 write a"):
+            with journal.open_lines() as out:
+                out.write(line + "\n")
+        assert journal.read() == b"run 0 submit a\nrun 0 write a\n"
+
+
+def test_locate_takes_a_url_to_the_backend_its_scheme_is_registered_to(monkeypatch):
+    from rmtsweep.store.objectstore import FsspecLocation
+
+    class Marked(FsspecLocation):
+        """A second backend on fsspec's memory filesystem."""
+
+    monkeypatch.setitem(BACKENDS, "memory", Marked)
+    where = locate("memory://bucket/run.zarr")
+    assert type(where) is Marked and where.url == "memory://bucket/run.zarr"
+    assert type(locate("s3://bucket/run.zarr")) is FsspecLocation and type(locate("run.zarr")) is PosixLocation
+
 
 class TestPosix(LocationPromises):
     """A directory of this machine's file system."""
+
+    file_system = True
 
     @pytest.fixture
     def root(self, tmp_path) -> Location:
@@ -228,6 +379,8 @@ class TestMemory(LocationPromises):
 
 class TestS3(LocationPromises):
     """A bucket of the moto S3 server (conditional writes, no rename)."""
+
+    conditional_writes = True
 
     @pytest.fixture(scope="class")
     def bucket(self, s3_endpoint) -> str:
