@@ -55,7 +55,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SweepFile": ("rmtsweep.spec", "SweepFile"),
     "load_sweep": ("rmtsweep.spec", "load_sweep"),
     "parse_sweep": ("rmtsweep.spec", "parse_sweep"),
-    "open_store": ("rmtsweep.store", "open_dataset"),
+    "open_store": ("rmtsweep.store", "open_store"),
     "theory_dataset": ("rmtsweep.theory.on_grid", "theory_dataset"),
     "plan": ("rmtsweep.run.plan", "plan"),
     "status": ("rmtsweep.store", "status"),
@@ -76,7 +76,7 @@ if TYPE_CHECKING:                                   # the names of _LAZY for the
     from .analysis.compare import compare, write_comparison
     from .run import run_sweep
     from .spec import Sweep, SweepFile, load_sweep, parse_sweep
-    from .store import open_dataset as open_store
+    from .store import open_store
     from .theory.on_grid import theory_dataset
     from .analysis.export import export
     from .analysis.phase import phase_diagram

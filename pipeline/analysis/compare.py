@@ -34,7 +34,7 @@ import zarr
 from .. import config, theory
 from ..errors import SelectionError
 from ..dims import D, has_d_axis, store_dims
-from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_dataset
+from ..store import ZARR_FORMAT, Location, locate, metadata_lock, open_store
 from ..store.io import edit_consolidated, read_object
 from ..store.layout import checksum_encoding
 from ..store.location import zarr_target
@@ -295,7 +295,7 @@ def write_comparison(path: str | Path | Location, cmp: xr.Dataset) -> None:
     are kept as they are), so ``xr.open_zarr(store, group="comparison")`` reads it.
     """
     path = locate(path)
-    open_dataset(path)  # raises StoreError if it is not a store
+    open_store(path)  # raises StoreError if it is not a store
     cmp = cmp.assign_coords(weights=np.array([str(w) for w in cmp["weights"].values], dtype=object))
     for v in cmp.variables.values():
         v.encoding = {}

@@ -193,7 +193,7 @@ def live_map(ds: xr.Dataset, var: str, x: str, y: str, at: dict[str, object]) ->
     Parameters
     ----------
     ds
-        The store, opened (:func:`rmtsweep.store.open_dataset`).
+        The store, opened (:func:`rmtsweep.store.open_store`).
     var
         A store or comparison variable (:func:`map_variables`).
     x, y

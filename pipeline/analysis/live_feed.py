@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import xarray as xr
 
-from ..store import open_dataset, store_problem
+from ..store import open_store, store_problem
 from .live import DETECTION, LiveMap, Progress, Watch, axes, default_axes, live_map, map_variables, plane
 
 __all__ = ["Feed", "Snapshot"]
@@ -128,7 +128,7 @@ class Feed:
             self.read()
 
     def _opened(self, serial: int, p: Progress, now: float) -> Snapshot:
-        ds = open_dataset(self.watch.path)
+        ds = open_store(self.watch.path)
         variables = tuple(map_variables(ds))
         second = next((v for v in ("overlap", "overlap_mean", "lambda1_z") if v in variables), variables[-1])
         names = tuple(axes(ds))

@@ -14,7 +14,7 @@ import xarray as xr
 import zarr
 
 from ..errors import SelectionError
-from ..store import Location, locate, open_dataset, open_zarr
+from ..store import Location, locate, open_store, open_zarr
 
 __all__ = ["FLAGS", "GROUP", "done_digest", "monte_carlo", "open_source", "store_name", "with_options"]
 
@@ -37,7 +37,7 @@ def open_source(source: str | Path | Location | xr.Dataset, group: str | None = 
     if isinstance(source, xr.Dataset):
         return source
     location = locate(source)
-    ds = open_dataset(location)
+    ds = open_store(location)
     if group is None:
         return ds
     try:

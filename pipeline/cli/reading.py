@@ -85,7 +85,7 @@ def _writers(store_path: Path, st: StoreStatus) -> list[dict]:
     if any(w["share"] is not None for w in found):
         sweep = store.stored_sweep(store_path, st.attrs)
         blocking = Blocking(*store.blocking_of(store_path))
-        done = store.open_dataset(store_path)["done"].values
+        done = store.open_store(store_path)["done"].values
         for w in found:
             if w["share"] is not None:
                 share = tuple(w["share"])

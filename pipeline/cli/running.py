@@ -300,7 +300,7 @@ def work(store_path: Path, share_text: str, workers: int | None, in_process: boo
     from ..spec import SweepFile
     from ..store.lock import conflicts
     share = _parse_share(share_text)
-    attrs = store.open_dataset(store_path).attrs          # a path that is no store: one line naming why
+    attrs = store.open_store(store_path).attrs          # a path that is no store: one line naming why
     conflicts(store_path, share, tidy=False)              # refused before the cluster starts, not seconds after
     sweep = store.stored_sweep(store_path, attrs)
     sweep_file = SweepFile(sweep, f"{store_path} (its stored sweep)", attrs["sweep_canonical"])

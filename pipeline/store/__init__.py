@@ -25,7 +25,7 @@ _LAZY: dict[str, str] = {
     "consolidate": "io",
     "create": "io",
     "is_store": "io",
-    "open_dataset": "io",
+    "open_store": "io",
     "open_group": "io",
     "open_zarr": "io",
     "record_run": "io",
@@ -63,7 +63,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:                                   # the names of _LAZY for the type checker
     from .handle import JOURNAL_NAME, PreparedRun, Store, journal_file
-    from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_dataset, open_group, open_zarr,
+    from .io import (blocking_of, chunk_done, consolidate, create, is_store, open_group, open_store, open_zarr,
                      record_run, status, StoreStatus, store_problem, stored_sweep, tasks_done, write_template)
     from .layout import FORMAT, RESULT_VARS, ZARR_FORMAT, Template, Variable, now, provenance, template
     from .backend import Location, PosixLocation
@@ -80,7 +80,7 @@ __all__ = [*_LAZY]
 
 
 # The old names, reachable for one release outside __all__ (CHANGELOG.md); each warns when called.
-_DEPRECATED: dict[str, str] = {"corrupt_tasks": "integrity"}
+_DEPRECATED: dict[str, str] = {"corrupt_tasks": "integrity", "open_dataset": "io"}
 
 __getattr__, __dir__ = lazy_names(
     __name__, {name: (f".{module}", name) for name, module in (_LAZY | _DEPRECATED).items()}, globals())

@@ -27,7 +27,7 @@ from .storage_errors import first_line as _first_line
 from .writer import array_of, dims_of, read_array
 
 __all__ = ["CUT_SHORT", "FRAME_REPAIR", "blocking_of", "chunk_done", "consolidate", "create", "is_store",
-           "store_problem", "open_dataset", "open_group", "open_zarr", "array_run", "edit_consolidated", "half_created",
+           "store_problem", "open_store", "open_group", "open_zarr", "array_run", "edit_consolidated", "half_created",
            "read_object", "record_run", "status", "StoreStatus", "stored_sweep", "tasks_done", "upload",
            "write_template"]
 
@@ -141,7 +141,7 @@ def is_store(path: str | Path | Location) -> bool:
     return store_problem(path) is None
 
 
-def open_dataset(path: str | Path | Location, storage_options: dict | None = None) -> xr.Dataset:
+def open_store(path: str | Path | Location, storage_options: dict | None = None) -> xr.Dataset:
     """Open a store with xarray (lazy, dask-chunked as stored; works while a sweep is still writing).
 
     ``path`` is a path or a URL of object storage (``s3://bucket/run.zarr``), with the options of its
@@ -169,6 +169,13 @@ def open_dataset(path: str | Path | Location, storage_options: dict | None = Non
 
 FRAME_REPAIR = "`rmtsweep verify {path} --repair` rewrites it from the store's sweep"
 """The fix for a damaged chunk of a coordinate or theory array (:mod:`rmtsweep.store.frame_repair`)."""
+
+
+def open_dataset(*args: Any, **kwargs: Any) -> xr.Dataset:
+    """Deprecated: :func:`open_store`, under the name it has everywhere (``rmtsweep.open_store``)."""
+    warnings.warn("rmtsweep.store.open_dataset is deprecated; use rmtsweep.open_store", DeprecationWarning,
+                  stacklevel=2)
+    return open_store(*args, **kwargs)
 
 
 def open_zarr(path: str | Path | Location, **kwargs) -> xr.Dataset:
@@ -357,7 +364,7 @@ def status(path: str | Path | Location, storage_options: dict | None = None) -> 
     """How much of the store at ``path`` is done: tasks (chunks of ``done``), replicates, replicates per run,
     its attributes and its ``d`` axis (:class:`StoreStatus`)."""
     path = locate(path, storage_options)
-    open_dataset(path)                                  # raises StoreError if it is not a store
+    open_store(path)                                  # raises StoreError if it is not a store
     group = open_group(path)
     done_array = array_of(group, "done")
     done = read_array(done_array)

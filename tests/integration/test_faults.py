@@ -83,14 +83,14 @@ def test_a_store_that_cannot_be_read_is_told_from_one_that_is_not_a_store(refere
     import shutil
 
     from rmtsweep.errors import StoreError
-    from rmtsweep.store import open_dataset, store_problem
+    from rmtsweep.store import open_store, store_problem
     _, small = reference
     broken = tmp_path / "broken.zarr"
     shutil.copytree(small, broken)
     (broken / ".zattrs").write_text((broken / ".zattrs").read_text()[:40])       # truncated metadata
     assert store_problem(broken).startswith("cannot read its metadata (.zattrs is truncated or corrupt")
     with pytest.raises(StoreError, match=r"broken\.zarr: cannot read its metadata"):
-        open_dataset(broken)
+        open_store(broken)
     other = tmp_path / "plain"
     other.mkdir()
     assert store_problem(other) == "not an rmtsweep store (no 'rmtsweep-store-1' marker)"

@@ -24,7 +24,7 @@ from rmtsweep.errors import StoreError
 from rmtsweep.run import Blocking, ready_store
 from rmtsweep.run.grid import share_done, share_tasks, tasks, tasks_left
 from rmtsweep.spec import parse_sweep
-from rmtsweep.store import open_dataset
+from rmtsweep.store import open_store
 from rmtsweep.store.lock import StoreLock, conflicts, holders, lock_file
 from rmtsweep.testing import assert_stores_equal
 from tests.helpers import MEDIUM, MEDIUM_TASKS, build_store, writes, sigterm_once_written
@@ -109,8 +109,8 @@ def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path, recorde
     sweep, reference = medium
     store = tmp_path / "array.zarr"
     assert ready_store(sweep, store, 3, 3 if recorded else None) == (MEDIUM_TASKS, MEDIUM_TASKS)
-    assert not open_dataset(store)["done"].values.any()           # the store made, nothing computed
-    before = open_dataset(store).attrs["runs"]
+    assert not open_store(store)["done"].values.any()           # the store made, nothing computed
+    before = open_store(store).attrs["runs"]
     metadata = {name: (store / name).read_bytes() for name in (".zattrs", ".zmetadata")}
     if recorded:
         assert [(r["run"], tuple(r["share"]), r["array"]) for r in before] == [(i, (i, 3), 3) for i in range(3)]
@@ -120,7 +120,7 @@ def test_three_elements_side_by_side_equal_a_local_run(medium, tmp_path, recorde
         assert proc.returncode == 0, err[-3000:]
         assert "no dashboard" in err          # RMTSWEEP_DASHBOARD_ADDRESS=none (conftest.py), as for `run`
     assert_stores_equal(store, reference)
-    runs = open_dataset(store).attrs["runs"]
+    runs = open_store(store).attrs["runs"]
     assert sorted(tuple(r["share"]) for r in runs) == [(0, 3), (1, 3), (2, 3)]
     from rmtsweep.store import blocking_of
     blocking = Blocking(*blocking_of(store))
@@ -152,7 +152,7 @@ def test_a_killed_element_loses_only_its_own_tasks_and_rerunning_it_finishes_the
     _, err = second.communicate(timeout=180)
     assert second.returncode == 0, err[-3000:]
     sw, blocking = parse_sweep(MEDIUM), Blocking(1, 1, 1, 2)
-    done = open_dataset(store)["done"].values
+    done = open_store(store)["done"].values
     assert not list(share_tasks(sw, blocking, done, (1, 2)))       # the other element finished its share
     assert list(share_tasks(sw, blocking, done, (0, 2)))            # the killed one's is not finished
     assert lock_file(store, (0, 2)).exists()                        # and its lock is left behind
@@ -254,7 +254,7 @@ def test_an_array_larger_than_the_site_takes_is_cut_into_arrays_that_cover_every
             shares.append(subprocess.run(["bash", "-c", f"echo {expression}"], capture_output=True, text=True,
                                          env={"SLURM_ARRAY_TASK_ID": str(index)}).stdout.strip())
     assert sorted(shares) == sorted(f"{i}/10" for i in range(10))                # every share once
-    assert open_dataset(store).attrs["sweep_name"] == MEDIUM["name"]             # the store was made
+    assert open_store(store).attrs["sweep_name"] == MEDIUM["name"]             # the store was made
 
 
 @pytest.mark.slow
@@ -279,7 +279,7 @@ def test_an_element_cut_by_its_walltime_stops_cleanly_losing_only_its_tasks_in_f
     assert not lock_file(store, (0, 2)).exists()
     assert 0 < writes_of(store, (0, 2)) < 1024                      # part of its share (2048 tasks / 2) done
     from rmtsweep.store import journal_file
-    (run,) = [r["run"] for r in open_dataset(store).attrs["runs"] if tuple(r.get("share", ())) == (0, 2)]
+    (run,) = [r["run"] for r in open_store(store).attrs["runs"] if tuple(r.get("share", ())) == (0, 2)]
     events = [line.split()[2] for line in journal_file(store).read_text().splitlines()
               if line.startswith(f"run {run} ")]
     assert events.count("submit") - events.count("write") <= 4      # lost: at most the tasks in flight (4 a thread)

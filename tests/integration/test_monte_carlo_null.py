@@ -85,18 +85,18 @@ def test_without_enough_null_replicates_detection_is_absent(tmp_path, snr, repli
     da, _ = map_data(path, "detection_rate")
     assert "blank where too few null replicates" in da.attrs["caption"]
     from rmtsweep.analysis.live import live_map
-    from rmtsweep.store import open_dataset
-    shown = live_map(open_dataset(path), "detection_rate", "delta", "gamma", {"weights": "attention(tau=1)", "snr": 4.0})
+    from rmtsweep.store import open_store
+    shown = live_map(open_store(path), "detection_rate", "delta", "gamma", {"weights": "attention(tau=1)", "snr": 4.0})
     assert shown.figure is None and "too few null replicates" in shown.summary
 
 
 def test_the_live_map_of_a_plane_without_snr_0_uses_the_null_beside_it(stores):
     """A live map at snr = 4 reads the Monte Carlo null from the store's snr = 0, which its plane leaves out."""
     from rmtsweep.analysis.live import live_map
-    from rmtsweep.store import open_dataset
+    from rmtsweep.store import open_store
 
     first, _ = stores
-    shown = live_map(open_dataset(first), "detection_rate", "delta", "weights", {"snr": 4.0})
+    shown = live_map(open_store(first), "detection_rate", "delta", "weights", {"snr": 4.0})
     assert shown.figure is not None, shown.summary
     assert "4 of 4 cells with a value" in shown.summary
     expected = compare(first)["detection_rate"].sel(snr=4.0).mean()

@@ -336,9 +336,9 @@ def test_the_stall_the_page_waits_for_is_a_setting(monkeypatch, stall, expected)
 
 def test_maps_say_why_they_are_empty(tiny_store):
     from rmtsweep.analysis.live import default_axes, live_map, map_variables
-    from rmtsweep.store import open_dataset
+    from rmtsweep.store import open_store
 
-    ds = open_dataset(tiny_store).load()
+    ds = open_store(tiny_store).load()
     assert default_axes(ds) == ("snr", "delta")
     names = map_variables(ds)
     assert names[0] == "detection_rate" and {"overlap", "lambda1_z", "overlap_mean"} <= set(names)
@@ -366,7 +366,7 @@ def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
     s3fs = pytest.importorskip("s3fs")
     moto_server = pytest.importorskip("moto.server")
     from rmtsweep.analysis.live import Watch, live_map
-    from rmtsweep.store import locate, open_dataset
+    from rmtsweep.store import locate, open_store
 
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(key, "testing")              # no lookup of real credentials by botocore
@@ -382,7 +382,7 @@ def test_a_store_in_a_bucket_is_served_as_on_disk(tiny_store, monkeypatch):
         url = locate("s3://rmtsweep-serve/tiny.zarr", {"endpoint_url": endpoint})
         there, here = Watch(url).poll(), Watch(tiny_store).poll()
         assert (there.count(), there.digest) == (here.count(), here.digest)
-        maps = [live_map(open_dataset(p), "detection_rate", "snr", "gamma", {}) for p in (url, tiny_store)]
+        maps = [live_map(open_store(p), "detection_rate", "snr", "gamma", {}) for p in (url, tiny_store)]
         assert maps[0].summary == maps[1].summary and maps[0].figure is not None
 
         objects = fs.find("rmtsweep-serve/tiny.zarr", detail=True)
@@ -452,10 +452,10 @@ def counted(name, fn):
     return wrapper
 live.status = counted("status", live.status)
 live.compare = counted("compare", live.compare)
-store.open_dataset = counted("open", store.open_dataset)
+store.open_store = counted("open", store.open_store)
 try:
     from rmtsweep.analysis import live_feed
-    live_feed.open_dataset = store.open_dataset
+    live_feed.open_dataset = store.open_store
 except ImportError:
     pass
 atexit.register(lambda: print("COUNTS " + json.dumps(counts), file=sys.stderr, flush=True))

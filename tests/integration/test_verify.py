@@ -91,9 +91,9 @@ def test_a_chunk_of_fill_values_only_is_written_so_presence_means_written(tmp_pa
     assert verify(store) == []
 
 
-def test_the_old_name_of_verify_warns_and_gives_the_same_answer(reference, tmp_path):
-    """``rmtsweep.store.corrupt_tasks`` is ``verify`` under its old name, for one release: it warns and answers alike,
-    here on a store with one chunk flipped."""
+def test_the_old_names_of_verify_and_open_store_warn_and_answer_alike(reference, tmp_path):
+    """``rmtsweep.store.corrupt_tasks`` and ``open_dataset`` are ``verify`` and ``open_store`` under their old names,
+    for one release: each warns and answers alike, here on a store with one chunk flipped."""
     import rmtsweep
     from rmtsweep import store
     _, clean = reference
@@ -105,3 +105,6 @@ def test_the_old_name_of_verify_warns_and_gives_the_same_answer(reference, tmp_p
     with pytest.warns(DeprecationWarning, match=r"use rmtsweep\.verify"):
         assert store.corrupt_tasks(damaged) == now
     assert "corrupt_tasks" not in store.__all__ and "verify" in store.__all__
+    with pytest.warns(DeprecationWarning, match=r"use rmtsweep\.open_store"):
+        old = store.open_dataset(clean)
+    assert old.identical(rmtsweep.open_store(clean)) and "open_dataset" not in store.__all__

@@ -207,13 +207,13 @@ def test_an_environment_variable_changes_a_runs_window(tmp_path):
 def test_a_new_store_records_and_obeys_the_theory_budgets(tmp_path):
     from rmtsweep.run.runner import prepare_store
     from rmtsweep.spec import SweepFile, parse_sweep
-    from rmtsweep.store import open_dataset
+    from rmtsweep.store import open_store
 
     data = {**copy.deepcopy(BASE), "correlation": {"model": "iid"},
             "grid": {**BASE["grid"], "T": [1]}}                    # T = 1: the exact one-token law
     with dask.config.set({"rmtsweep.theory.one-token-budget": 1}):
         prepare_store(SweepFile(parse_sweep(data), "sweep.yaml", yaml.safe_dump(data)), tmp_path / "s.zarr")
-    ds = open_dataset(tmp_path / "s.zarr")
+    ds = open_store(tmp_path / "s.zarr")
     recorded = ds.attrs["config"]
     shipped = {k: v for k, v in config.defaults()["rmtsweep"]["theory"].items() if k != "cache"}
     assert recorded["theory"] == {**shipped, "one-token-budget": 1}             # not the cache: the machine's
