@@ -333,14 +333,14 @@ def launch(tool: Tool, folder: Path, total: int, kill_at: float | None = None, m
             "units": n, "killed": killed, "failed": (lines[-1] if lines else "no output") if failed else ""}
 
 
-def disk(folder: Path) -> tuple[int, int]:
-    """Files and bytes under ``folder``."""
-    files = size = 0
+def disk(folder: Path) -> tuple[int, int, int]:
+    """Files, bytes and bytes allocated (``du``: many small files take a block each) under ``folder``."""
+    files = size = blocks = 0
     for root, _, names in os.walk(folder):
         for name in names:
-            files += 1
-            size += os.lstat(os.path.join(root, name)).st_size
-    return files, size
+            st = os.lstat(os.path.join(root, name))
+            files, size, blocks = files + 1, size + st.st_size, blocks + 512 * st.st_blocks
+    return files, size, blocks
 
 
 def compare(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> tuple[int, int]:
@@ -361,9 +361,9 @@ def compare(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> tuple[in
 def measure(tool: Tool, base: Path, total: int, reference: dict | None, kill: bool) -> tuple[dict, dict]:
     """One full run and (with ``kill``) a kill at half and a rerun; the numbers and the full run's arrays."""
     full = launch(tool, base / "full", total)
-    files, size = disk(base / "full")
+    files, size, allocated = disk(base / "full")
     arrays = tool.read(base / "full")
-    row = {**full, "files": files, "bytes": size}
+    row = {**full, "files": files, "bytes": size, "allocated": allocated}
     if reference is not None:
         row["missing"], row["wrong"] = compare(arrays, reference)
     if kill:
@@ -424,7 +424,7 @@ def print_table(tools: list[Tool], rows: dict[str, dict], total: int, n_snr: int
         kill = (f"{k['kept']:,} of {total:,} | {100 * k['rerun_share']:.0f} % ({k['rerun_cpu']:.1f} CPU-s) | "
                 f"{k['wrong']} / {k['missing']}") if k else "n/a | n/a | n/a"
         print(f"| {tool.name} | {tool.version} | {r['first']:.2f} s | {r['end']:.1f} s | {r['cpu']:.1f} | "
-              f"{r['files']:,} | {r['bytes'] / 2**20:.1f} MiB | {kill} |")
+              f"{r['files']:,} | {r['bytes'] / 2**20:.1f} MiB ({r['allocated'] / 2**20:.1f} allocated) | {kill} |")
     for tool in tools:
         k = rows[tool.name].get("kill")
         if k and not k["killed"]:
