@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python benchmarks/peers.py            # theory-check at d = 300, 48 replicates: 1,296 units (about 10 minutes)
+    python benchmarks/peers.py            # theory-check at d = 300, 48 replicates: 1,296 units (about 15 minutes)
     python benchmarks/peers.py --quick    # d = 40, 4 replicates: the same code paths (run by the tests)
     pip install -e '.[bench]'             # the peers; one not installed is skipped with a line saying so
 
