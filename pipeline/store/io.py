@@ -294,11 +294,14 @@ def array_run(runs: list[dict], share: tuple[int, int]) -> int | None:
     return None
 
 
-def blocking_of(path: str | Path | Location) -> tuple[int, int, int, int]:
-    """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``)."""
-    done = array_of(open_group(locate(path)), "done")
+def blocking_of(path: str | Path | Location) -> tuple[int, ...]:
+    """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``); then,
+    in a store with scheduled null replicates, the null tasks' along ``null_replicate``."""
+    group = open_group(locate(path))
+    done = array_of(group, "done")
     chunks = dict(zip(dims_of(done), done.chunks, strict=True))
-    return chunks["delta"], chunks["gamma"], chunks["T"], chunks["replicate"]
+    null = (array_of(group, "null_eigenvalue").chunks[-1],) if "null_eigenvalue" in group else ()
+    return chunks["delta"], chunks["gamma"], chunks["T"], chunks["replicate"], *null
 
 
 def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
