@@ -419,3 +419,29 @@ for i, task in enumerate(first):
         run_sweep(load_sweep(tmp_path / "s.yaml"), tmp_path / "fresh.zarr", client, progress=False)
     assert_stores_equal(cut, tmp_path / "fresh.zarr")
     assert open_store(cut)["null_done"].sel(weights="attention(tau=1)").all()
+
+
+def test_status_counts_the_null_tasks_as_the_run_does(tmp_path):
+    """A store whose regular tasks are done but whose null tasks are not is not complete."""
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import n_tasks, tasks, tasks_left
+    from rmtsweep.run.work import compute_task
+    from rmtsweep.store import Writer, blocking_of, status, tasks_done
+    from tests.helpers import write_and_mark
+
+    data = _sweep(T=[1, 2, 3], points_per_task=1)
+    path = _store_in_blocks(tmp_path / "s.zarr", data, (1, 1, 1, 10, 10))
+    sweep = parse_sweep(data)
+    blocking = Blocking(*blocking_of(path))
+    writer = Writer(path)
+    every = list(tasks(sweep, blocking))
+    for task in every:
+        if not task.null or task.start[3] == 0:
+            write_and_mark(writer, task, compute_task(task), run=0)
+    total = n_tasks(sweep, blocking)
+    left = tasks_left(sweep, blocking, writer.done_mask(), null_done=writer.null_done_mask())
+    assert total == len(every) == 2 * 3 * 2 + 2 * 2 * 3 and left == 2 * 2 * 2          # null blocks 10-19, 20-23 left
+    st = status(path)
+    assert (st.tasks_done, st.tasks_total) == tasks_done(path) == (total - left, total) and not st.complete
+    _fill(path, data)
+    assert status(path).complete and tasks_done(path) == (total, total)
