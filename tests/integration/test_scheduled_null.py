@@ -445,3 +445,22 @@ def test_status_counts_the_null_tasks_as_the_run_does(tmp_path):
     assert (st.tasks_done, st.tasks_total) == tasks_done(path) == (total - left, total) and not st.complete
     _fill(path, data)
     assert status(path).complete and tasks_done(path) == (total, total)
+
+
+@pytest.mark.parametrize("order", ["progressive", "grid"])
+def test_the_shares_of_an_array_partition_the_null_tasks_too(order):
+    """Over a d axis and T values with and without null replicates: the shares of 3 hold every task once, as many as
+    tasks_left counts for each, in either order."""
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import n_tasks, share_tasks, tasks, tasks_left
+
+    data = _sweep(T=[1, 2, 3])
+    del data["d"]
+    data["grid"]["d"] = [16, 24]
+    sweep = parse_sweep(data)
+    blocking = Blocking(1, 1, 2, 10, 10)                          # T blocks (1, 2) and (3,); null blocks 0-9 ...
+    every = [(t.null, t.key) for t in tasks(sweep, blocking, order=order)]
+    assert len(every) == len(set(every)) == n_tasks(sweep, blocking) == 2 * 2 * 2 * 2 + 2 * 2 * 2 * 3
+    shares = [[(t.null, t.key) for t in share_tasks(sweep, blocking, None, (i, 3), order)] for i in range(3)]
+    assert sorted(sum(shares, [])) == sorted(every)
+    assert [len(s) for s in shares] == [tasks_left(sweep, blocking, None, (i, 3)) for i in range(3)]
