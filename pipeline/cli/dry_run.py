@@ -110,7 +110,9 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
             "sweep": sweep.name, "sweep_hash": sweep.digest(), "store": str(path), "store_exists": exists,
             "tasks_done": st.tasks_done if st else 0, "points": the_plan.points, "cells": the_plan.cells,
             "replicates": the_plan.replicates, "null_replicates": the_plan.null_replicates,
-            "null_points": the_plan.null_points, "tasks": the_plan.tasks, "points_per_task": b.cells,
+            "null_points": the_plan.null_points, "tasks": the_plan.tasks, "null_tasks": the_plan.null_tasks,
+            "null_replicates_per_task": b.null or the_plan.null_replicates,
+            "longest_task_seconds": the_plan.longest_task_seconds, "points_per_task": b.cells,
             "replicates_per_task": b.replicate, "memory_per_task_bytes": the_plan.memory_per_task,
             "core_seconds": the_plan.core_seconds, "worker_threads": threads, "startup_seconds": startup,
             "theory_seconds": 0.0 if same else the_plan.theory_seconds,
@@ -132,7 +134,10 @@ def dry_run(sweep_file: SweepFile, path: Path, engine: Engine, as_json: bool = F
         click.echo(f"null replicates: {the_plan.null_replicates} per point at snr = 0 for {the_plan.null_points} "
                    "points (the cells without a law at the store's size: attention over T >= 2), "
                    f"{the_plan.null_replicates * the_plan.null_points} in all")
-    click.echo(f"tasks: {the_plan.tasks} of up to {b.cells} points x {b.replicate} replicates; memory up to "
+    nulls = (f" ({the_plan.null_tasks} of them of up to {b.null or the_plan.null_replicates} null replicates)"
+             if the_plan.null_tasks else "")
+    click.echo(f"tasks: {the_plan.tasks} of up to {b.cells} points x {b.replicate} replicates{nulls}; the longest "
+               f"{_seconds(the_plan.longest_task_seconds)} by the cost model; memory up to "
                f"{_bytes(the_plan.memory_per_task)} per task")
     click.echo(f"cost model: {duration(the_plan.core_seconds)} of one core ({the_plan.core_hours:.2g} core-hours); "
                "fitted on a 2-core machine")
@@ -168,6 +173,11 @@ def _machine_text(cores: int, load: float, factor: float, wall: float) -> str:
 
 def _bytes(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def _seconds(seconds: float) -> str:
+    """A task's seconds: two significant digits under a minute (tasks are about a second)."""
+    return f"{seconds:.2g} s" if seconds < 60 else duration(seconds)
 
 
 def duration(seconds: float) -> str:

@@ -85,12 +85,14 @@ def _writers(store_path: Path, st: StoreStatus) -> list[dict]:
     if any(w["share"] is not None for w in found):
         sweep = store.stored_sweep(store_path, st.attrs)
         blocking = Blocking(*store.blocking_of(store_path))
-        done = store.open_store(store_path)["done"].values
+        ds = store.open_store(store_path)
+        done = ds["done"].values
+        null_done = ds["null_done"].values if "null_done" in ds else None
         for w in found:
             if w["share"] is not None:
                 share = tuple(w["share"])
                 w["tasks"] = tasks_left(sweep, blocking, None, share)
-                w["tasks_left"] = tasks_left(sweep, blocking, done, share)
+                w["tasks_left"] = tasks_left(sweep, blocking, done, share, null_done)
     return [{k: v for k, v in w.items() if k not in ("token", "beat")} for w in found]
 
 

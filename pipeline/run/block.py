@@ -12,9 +12,8 @@ __all__ = ["compute_block", "compute_null", "result_names"]
 
 
 def result_names(task: Task) -> tuple[str, ...]:
-    """The per-replicate variables a task of this sweep fills."""
-    null = ("null_eigenvalue",) if task.computes_null else ()
-    return tuple(name for name, _ in task.context.results) + null
+    """The variables a task of this sweep fills: the measured per-replicate ones, or a null task's."""
+    return ("null_eigenvalue",) if task.null else tuple(name for name, _ in task.context.results)
 
 
 def compute_block(task: Task) -> dict[str, np.ndarray]:
@@ -27,10 +26,11 @@ def compute_block(task: Task) -> dict[str, np.ndarray]:
     -------
     dict
         Chunk-shaped arrays ``(delta, gamma, T, weights, replicate, ...)``, one per measured variable of
-        :data:`rmtsweep.results.RESULTS` that the sweep has, with its trailing dims; for a task of the first
-        replicate block of a sweep with scheduled null replicates, ``null_eigenvalue`` (``..., null_replicate`` in
-        place of ``replicate``: :func:`compute_null`).
+        :data:`rmtsweep.results.RESULTS` that the sweep has, with its trailing dims; for a null task,
+        ``null_eigenvalue`` alone (``..., null_replicate`` in place of ``replicate``: :func:`compute_null`).
     """
+    if task.null:
+        return {"null_eigenvalue": compute_null(task)}
     c = task.context
     shape = task.shape
     out = {name: np.full(shape + trail, np.nan) for name, trail in c.results}
@@ -50,29 +50,32 @@ def compute_block(task: Task) -> dict[str, np.ndarray]:
                     at = pos + (w, r)
                     for name in out:
                         out[name][at] = getattr(res, name)
-        if task.computes_null:
-            out["null_eigenvalue"] = compute_null(task)
     return out
 
 
 def compute_null(task: Task) -> np.ndarray:
-    """The largest eigenvalue at ``snr = 0`` of each scheduled null replicate of the task's points.
+    """The largest eigenvalue at ``snr = 0`` of each scheduled null replicate of a null task's block.
 
-    Shape ``(delta, gamma, T, weights, null_replicate)``; computed for the schemes without a law at the store's
-    size (``context.null_schemes``) at ``T >= 2`` where ``task.todo`` has something left of the scheme (a store
-    extended by a scheme), NaN elsewhere. Each null replicate has its own stream (:meth:`Task.null_rng`), shared
-    by the schemes as a regular replicate's is.
+    Shape ``(delta, gamma, T, weights, null_replicate)`` of the task's chunk; computed for the schemes without a
+    law at the store's size (``context.null_schemes``) at ``T >= 2`` where ``task.todo`` leaves it to do, NaN
+    elsewhere. Each null replicate has its own stream (:meth:`Task.null_rng`, keyed by its index, so any blocking
+    gives the same values), shared by the schemes as a regular replicate's is.
     """
     c = task.context
     shape = task.shape
-    out = np.full(shape[:4] + (c.null_replicates,), np.nan)
+    out = np.full(shape, np.nan)
     zero = np.zeros(1)
-    for pos, point in task.points():
-        schemes = [w for w in c.null_schemes if point[2] >= 2 and (task.todo is None or task.todo[pos][w].any())]
-        if not schemes:
-            continue
-        models = c.models(*point, schemes)
-        for n in range(c.null_replicates):
-            for w, res in zip(schemes, simulate_schemes(models, zero, task.null_rng(point, n)), strict=True):
-                out[pos + (w, n)] = res.eigenvalues[0, 0]
+    with threadpool_limits(limits=1):
+        for pos, point in task.points():
+            if point[2] < 2:
+                continue
+            need = np.ones(shape[3:], bool) if task.todo is None else task.todo[pos]    # (weights, null_replicate)
+            every = dict(zip(c.null_schemes, c.models(*point, list(c.null_schemes)), strict=True))
+            for n in range(shape[4]):
+                schemes = [w for w in c.null_schemes if need[w, n]]
+                if not schemes:
+                    continue
+                draws = simulate_schemes([every[w] for w in schemes], zero, task.null_rng(point, task.start[3] + n))
+                for w, res in zip(schemes, draws, strict=True):
+                    out[pos + (w, n)] = res.eigenvalues[0, 0]
     return out

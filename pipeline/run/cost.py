@@ -21,10 +21,10 @@ import numpy as np
 from .. import config
 from ..model.topk import LANCZOS_MIN_N
 from ..results import PointWork, present
-from ..spec import Sweep, sizes
+from ..spec import Observables, Sweep, sizes
 
 __all__ = ["Blocking", "PointCost",
-           "choose_blocking", "point_cost", "point_seconds", "task_target"]
+           "choose_blocking", "null_sweep", "point_cost", "point_seconds", "task_target"]
 
 # Fitted cost coefficients stay constants (they describe the code, not a choice): seconds per unit, fitted by
 # non-negative least squares on replicates timed one by one.
@@ -126,17 +126,38 @@ def point_seconds(sweep: Sweep, d: int | None = None) -> np.ndarray:
     return point_cost(sweep, d).array()
 
 
+def null_sweep(sweep: Sweep) -> Sweep | None:
+    """The sweep whose one replicate costs what one scheduled null replicate does, or None without any.
+
+    A null replicate runs the schemes without a law at ``snr = 0`` only, without optional observables, over the
+    ``T >= 2`` values (:attr:`rmtsweep.spec.Sweep.null_replicate_count`).
+    """
+    if not sweep.null_replicate_count:
+        return None
+    g = sweep.grid
+    return sweep.model_copy(update={"observables": Observables(), "grid": g.model_copy(update={
+        "snr": (0.0,), "T": tuple(t for t in g.T if t >= 2),
+        "weights": tuple(g.weights[i] for i in sweep.null_schemes)})})
+
+
 @dataclass(frozen=True)
 class Blocking:
     """How the grid is cut into tasks: points per task along ``delta``, ``gamma``, ``T``, and replicates.
 
-    One task is one chunk of every per-replicate variable of the store (every weights scheme).
+    One task is one chunk of every per-replicate variable of the store (every weights scheme). A sweep with
+    scheduled null replicates has tasks of its own for them: ``null`` of them per task, over the same blocks of
+    points (one chunk of ``null_eigenvalue`` each); 0 for a sweep without any.
     """
 
     delta: int
     gamma: int
     T: int
     replicate: int
+    null: int = 0
+
+    def chunking(self) -> tuple[int, ...]:
+        """The store's chunks: :meth:`as_tuple`, then ``null`` when the sweep has scheduled null replicates."""
+        return self.as_tuple() + ((self.null,) if self.null else ())
 
     @property
     def cells(self) -> int:
@@ -163,7 +184,8 @@ def choose_blocking(sweep: Sweep, target: float | None = None) -> Blocking:
     ``rmtsweep.batching.progressive-blocks`` blocks where there are that many replicates), then points: along ``T``,
     then ``gamma``, then ``delta`` (whole axes where they fit), so that a task of average cost takes about
     ``target`` seconds (:func:`task_target`; default: that of no threads). The block count and the target are the
-    settings ``rmtsweep.batching.*``.
+    settings ``rmtsweep.batching.*``. Scheduled null replicates are cut along ``null_replicate`` into tasks of the
+    same blocks of points, each about ``target`` seconds (:attr:`Blocking.null`).
     """
     target = task_target() if target is None else target
     blocks = int(config.get("batching.progressive-blocks"))
@@ -180,4 +202,14 @@ def choose_blocking(sweep: Sweep, target: float | None = None) -> Blocking:
         sizes.append(take)
         cells = max(1, cells // take)
     cT, cg, cd = sizes
-    return Blocking(delta=cd, gamma=cg, T=cT, replicate=reps)
+    return Blocking(delta=cd, gamma=cg, T=cT, replicate=reps, null=_null_block(sweep, cd * cg * cT, target))
+
+
+def _null_block(sweep: Sweep, cells: int, target: float) -> int:
+    """Null replicates per null task: a block of ``cells`` points of average null cost runs about ``target``."""
+    null = null_sweep(sweep)
+    if null is None:
+        return 0
+    m = sweep.null_replicate_count
+    per_replicate = cells * point_cost(null).mean()
+    return max(1, min(m, math.floor(target / per_replicate))) if per_replicate > 0 else m

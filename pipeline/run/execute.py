@@ -241,8 +241,8 @@ def _drain(queue: as_completed, by_key: dict, futures: dict, writer: Writer | No
                 raise StoreWriteError(f"{filename}: {message} (a worker writing task {task.name}); "
                                       f"fix it and rerun the same command to resume")
             if writer is not None:                 # checked by on_done before the done flags, fenced meanwhile
-                writer.prepare([task.region], writer.data_names(task.computes_null))
-                writer.write_block(task.region, result, task.todo, run)
+                writer.prepare([task.region], writer.data_names(task.null))
+                writer.write_block(task.region, result, task.todo, run, task.null)
                 result = {"written": True, "replicates": task.n_replicates}
             fut.release()
             finished.append((task, result))

@@ -20,11 +20,14 @@ point, or values added to an axis later. The weights scheme is deliberately not 
 
 A scheduled null replicate ``n`` of a point (``snr = 0`` only, for the cells without a law at the
 store's size) draws from the same key with :data:`NULL_STREAM` appended, ``(..., T, n, NULL_STREAM)``:
-one word longer than every regular replicate's key, so never one of their streams.
+one word longer than every regular replicate's key, so never one of their streams. Null replicates have
+tasks of their own (:attr:`Task.null`): a block of points and of null replicates, one chunk of
+``null_eigenvalue``, marked done in ``null_done``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -162,8 +165,10 @@ class Task:
     d_pos
         Its position on the store's ``d`` axis, or ``None`` for a store with a top-level ``d``.
 
-    The task of a block's first replicates also computes its points' scheduled null replicates
-    (:attr:`computes_null`), all of them: one chunk of ``null_eigenvalue``.
+    null
+        Whether it computes scheduled null replicates instead: then ``index``, ``start`` and ``stop`` count
+        along ``null_replicate`` in place of ``replicate``, its chunk is one of ``null_eigenvalue`` and
+        ``null_done``, and ``todo`` is taken from ``null_done``.
     """
 
     index: tuple[int, int, int, int]
@@ -175,6 +180,7 @@ class Task:
     todo: np.ndarray | None
     context: Context
     d_pos: int | None = None
+    null: bool = False
 
     @property
     def d(self) -> int:
@@ -210,14 +216,26 @@ class Task:
 
     @property
     def n_replicates(self) -> int:
-        """The replicates it computes: one per point, weights scheme and replicate number (its ``done`` flags)."""
+        """The replicates it computes: one per point, weights scheme and replicate number (its ``done`` flags);
+        for a null task, one per point over ``T >= 2``, scheme without a law and null replicate number."""
+        if self.null:
+            need = self.null_needed()
+            return int(np.count_nonzero(need if self.todo is None else need & self.todo))
         return int(np.prod(self.shape)) if self.todo is None else int(np.count_nonzero(self.todo))
+
+    def null_needed(self) -> np.ndarray:
+        """Which entries of its chunk's shape a null task computes: the schemes without a law over ``T >= 2``."""
+        c = self.context
+        many_T = np.asarray(self.T) >= 2
+        schemes = np.isin(np.arange(len(c.schemes)), c.null_schemes)
+        return np.broadcast_to((many_T[:, None] & schemes[None, :])[None, None, :, :, None], self.shape)
 
     @property
     def key(self) -> str:
-        """A short identity for keys and the journal, e.g. ``0-1-0-2`` (``d_pos`` first with a ``d`` axis)."""
+        """A short identity for keys and the journal, e.g. ``0-1-0-2`` (``d_pos`` first with a ``d`` axis);
+        ``null-0-1-0-2`` for a null task."""
         lead = () if self.d_pos is None else (self.d_pos,)
-        return "-".join(map(str, lead + self.index))
+        return ("null-" if self.null else "") + "-".join(map(str, lead + self.index))
 
     @property
     def name(self) -> str:
@@ -227,7 +245,7 @@ class Task:
         r0, r1 = self.start[3], self.stop[3]
         lead = "" if self.d_pos is None else f"d={self.d} "
         return (f"{lead}delta={span(self.delta)} gamma={span(self.gamma)} T={span(self.T)} "
-                f"replicates {r0}-{r1 - 1}")
+                f"{'null replicates' if self.null else 'replicates'} {r0}-{r1 - 1}")
 
     def points(self) -> Iterator[tuple[tuple[int, int, int], tuple[float, float, int]]]:
         """``(position in the block, (delta, gamma, T))`` of every point, in block order."""
@@ -239,11 +257,6 @@ class Task:
         delta, gamma, T = point
         c = self.context
         return replicate_rng(c.seed, delta, gamma, T, self.start[3] + r, d=c.d if c.d_axis else None)
-
-    @property
-    def computes_null(self) -> bool:
-        """Whether it also computes its points' scheduled null replicates: those of the first replicate block."""
-        return self.context.null_replicates > 0 and self.start[3] == 0
 
     def null_rng(self, point: tuple[float, float, int], n: int) -> np.random.Generator:
         """The generator of scheduled null replicate ``n`` of ``point`` (module docstring)."""
@@ -258,15 +271,36 @@ def grid_shape(sweep: Sweep) -> tuple[int, int, int, int]:
     return len(g.delta), len(g.gamma), len(g.T), sweep.replicates
 
 
-def _chunk_counts(sweep: Sweep, blocking: Blocking) -> tuple[int, ...]:
-    """Tasks along ``(d, delta, gamma, T, replicate)``: the chunk grid, one ``d`` value per task."""
-    per_d = zip(grid_shape(sweep), blocking.as_tuple(), strict=True)
-    return (len(sweep.d_values), *(-(-n // c) for n, c in per_d))     # counted, not listed: any replicate count
+def _null_shape(sweep: Sweep) -> tuple[int, int, int, int]:
+    """Sizes of the ``(delta, gamma, T, null_replicate)`` axes of the null tasks (of each ``d`` value)."""
+    return (*grid_shape(sweep)[:3], sweep.null_replicate_count)
+
+
+def _null_blocking(sweep: Sweep, blocking: Blocking) -> tuple[int, int, int, int]:
+    """The null tasks' size along ``(delta, gamma, T, null_replicate)``: all of a point's in one without ``null``."""
+    return (*blocking.as_tuple()[:3], blocking.null or sweep.null_replicate_count)
+
+
+def _chunk_counts(sweep: Sweep, blocking: Blocking, null: bool = False) -> tuple[int, ...]:
+    """Tasks (or null tasks) along ``(d, delta, gamma, T, replicate)``: the chunk grid, one ``d`` value per task."""
+    shape, block = (_null_shape(sweep), _null_blocking(sweep, blocking)) if null else \
+        (grid_shape(sweep), blocking.as_tuple())
+    return (len(sweep.d_values), *(-(-n // c) for n, c in zip(shape, block, strict=True)))   # counted, not listed
+
+
+def _null_T_blocks(sweep: Sweep, blocking: Blocking) -> np.ndarray:
+    """Whether each block along ``T`` holds a value ``T >= 2`` (only those have null tasks)."""
+    many_T = np.asarray(sweep.grid.T) >= 2
+    return np.logical_or.reduceat(many_T, np.arange(0, len(many_T), blocking.T))
 
 
 def n_tasks(sweep: Sweep, blocking: Blocking) -> int:
-    """Total number of tasks (chunks) of the sweep under ``blocking`` (one ``d`` value per task)."""
-    return int(np.prod(_chunk_counts(sweep, blocking)))
+    """Total number of tasks (chunks) of the sweep under ``blocking`` (one ``d`` value per task), null ones included."""
+    out = int(np.prod(_chunk_counts(sweep, blocking)))
+    if sweep.null_replicate_count:
+        d, n_delta, n_gamma, _, n_null = _chunk_counts(sweep, blocking, null=True)
+        out += d * n_delta * n_gamma * int(_null_T_blocks(sweep, blocking).sum()) * n_null
+    return out
 
 
 Order = Literal["progressive", "grid"]
@@ -275,36 +309,47 @@ any point gets a second; ``"grid"`` completes each point's replicates in chunk o
 
 
 def tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None = None,
-          order: Order = "progressive") -> Iterator[Task]:
+          order: Order = "progressive", null_done: np.ndarray | None = None) -> Iterator[Task]:
     """The tasks still to do, lazily, in ``order``.
 
     Results do not depend on the order (each replicate has its own random stream), only what a partly
     done store holds: in progressive order a sweep stopped early covers the whole grid at fewer replicates.
+    The null tasks of a block of points follow its regular ones: in progressive order the ``i``-th null block of
+    every point comes after the ``i``-th regular one.
 
     Parameters
     ----------
     blocking
-        The store's chunking along ``(delta, gamma, T, replicate)``; along ``d`` (if it is an axis)
-        every task holds one value.
+        The store's chunking along ``(delta, gamma, T, replicate)`` and ``null_replicate``; along ``d`` (if it is
+        an axis) every task holds one value.
     done
         Optional ``done`` mask of the store, shape ``([d,] delta, gamma, T, weights, replicate)``: a
         chunk with all done is skipped; one with some done computes the rest (``Task.todo``).
     order
         ``"progressive"`` (replicate blocks outermost) or ``"grid"`` (chunk order, ``d`` outermost).
+    null_done
+        The store's ``null_done`` mask, as ``done`` for the null tasks (``None``: every null task is to do).
     """
     if order not in ("progressive", "grid"):
         raise ValueError(f"order must be 'progressive' or 'grid', got {order!r}")
     contexts = [Context.from_sweep(sweep, d) for d in sweep.d_values]
     counts = _chunk_counts(sweep, blocking)
+    n_null = _chunk_counts(sweep, blocking, null=True)[4] if sweep.null_replicate_count else 0
+    with_null = _null_T_blocks(sweep, blocking) if n_null else np.zeros(counts[3], bool)
     def points() -> Iterator[tuple[int, ...]]:
         return itertools.product(*(range(n) for n in counts[1:4]))
     if order == "grid":
-        keys = ((pos, *point, r) for pos in range(counts[0]) for point in points() for r in range(counts[4]))
+        keys = ((pos, point, null, r) for pos in range(counts[0]) for point in points()
+                for null, r in itertools.chain(((False, r) for r in range(counts[4])),
+                                               ((True, r) for r in range(n_null) if with_null[point[2]])))
     else:
-        keys = ((pos, *point, r) for r in range(counts[4]) for pos in range(counts[0]) for point in points())
-    for pos, *index in keys:
-        mask = done if done is None or not sweep.d_axis else done[pos]
-        task = _task(sweep, contexts[pos], blocking, tuple(index), mask, pos if sweep.d_axis else None)
+        keys = ((pos, point, null, r) for r in range(max(counts[4], n_null)) for null in (False, True)
+                for pos in range(counts[0]) for point in points()
+                if ((r < n_null and with_null[point[2]]) if null else r < counts[4]))
+    for pos, point, null, r in keys:
+        mask = null_done if null else done
+        mask = mask if mask is None or not sweep.d_axis else mask[pos]
+        task = _task(sweep, contexts[pos], blocking, (*point, r), mask, pos if sweep.d_axis else None, null)
         if task is not None:
             yield task
 
@@ -316,68 +361,96 @@ def _four(values: Iterable[int]) -> tuple[int, int, int, int]:
 
 
 def _task(sweep: Sweep, context: Context, blocking: Blocking, index: tuple[int, ...], done: np.ndarray | None,
-          d_pos: int | None) -> Task | None:
-    """The task at chunk ``index`` of one ``d`` value, or None if ``done`` (its mask) says it is done."""
+          d_pos: int | None, null: bool = False) -> Task | None:
+    """The task (or null task) at chunk ``index`` of one ``d`` value, or None if ``done`` (its mask) says it is
+    done; a null task's entries outside :meth:`Task.null_needed` count as done."""
     g = sweep.grid
-    shape = grid_shape(sweep)
-    start = _four(i * c for i, c in zip(index, blocking.as_tuple(), strict=True))
-    stop = _four(min(a + c, n) for a, c, n in zip(start, blocking.as_tuple(), shape, strict=True))
-    todo = None
-    if done is not None:
-        block = done[start[0]:stop[0], start[1]:stop[1], start[2]:stop[2], :, start[3]:stop[3]]
-        if block.all():
-            return None
-        todo = None if not block.any() else ~block
-    return Task(index=_four(index), start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
-                gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=todo,
-                context=context, d_pos=d_pos)
+    shape, block = (_null_shape(sweep), _null_blocking(sweep, blocking)) if null else \
+        (grid_shape(sweep), blocking.as_tuple())
+    start = _four(i * c for i, c in zip(index, block, strict=True))
+    stop = _four(min(a + c, n) for a, c, n in zip(start, block, shape, strict=True))
+    task = Task(index=_four(index), start=start, stop=stop, delta=tuple(g.delta[start[0]:stop[0]]),
+                gamma=tuple(g.gamma[start[1]:stop[1]]), T=tuple(g.T[start[2]:stop[2]]), todo=None,
+                context=context, d_pos=d_pos, null=null)
+    if done is None:
+        return task
+    flags = done[start[0]:stop[0], start[1]:stop[1], start[2]:stop[2], :, start[3]:stop[3]]
+    finished = flags | ~task.null_needed() if null else flags
+    if finished.all():
+        return None
+    return task if not flags.any() else dataclasses.replace(task, todo=~flags)
+
+
+def _left(sweep: Sweep, blocking: Blocking, done: np.ndarray | None, null: bool) -> np.ndarray:
+    """Whether each task (or null task) is left, on the chunk grid of :func:`_chunk_counts`."""
+    counts = _chunk_counts(sweep, blocking, null)
+    if null:
+        with_null = _null_T_blocks(sweep, blocking)[None, None, None, :, None]
+        if done is None:
+            return np.broadcast_to(with_null, counts).copy()
+        g, schemes = sweep.grid, sweep.null_schemes
+        need = (np.asarray(g.T) >= 2)[:, None] & np.isin(np.arange(len(g.weights)), schemes)[None, :]
+        done = np.asarray(done, bool) | ~need[:, :, None]
+    elif done is None:
+        return np.ones(counts, bool)
+    from ..store.io import chunk_done           # here, not at the top: a worker imports this module
+    b = _null_blocking(sweep, blocking) if null else blocking.as_tuple()
+    chunks = (*(1,) * (np.ndim(done) - 5), b[0], b[1], b[2], np.shape(done)[-2], b[3])   # every scheme
+    return ~chunk_done(np.asarray(done, bool), chunks).reshape(counts)
 
 
 def tasks_left(sweep: Sweep, blocking: Blocking, done: np.ndarray | None,
-               share: tuple[int, int] | None = None) -> int:
-    """How many tasks :func:`tasks` (or :func:`share_tasks` of ``share``) would yield, counted from ``done`` at once.
+               share: tuple[int, int] | None = None, null_done: np.ndarray | None = None) -> int:
+    """How many tasks :func:`tasks` (or :func:`share_tasks` of ``share``) would yield, counted from ``done`` and
+    ``null_done`` at once.
 
     So that a run need not hold its tasks in a list to know how many there are: the driver makes them one
     by one as the window takes them (50 MiB and 7 s for 10^5 tasks in a list).
     """
-    counts = _chunk_counts(sweep, blocking)
-    if done is None:
-        left = np.ones(counts, bool)
-    else:
-        from ..store.io import chunk_done           # here, not at the top: a worker imports this module
-        b = blocking.as_tuple()
-        chunks = (*(1,) * (np.ndim(done) - 5), b[0], b[1], b[2], np.shape(done)[-2], b[3])   # every scheme
-        left = ~chunk_done(np.asarray(done, bool), chunks).reshape(counts)
-    if share is not None:
-        left &= np.arange(left.size).reshape(counts) % share[1] == share[0]
-    return int(left.sum())
+    out = 0
+    for null, mask in ((False, done), (True, null_done)):
+        if null and not sweep.null_replicate_count:
+            continue
+        left = _left(sweep, blocking, mask, null)
+        if share is not None:
+            left &= (_ordinal_base(sweep, blocking, null) + np.arange(left.size).reshape(left.shape)) % share[1] \
+                == share[0]
+        out += int(left.sum())
+    return out
+
+
+def _ordinal_base(sweep: Sweep, blocking: Blocking, null: bool) -> int:
+    """The ordinal of a kind's first task: null tasks are numbered after every regular one."""
+    return int(np.prod(_chunk_counts(sweep, blocking))) if null else 0
 
 
 def share_tasks(sweep: Sweep, blocking: Blocking, done: np.ndarray | None, share: tuple[int, int],
-                order: Order = "progressive") -> Iterator[Task]:
+                order: Order = "progressive", null_done: np.ndarray | None = None) -> Iterator[Task]:
     """The tasks still to do of ``share = (i, n)``, element ``i`` of an array of ``n``: those whose ordinal in
-    chunk order (``d`` outermost, over every task, done or not) is ``i`` modulo ``n``.
+    chunk order (``d`` outermost, over every task, done or not; null tasks after the regular ones) is ``i``
+    modulo ``n``.
 
     The shares of one ``n`` partition the tasks, whatever is done already, so a resubmitted array computes
     exactly what is missing; consecutive tasks (neighbouring points, with similar costs) go to different
     elements. ``order`` is the order they are made in (:func:`tasks`), not which element has them.
     """
     i, n = share
-    counts = _chunk_counts(sweep, blocking)
-    for task in tasks(sweep, blocking, done, order):
-        if int(np.ravel_multi_index((task.d_pos or 0, *task.index), counts)) % n == i:
+    for task in tasks(sweep, blocking, done, order, null_done):
+        ordinal = np.ravel_multi_index((task.d_pos or 0, *task.index), _chunk_counts(sweep, blocking, task.null))
+        if (_ordinal_base(sweep, blocking, task.null) + int(ordinal)) % n == i:
             yield task
 
 
 def share_done(sweep: Sweep, blocking: Blocking, share: tuple[int, int], shape: tuple[int, ...],
-               read: Callable[[tuple], np.ndarray]) -> np.ndarray:
-    """The ``done`` mask as element ``share`` needs it: the chunks of its own tasks read (``read(region)``, one
-    chunk each), every other chunk set, so :func:`share_tasks` and :func:`tasks_left` give what they give on the
-    whole mask. An element of an array of N reads 1/N of ``done``, not all of it (1,000 elements each
-    reading the 1,000 chunks of a store was a million reads)."""
+               read: Callable[[tuple], np.ndarray], null: bool = False) -> np.ndarray:
+    """The ``done`` mask (``null_done`` with ``null``) as element ``share`` needs it: the chunks of its own tasks
+    read (``read(region)``, one chunk each), every other chunk set, so :func:`share_tasks` and :func:`tasks_left`
+    give what they give on the whole mask. An element of an array of N reads 1/N of ``done``, not all of it
+    (1,000 elements each reading the 1,000 chunks of a store was a million reads)."""
     done = np.ones(shape, bool)
     for task in share_tasks(sweep, blocking, None, share):
-        done[task.region] = read(task.region)
+        if task.null == null:
+            done[task.region] = read(task.region)
     return done
 
 
@@ -399,5 +472,5 @@ def task_memory_bytes(sweep: Sweep, blocking: Blocking | None = None) -> int:
     working = 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * max(g.T))
     blocking = blocking or choose_blocking(sweep)
     results = sum(math.prod(v.chunks) * np.dtype(v.dtype).itemsize
-                  for v in data_variables(sweep, blocking.as_tuple()))
+                  for v in data_variables(sweep, blocking.chunking()))
     return working + 2 * results

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..spec import Observables, Sweep, SweepFile, as_sweep
+from ..spec import Sweep, SweepFile, as_sweep
 from .. import config
 from ..theory.estimate import theory_parts
 from ..theory.grid import TheoryBudgets
-from .cost import Blocking, choose_blocking, point_cost, point_seconds, task_target
+from .cost import Blocking, choose_blocking, null_sweep, point_cost, task_target
 from .grid import n_tasks, task_memory_bytes
 
 __all__ = ["LONG_SECONDS", "TEMPLATE_SECONDS", "Plan", "impossible", "plan", "too_long"]
@@ -36,12 +36,14 @@ class Plan:
     tasks: int
     blocking: Blocking
     memory_per_task: int        # bytes, an upper estimate (the largest point)
-    done_bytes: int             # bytes of the store's ``done`` mask, which the driver reads whole
+    done_bytes: int             # bytes of the store's ``done`` and ``null_done`` masks, which the driver reads whole
     core_seconds: float
     theory_seconds: float = 0.0  # a new store's theory, on one core (rmtsweep.theory.estimate)
     theory_serial_seconds: float = 0.0   # the part of it one task computes (the rest spreads over the workers)
     null_replicates: int = 0    # scheduled snr = 0 null replicates per point over T >= 2 (Sweep.null_replicate_count)
     null_points: int = 0        # the points that draw them (T >= 2, every d); their cost is in core_seconds
+    null_tasks: int = 0         # the tasks of null replicates among ``tasks`` (Blocking.null of them each at most)
+    longest_task_seconds: float = 0.0   # the cost model's bound on one task: its most expensive point times its size
 
     @property
     def core_hours(self) -> float:
@@ -80,17 +82,19 @@ def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None
     seconds = sum(point_cost(sweep, d).total() for d in sweep.d_values) * sweep.replicates
     m = sweep.null_replicate_count
     many_T = np.asarray(g.T) >= 2
-    if m:           # one null replicate: the schemes without a law, at snr = 0 only, no optional observables
-        null = sweep.model_copy(update={"observables": Observables(), "grid": g.model_copy(update={
-            "snr": (0.0,), "weights": tuple(g.weights[i] for i in sweep.null_schemes)})})
-        seconds += m * sum(float(point_seconds(null, d)[:, :, many_T].sum()) for d in sweep.d_values)
+    longest = point_cost(sweep).max() * blocking.cells * blocking.replicate
+    null_tasks = 0
+    if (null := null_sweep(sweep)) is not None:
+        seconds += m * sum(point_cost(null, d).total() for d in sweep.d_values)
+        longest = max(longest, point_cost(null).max() * blocking.cells * (blocking.null or m))
+        null_tasks = n_tasks(sweep, blocking) - n_tasks(sweep.model_copy(update={"null_replicates": 0}), blocking)
     return Plan(points=per_d * len(sweep.d_values), cells=per_d * len(sweep.d_values) * len(g.weights) * len(g.snr),
                 replicates=sweep.replicates, tasks=n_tasks(sweep, blocking), blocking=blocking,
                 memory_per_task=task_memory_bytes(sweep, blocking), core_seconds=seconds,
-                done_bytes=per_d * len(sweep.d_values) * len(g.weights) * sweep.replicates,
+                done_bytes=per_d * len(sweep.d_values) * len(g.weights) * (sweep.replicates + m),   # and null_done
                 theory_seconds=sum(parts := theory_parts(sweep, theory_budgets())), theory_serial_seconds=parts[0],
                 null_replicates=m, null_points=int(many_T.sum()) * len(g.delta) * len(g.gamma) * len(sweep.d_values)
-                if m else 0)
+                if m else 0, null_tasks=null_tasks, longest_task_seconds=longest)
 
 
 def theory_budgets() -> TheoryBudgets:
@@ -114,8 +118,9 @@ def impossible(the_plan: Plan, memory_per_thread: float | None, driver_memory: f
                 f"{memory_per_thread / 2**30:.2f} GiB a worker thread has ({source or 'before the cluster starts'}); "
                 "lower d or raise the workers' memory")
     if driver_memory and the_plan.done_bytes > driver_memory / 4:
-        return (f"the store's done mask would hold {_gib(the_plan.done_bytes)} ({the_plan.replicates:,} replicates "
-                f"x {the_plan.done_bytes // max(the_plan.replicates, 1):,} points and schemes), more than a quarter "
+        flags = the_plan.replicates + the_plan.null_replicates
+        return (f"the store's done mask would hold {_gib(the_plan.done_bytes)} ({flags:,} replicates "
+                f"x {the_plan.done_bytes // max(flags, 1):,} points and schemes), more than a quarter "
                 f"of this machine's {_gib(driver_memory)}: lower replicates or the grid")
     return None
 

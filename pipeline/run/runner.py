@@ -34,6 +34,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from distributed import Client, Future
 from threadpoolctl import threadpool_limits
 
@@ -84,7 +85,7 @@ def git_revision() -> str | None:
     return out.stdout.strip()
 
 
-def make_template(sweep_file: SweepFile, blocking: tuple[int, int, int, int],
+def make_template(sweep_file: SweepFile, blocking: tuple[int, ...],
                   notes: Callable[[str], None] | None = None, defer: bool = False) -> Template:
     """The store template of ``sweep_file`` with tasks of ``blocking``: coordinates, theory, provenance
     (``notes``: where a line goes before a theory computation of several seconds).
@@ -266,7 +267,7 @@ def _opened(sweep_file: SweepFile, path: Location, threads: int, note: Callable[
     new = choose_blocking(sweep_file.sweep, task_target(threads))      # used only if the store is new
     store = Store(path)
     info = run_info(sweep_file)
-    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new.as_tuple()) \
+    opened = store.prepare(sweep_file, lambda b: make_template(sweep_file, b, note, defer=True), info, new.chunking()) \
         if share is None else store.join(sweep_file, share, info)
     with opened as run:
         try:
@@ -325,12 +326,11 @@ class OpenRun:
         blocking = Blocking(*run.blocking)
         if sweep.null_replicate_count and not run.writer.null:     # a store made before the run scheduled them
             sweep = sweep.model_copy(update={"null_replicates": 0})
-        done = run.writer.done_mask() if share is None else \
-            share_done(sweep, blocking, share, run.writer.done.shape, run.writer.done_in)
+        done, null_done = _done_masks(run, sweep, blocking, share)
         total = n_tasks(sweep, blocking)
-        left = tasks_left(sweep, blocking, done, share)  # the tasks themselves are made as the window takes them
-        todo = tasks(sweep, blocking, done, order) if share is None else \
-            share_tasks(sweep, blocking, done, share, order)
+        left = tasks_left(sweep, blocking, done, share, null_done)  # the tasks are made as the window takes them
+        todo = tasks(sweep, blocking, done, order, null_done) if share is None else \
+            share_tasks(sweep, blocking, done, share, order, null_done)
         per_d = f", one d value each (d = {', '.join(map(str, sweep.d_values))})" if sweep.d_axis else ""
         if run.recompute:
             note(f"{path}: extended; {run.recompute}")
@@ -345,14 +345,17 @@ class OpenRun:
             bar = Progress(f"{sweep.name} [{share[0]}/{share[1]}]", left, 0, enabled=progress)
 
         def finished(batch: list[tuple[Task, dict]]) -> None:
-            run.writer.prepare([task.region for task, _ in batch], ["done"])     # before the check (store.fence)
+            for null in (False, True):                    # before the check (store.fence)
+                run.writer.prepare([task.region for task, _ in batch if task.null == null],
+                                   ["null_done" if null else "done"])
             run.check()                                   # never mark done under a lock we may have lost
             if theory is not None:
                 theory.write_if_ready()
             # run_tasks hands over only tasks whose data were written (execute.written, on every path); a stop
             # signal waits until the batch is both marked done and journaled (the journal lists what is done)
             with Held() as stop:
-                run.writer.mark_done_many([task.region for task, _ in batch])
+                run.writer.mark_done_many([task.region for task, _ in batch],
+                                          [task.null_needed() if task.null else None for task, _ in batch])
                 for task, _ in batch:
                     run.log("write", task.key)
                     bar.update(task.n_replicates)
@@ -375,6 +378,18 @@ class OpenRun:
                 theory.cancel()
             bar.close()
             run.writer.close()
+
+
+def _done_masks(run: PreparedRun, sweep: Sweep, blocking: Blocking,
+                share: Share | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The store's ``done`` and ``null_done`` masks, as the run (or its ``share``) needs them."""
+    writer = run.writer
+    if share is None:
+        return writer.done_mask(), writer.null_done_mask()
+    done = share_done(sweep, blocking, share, writer.done.shape, writer.done_in)
+    if "null_done" not in writer.null:
+        return done, None
+    return done, share_done(sweep, blocking, share, writer.null["null_done"].shape, writer.null_done_in, null=True)
 
 
 class _TheoryTask:
@@ -453,18 +468,18 @@ def ready_store(sweep_file: SweepFile | Sweep | str | Path, path: str | Path, th
     sweep_file, path = _as_sweep_file(sweep_file), local_path(path)
     sweep = sweep_file.sweep
     store = Store(path)
-    new = choose_blocking(sweep, task_target(threads)).as_tuple()
+    new = choose_blocking(sweep, task_target(threads)).chunking()
     info = None if elements is None else {**run_info(sweep_file), "array": elements}
     with store.prepare(sweep_file, lambda b: make_template(sweep_file, b), info, new) as run:
         blocking = Blocking(*run.blocking)
         total = n_tasks(sweep, blocking)
-        return total, tasks_left(sweep, blocking, run.writer.done_mask())
+        return total, tasks_left(sweep, blocking, run.writer.done_mask(), null_done=run.writer.null_done_mask())
 
 
 def prepare_store(sweep_file: SweepFile, path: str | Path) -> None:
     """Create the store's template if there is none (tests and benchmarks that fill stores by hand)."""
     Store(local_path(path)).create_if_missing(lambda b: make_template(sweep_file, b),
-                                              choose_blocking(sweep_file.sweep).as_tuple())
+                                              choose_blocking(sweep_file.sweep).chunking())
 
 
 def _theory_on_cluster(sweep: Sweep, budgets: TheoryBudgets, cache: FolderCache | None = None) -> Any:

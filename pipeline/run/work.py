@@ -65,10 +65,10 @@ def write_task(task: Task, path: str | Location, run: int, token: str, fence: st
             _WRITERS.clear()
             _WRITERS[key] = writer
         # the chunks as they are before the check: a write is refused if another run changed them since
-        writer.prepare([task.region], writer.data_names(task.computes_null))
+        writer.prepare([task.region], writer.data_names(task.null))
         if fence is not None and not holds(path, fence, share, strict=True):
             return {"fenced": path}
-        writer.write_block(task.region, values, task.todo, run)
+        writer.write_block(task.region, values, task.todo, run, task.null)
     except Fenced:
         return {"fenced": path}
     except OSError as exc:

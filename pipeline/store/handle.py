@@ -41,8 +41,9 @@ from .writer import Writer
 
 __all__ = ["JOURNAL_NAME", "JOURNAL_SUFFIX", "PreparedRun", "Store", "journal_file"]
 
-Blocking = tuple[int, int, int, int]
-"""A task's size along ``(delta, gamma, T, replicate)`` (the chunks of the per-replicate arrays)."""
+Blocking = tuple[int, ...]
+"""A task's size along ``(delta, gamma, T, replicate)`` (the chunks of the per-replicate arrays), then a null task's
+along ``null_replicate`` in a store with scheduled null replicates."""
 
 JOURNAL_SUFFIX = ".journal"
 JOURNAL_NAME = ".rmtsweep-journal.log"
@@ -208,7 +209,7 @@ class Store:
         With ``run_info=None`` the store is only made ready (created or extended) and no run is recorded
         (``rmtsweep submit --array``, before the array's elements :meth:`join` it).
 
-        ``blocking`` (``(delta, gamma, T, replicate)`` sizes of a task) is used for a new store; an
+        ``blocking`` (``(delta, gamma, T, replicate[, null_replicate])`` sizes of a task) is used for a new store; an
         existing one keeps its own, also when it is extended.
 
         Raises
@@ -225,6 +226,7 @@ class Store:
             if not self.in_place:
                 self._adopt_old_journal()
             self.create_if_missing(make_template, blocking)
+            migrate.add_null_done(self.path)             # a store whose null replicates had no tasks of their own
             attrs = dict(open_group(self.path).attrs)   # the one read of the attrs
             stored = stored_sweep(self.path, attrs)
             plan = sweep_plan(attrs, sweep_file, self.path)

@@ -17,24 +17,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import zarr
 
 from ..dims import has_d_axis, store_dims
 from .frame_check import ABSENT, chunk_keys
 from .io import open_group
 from .location import StorePath, locate
-from .writer import array_of, dims_of, per_replicate_arrays, read_array
+from .writer import array_of, dims_of, null_arrays, per_replicate_arrays, read_array
 
 __all__ = ["ABSENT", "Corrupt", "chunk_keys", "repair", "verify"]
 
 
 @dataclass(frozen=True)
 class Corrupt:
-    """One task's chunk that does not read back: where it is, which variable, and why."""
+    """One task's chunk that does not read back: where it is, which variable, and why (``null``: a null task's)."""
 
     region: tuple[slice, ...]
     variable: str
     reason: str
     cell: str
+    null: bool = False
 
     def __str__(self) -> str:
         if self.reason == ABSENT:
@@ -48,7 +50,8 @@ def _span(values: np.ndarray) -> str:
 
 def verify(path: str | Path | StorePath, limit: int | None = None, storage_options: dict | None = None,
            read: bool = True) -> list[Corrupt]:
-    """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode.
+    """Every task with a ``done`` replicate whose chunk of some variable is absent or does not decode; and every
+    null task with a ``null_done`` null replicate whose ``null_eigenvalue`` chunk is.
 
     One entry per task (its first bad variable), at most ``limit``. Reads every such chunk once, and
     lists each variable's chunks once (on object storage: one listing per variable, not a request per chunk).
@@ -57,7 +60,17 @@ def verify(path: str | Path | StorePath, limit: int | None = None, storage_optio
     """
     group = open_group(locate(path, storage_options))
     arrays = per_replicate_arrays(group)
-    done = arrays["done"]
+    found = _verify(group, arrays["done"], arrays, limit, read, "replicates")
+    null = null_arrays(group)
+    if "null_done" in null and (limit is None or len(found) < limit):
+        found += _verify(group, null["null_done"], null, None if limit is None else limit - len(found), read,
+                         "null replicates")
+    return found
+
+
+def _verify(group: zarr.Group, done: zarr.Array, arrays: dict[str, zarr.Array], limit: int | None, read: bool,
+            what: str) -> list[Corrupt]:
+    """:func:`verify` over the chunks of ``done`` (``done`` or ``null_done``) and the ``arrays`` they flag."""
     dims = dims_of(done)
     named = store_dims(has_d_axis(dims)).task                       # ([d,] delta, gamma, T): in the task's name
     axes = {a: read_array(array_of(group, a)) for a in named}
@@ -66,31 +79,32 @@ def verify(path: str | Path | StorePath, limit: int | None = None, storage_optio
     stored = {name: chunk_keys(array) for name, array in arrays.items()}
     found: list[Corrupt] = []
     whole = None if read else read_array(done)
+    null = what != "replicates"
     for start in itertools.product(*starts):
         region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(start, chunks, done.shape, strict=True))
         at = dict(zip(dims, region, strict=True))
-        r = at["replicate"]
-        cell = " ".join(f"{a}={_span(axes[a][at[a]])}" for a in named) + f" replicates {r.start}-{r.stop - 1}"
+        r = at[dims[-1]]
+        cell = " ".join(f"{a}={_span(axes[a][at[a]])}" for a in named) + f" {what} {r.start}-{r.stop - 1}"
         try:
             flags = read_array(done, region) if whole is None else whole[region]
         except Exception as exc:  # noqa: BLE001 - any failure to decode is corruption
-            found.append(Corrupt(region, "done", type(exc).__name__, cell))
+            found.append(Corrupt(region, done.basename, type(exc).__name__, cell, null))
             flags = None
         if flags is not None and not flags.any():
             continue
         for name, array in arrays.items():
-            if name == "done":
+            if name == done.basename:
                 continue
             coords = tuple(s // c for s, c in zip(start, chunks, strict=True)) + (0,) * (array.ndim - len(chunks))
             if array.metadata.encode_chunk_key(coords) not in stored[name]:
-                found.append(Corrupt(region, name, ABSENT, cell))
+                found.append(Corrupt(region, name, ABSENT, cell, null))
                 break
             if not read:
                 continue
             try:
                 array[region]
             except Exception as exc:  # noqa: BLE001
-                found.append(Corrupt(region, name, f"{type(exc).__name__}: {str(exc)[:80]}", cell))
+                found.append(Corrupt(region, name, f"{type(exc).__name__}: {str(exc)[:80]}", cell, null))
                 break
         if limit is not None and len(found) >= limit:
             break
@@ -98,11 +112,12 @@ def verify(path: str | Path | StorePath, limit: int | None = None, storage_optio
 
 
 def repair(path: str | Path | StorePath, corrupt: list[Corrupt]) -> int:
-    """Clear ``done`` over every corrupt task (rewriting a corrupt ``done`` chunk whole); returns how many."""
-    done = array_of(open_group(locate(path), mode="r+"), "done")
-    regions = {tuple((s.start, s.stop) for s in c.region): c.region for c in corrupt}    # one per task
-    for region in regions.values():
-        done[region] = False
+    """Clear ``done`` (``null_done`` for a null task) over every corrupt task (rewriting a corrupt ``done`` chunk
+    whole); returns how many."""
+    group = open_group(locate(path), mode="r+")
+    regions = {(c.null, tuple((s.start, s.stop) for s in c.region)): c for c in corrupt}    # one per task
+    for c in regions.values():
+        array_of(group, "null_done" if c.null else "done")[c.region] = False
     return len(regions)
 
 

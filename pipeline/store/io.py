@@ -301,11 +301,14 @@ def array_run(runs: list[dict], share: tuple[int, int]) -> int | None:
     return None
 
 
-def blocking_of(path: str | Path | Location) -> tuple[int, int, int, int]:
-    """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``)."""
-    done = array_of(open_group(locate(path)), "done")
+def blocking_of(path: str | Path | Location) -> tuple[int, ...]:
+    """The store's task size along ``(delta, gamma, T, replicate)``: the chunks of ``done`` (1 along ``d``); then,
+    in a store with scheduled null replicates, the null tasks' along ``null_replicate``."""
+    group = open_group(locate(path))
+    done = array_of(group, "done")
     chunks = dict(zip(dims_of(done), done.chunks, strict=True))
-    return chunks["delta"], chunks["gamma"], chunks["T"], chunks["replicate"]
+    null = (array_of(group, "null_eigenvalue").chunks[-1],) if "null_eigenvalue" in group else ()
+    return chunks["delta"], chunks["gamma"], chunks["T"], chunks["replicate"], *null
 
 
 def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
@@ -318,18 +321,34 @@ def chunk_done(done: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
 
 
 def tasks_done(path: str | Path | Location, storage_options: dict | None = None) -> tuple[int, int]:
-    """``(tasks done, tasks in all)`` of a store, from its ``done`` array alone: what a run says when it ends.
+    """``(tasks done, tasks in all)`` of a store, from ``done`` (and ``null_done``): what a run says when it ends.
 
     :func:`status` also opens the dataset and reads ``run``: on object storage, a request more per task.
     """
-    done = array_of(open_group(locate(path, storage_options)), "done")
-    return _task_counts(read_array(done), done.chunks)
+    group = open_group(locate(path, storage_options))
+    done = array_of(group, "done")
+    return _with_null(group, _task_counts(read_array(done), done.chunks))
 
 
 def _task_counts(done: np.ndarray, chunks: tuple[int, ...]) -> tuple[int, int]:
     """``(tasks done, tasks in all)`` of a ``done`` array with these chunks (a task is done when its chunk is)."""
     per_task = chunk_done(done, chunks)
     return int(per_task.sum()), int(per_task.size)
+
+
+def _with_null(group: zarr.Group, counts: tuple[int, int]) -> tuple[int, int]:
+    """``counts`` with the store's null tasks: a chunk of ``null_done`` that holds a null replicate to compute (a
+    scheme without a law over ``T >= 2``) is one, done when every such null replicate in it is."""
+    if "null_done" not in group:
+        return counts
+    flags = array_of(group, "null_done")
+    sweep = parse_sweep(json.loads(cast(str, group.attrs["sweep_canonical"])))
+    many_T = read_array(array_of(group, "T")) >= 2
+    schemes = np.isin(np.arange(flags.shape[-2]), sweep.null_schemes)
+    need = np.broadcast_to((many_T[:, None] & schemes[None, :])[..., None], flags.shape)
+    some = ~chunk_done(~need, flags.chunks)                                 # the chunks of a null task
+    finished = chunk_done(read_array(flags) | ~need, flags.chunks)
+    return counts[0] + int((finished & some).sum()), counts[1] + int(some.sum())
 
 
 @dataclass(frozen=True)
@@ -361,15 +380,15 @@ class StoreStatus:
 
 
 def status(path: str | Path | Location, storage_options: dict | None = None) -> StoreStatus:
-    """How much of the store at ``path`` is done: tasks (chunks of ``done``), replicates, replicates per run,
-    its attributes and its ``d`` axis (:class:`StoreStatus`)."""
+    """How much of the store at ``path`` is done: tasks (chunks of ``done``, and null tasks), replicates, replicates
+    per run, its attributes and its ``d`` axis (:class:`StoreStatus`)."""
     path = locate(path, storage_options)
     open_store(path)                                  # raises StoreError if it is not a store
     group = open_group(path)
     done_array = array_of(group, "done")
     done = read_array(done_array)
     attrs = dict(group.attrs)
-    tasks, total = _task_counts(done, done_array.chunks)
+    tasks, total = _with_null(group, _task_counts(done, done_array.chunks))
     runs, counts = np.unique(read_array(array_of(group, "run"))[done] if "run" in group else [], return_counts=True)
     return StoreStatus(tasks, total, int(done.sum()), int(done.size),
                        dict(zip(runs.tolist(), counts.tolist(), strict=True)), attrs,

@@ -44,7 +44,8 @@ NULL_ATTRS = {"long_name": "largest eigenvalue at snr = 0 of a scheduled null re
                            "at the store's size (NaN elsewhere or not computed yet)",
               "units": "same units as the eigenvalues of S (absolute)"}
 """``null_eigenvalue``: over ``null_replicate`` in place of ``replicate``, so no entry of the per-replicate table."""
-RESULT_VARS = (*(r.name for r in RESULTS.values() if r.compared), "null_eigenvalue")
+NULL_DONE_ATTRS = {"long_name": "scheduled null replicate computed and written (set after its data)", "units": "1"}
+RESULT_VARS = (*(r.name for r in RESULTS.values() if r.compared), "null_eigenvalue", "null_done")
 """Variables that hold results (compared by :func:`rmtsweep.testing.assert_stores_equal`)."""
 THEORY_PREFIXES = ("theory_", "paper_", "finite_size_", "pooled_null_")
 """How the names of the theory arrays (:mod:`rmtsweep.theory.on_grid`) start."""
@@ -54,7 +55,8 @@ GROUPS = ("comparison",)
 
 def variable_attrs() -> dict[str, dict[str, str]]:
     """Long names and units of the per-replicate variables (:data:`rmtsweep.results.RESULTS`) and the null's."""
-    return {**{name: r.attrs for name, r in RESULTS.items()}, "null_eigenvalue": NULL_ATTRS}
+    return {**{name: r.attrs for name, r in RESULTS.items()}, "null_eigenvalue": NULL_ATTRS,
+            "null_done": NULL_DONE_ATTRS}
 
 
 @dataclass(frozen=True)
@@ -72,20 +74,21 @@ class Variable:
     """Each chunk carries a CRC32 of its bytes (numcodecs), so a chunk changed on disk fails to read."""
 
 
-def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Variable]:
+def data_variables(sweep: Sweep, blocking: tuple[int, ...]) -> list[Variable]:
     """The per-replicate variables of ``sweep``'s store, chunked one task per chunk.
 
-    ``blocking`` is the task's size along ``(delta, gamma, T, replicate)``; a chunk spans every
+    ``blocking`` is the task's size along ``(delta, gamma, T, replicate)``, then, for a sweep with scheduled null
+    replicates, along ``null_replicate`` (default: all of them); a chunk spans every
     weights scheme, every SNR value, ``k`` and ``bin``, and one ``d`` value when ``d`` is an axis.
     Fill values are what unwritten chunks read back as: NaN, ``False`` for ``done`` (zarr's null fill
     reads as zeros) and -1 for ``run``. A sweep with scheduled null replicates (:attr:`Sweep.null_replicate_count`)
-    adds ``null_eigenvalue`` over ``null_replicate`` in place of ``replicate``, all of them in one chunk per block
-    of points (the task of the block's first replicates fills it).
+    adds ``null_eigenvalue`` and its ``null_done`` flags over ``null_replicate`` in place of ``replicate``, one
+    chunk per null task (a block of points and of null replicates).
     """
     g = sweep.grid
     lead = (len(sweep.d_values),) if sweep.d_axis else ()
     rep_shape = lead + (len(g.delta), len(g.gamma), len(g.T), len(g.weights), sweep.replicates)
-    cd, cg, cT, cr = blocking
+    cd, cg, cT, cr = blocking[:4]
     rep_chunks = (1,) * len(lead) + (cd, cg, cT, len(g.weights), cr)
     out = []
     for r in present(sweep):
@@ -93,8 +96,10 @@ def data_variables(sweep: Sweep, blocking: tuple[int, int, int, int]) -> list[Va
         out.append(Variable(r.name, sweep.dims.replicate + r.trailing, rep_shape + trail, rep_chunks + trail, r.dtype,
                             r.fill, r.attrs))
     if m := sweep.null_replicate_count:
-        out.append(Variable("null_eigenvalue", sweep.dims.replicate[:-1] + ("null_replicate",), rep_shape[:-1] + (m,),
-                            rep_chunks[:-1] + (m,), "float64", np.nan, NULL_ATTRS))
+        dims, shape = sweep.dims.replicate[:-1] + ("null_replicate",), rep_shape[:-1] + (m,)
+        chunks = rep_chunks[:-1] + (min(blocking[4], m) if len(blocking) > 4 else m,)
+        out.append(Variable("null_eigenvalue", dims, shape, chunks, "float64", np.nan, NULL_ATTRS))
+        out.append(Variable("null_done", dims, shape, chunks, "bool", None, NULL_DONE_ATTRS))
     return out
 
 
@@ -162,7 +167,7 @@ class Template:
     variables: list[Variable]
 
 
-def template(sweep: Sweep, theory: xr.Dataset, provenance: dict, blocking: tuple[int, int, int, int]) -> Template:
+def template(sweep: Sweep, theory: xr.Dataset, provenance: dict, blocking: tuple[int, ...]) -> Template:
     """The store's template: no per-chunk work, whatever the size of the grid."""
     return Template(frame(sweep, theory, provenance), data_variables(sweep, blocking))
 

@@ -29,6 +29,7 @@ import itertools
 from pathlib import Path
 from typing import cast
 
+import numcodecs
 import numpy as np
 import zarr
 
@@ -36,6 +37,8 @@ from ..dims import D, has_d_axis, store_dims
 from ..errors import StoreError
 from ..spec import Sweep
 from .backend import NEW_SUFFIX, OLD_SUFFIX, SWAP_SUFFIX, Location, beside
+from .io import consolidate
+from .layout import NULL_DONE_ATTRS
 from .location import locate
 from .writer import array_of, dims_of, null_arrays, open_for_writing, per_replicate_arrays, read_array
 
@@ -46,11 +49,31 @@ FIXED = ("d", "seed", "correlation", "table_centering", "top_k", "observables")
 # which stored variable, broadcast over the SNR axis (None: NaN, the fill value)
 DERIVED = {"kappa_snr": "kappa", "alpha_snr": "alpha", "attention_distance": None}
 
-__all__ = ["DERIVED", "FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "SWAP_SUFFIX", "beside", "copy_finished", "interrupted",
+__all__ = ["DERIVED", "FIXED", "NEW_SUFFIX", "OLD_SUFFIX", "SWAP_SUFFIX", "add_null_done", "beside", "copy_finished",
+           "interrupted",
            "plan", "recompute_reason", "recover", "swap"]
 
 
-NULL = ("null_eigenvalue",)    # computed by a block's first task, carried over apart from the per-replicate arrays
+NULL = ("null_eigenvalue", "null_done")    # computed by null tasks, carried over apart from the per-replicate arrays
+
+
+def add_null_done(path: Location) -> bool:
+    """Give a store whose ``null_eigenvalue`` has no ``null_done`` its flags; returns whether it had none.
+
+    Such a store's first replicate block's task computed all its points' null replicates before its ``done`` was
+    set, so a null replicate is done where its value is and the first replicate is done. Called under the lock.
+    """
+    group = zarr.open_group(path.zarr_store(read_only=False), mode="r+")
+    if "null_eigenvalue" not in group or "null_done" in group:
+        return False
+    values, done = array_of(group, "null_eigenvalue"), array_of(group, "done")
+    with zarr.config.set({"array.write_empty_chunks": True}):      # every chunk stored, as a run's (writer.py)
+        flags = group.create_array("null_done", shape=values.shape, chunks=values.chunks, dtype="bool",
+                                   fill_value=None, filters=[numcodecs.CRC32()],
+                                   attributes={"_ARRAY_DIMENSIONS": list(dims_of(values)), **NULL_DONE_ATTRS})
+        flags[...] = np.isfinite(read_array(values)) & read_array(done, (..., slice(0, 1)))
+    consolidate(path)
+    return True
 
 
 def _labels(sweep: Sweep, axis: str) -> list:
@@ -183,8 +206,8 @@ def copy_finished(old_path: Location, new_path: Location, recompute_all: bool) -
 
 
 def _copy_null(old: zarr.Group, new: dict[str, zarr.Array], where: list[np.ndarray]) -> None:
-    """Carry the scheduled null replicates over, by coordinate value (a new scheme's or point's are computed by
-    its first replicate block's task: its ``done`` is not set)."""
+    """Carry the scheduled null replicates and their ``null_done`` over, by coordinate value (a new scheme's or
+    point's are left to their null tasks)."""
     for name in sorted(set(null_arrays(old)) & set(new)):
         pos = where[:-1] + [np.arange(new[name].shape[-1])]
         present = [np.flatnonzero(p >= 0) for p in pos]

@@ -106,7 +106,7 @@ class Writer:
     def chunk_keys(self, region: tuple[slice | int, ...], names: Iterable[str] | None = None) -> list[str]:
         """The keys of the chunks ``region`` (one task's) covers, in the arrays ``names`` (default: all).
 
-        A null array's chunk is that of the region's points (one chunk holds all their null replicates).
+        A null task's region (along ``null_replicate`` in place of ``replicate``) names chunks of the null arrays.
         """
         keys = []
         for name in self.arrays if names is None else names:
@@ -118,9 +118,9 @@ class Writer:
         return keys
 
     def data_names(self, null: bool = False) -> list[str]:
-        """The arrays a task's data write touches: every per-replicate one but ``done``, and with ``null`` the
-        null arrays (the task of a block's first replicates)."""
-        return [name for name in self.arrays if name != "done"] + (list(self.null) if null else [])
+        """The arrays a task's data write touches: every per-replicate one but ``done``; with ``null`` (a null
+        task) every null array but ``null_done``."""
+        return [name for name in (self.null if null else self.arrays) if name not in ("done", "null_done")]
 
     def prepare(self, regions: Iterable[tuple[slice | int, ...]], names: Iterable[str] | None = None) -> None:
         """Note the chunks of ``regions`` as they are, before the caller checks the lock (see :mod:`.fence`)."""
@@ -128,19 +128,16 @@ class Writer:
             self.fence.prepare(key for region in regions for key in self.chunk_keys(region, names))
 
     def write_block(self, region: tuple[slice | int, ...], values: dict[str, np.ndarray], todo: np.ndarray | None,
-                    run: int) -> None:
+                    run: int, null: bool = False) -> None:
         """Write one task's data (not ``done``) into its chunk; ``run`` marks the replicates it computed.
 
         ``region`` is :attr:`rmtsweep.run.grid.Task.region` (an integer first with a ``d`` axis: the
         task's one ``d`` value). ``todo`` (``(delta, gamma, T, weights, replicate)`` of the chunk, or
         ``None`` for all) says which entries ``values`` holds; the others keep what the chunk already has.
-        A null array's values (the block's first task's) replace the chunk's where they are not NaN.
+        With ``null`` (a null task) the chunk is one of the null arrays, its last axis ``null_replicate``.
         """
-        for name, array in self.null.items():
-            if name in values:            # the whole chunk: only the first replicate block's task computes it
-                null_region = region[:-1] + (slice(None),)
-                array[null_region] = np.where(np.isnan(values[name]), read_array(array, null_region), values[name])
-        for name, array in self.arrays.items():
+        arrays = {name: self.null[name] for name in self.data_names(True)} if null else self.arrays
+        for name, array in arrays.items():
             if name == "done":
                 continue
             new = (np.full(selection_shape(region, self.done.shape), run, np.int16) if name == "run"
@@ -153,21 +150,29 @@ class Writer:
                 new = np.where(mask, new, old)
             array[region] = new
 
-    def mark_done(self, region: tuple[slice | int, ...]) -> None:
-        """Set ``done`` for the whole chunk (after its data is written)."""
-        self.done[region] = True
+    def mark_done(self, region: tuple[slice | int, ...], null: np.ndarray | None = None) -> None:
+        """Set ``done`` for the whole chunk (after its data is written); for a null task, ``null_done`` where
+        ``null`` (its chunk's shape) says it computed a null replicate, so the flags do not depend on the blocking."""
+        if null is None:
+            self.done[region] = True
+            return
+        array = self.null["null_done"]
+        array[region] = read_array(array, region) | null
 
-    def mark_done_many(self, regions: list[tuple[slice | int, ...]]) -> None:
-        """Set ``done`` for several chunks at once: their writes overlap (a small thread pool), so a
-        driver that finishes many tasks at a time pays about one write's latency, not one per task."""
+    def mark_done_many(self, regions: list[tuple[slice | int, ...]],
+                       null: list[np.ndarray | None] | None = None) -> None:
+        """Set ``done`` for several chunks at once (``null_done`` where ``null`` gives a null task's flags, as
+        :meth:`mark_done`): their writes overlap (a small thread pool), so a driver that finishes many tasks at a
+        time pays about one write's latency, not one per task."""
+        kinds = null or [None] * len(regions)
         if len(regions) <= 1:
-            for region in regions:
-                self.mark_done(region)
+            for region, kind in zip(regions, kinds, strict=True):
+                self.mark_done(region, kind)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=int(config.get("store.done-writers")),
                                             thread_name_prefix="rmtsweep-done")
-        list(self._pool.map(self.mark_done, regions))          # re-raises the first write error
+        list(self._pool.map(self.mark_done, regions, kinds))   # re-raises the first write error
 
     def close(self) -> None:
         """Stop the writer's threads (if any)."""
@@ -178,6 +183,14 @@ class Writer:
     def done_mask(self) -> np.ndarray:
         """The whole ``done`` array (one read per chunk)."""
         return read_array(self.done)
+
+    def null_done_mask(self) -> np.ndarray | None:
+        """The whole ``null_done`` array (one read per chunk), or None in a store without one."""
+        return read_array(self.null["null_done"]) if "null_done" in self.null else None
+
+    def null_done_in(self, region: tuple[slice | int, ...]) -> np.ndarray:
+        """``null_done`` over ``region`` (one read per chunk it covers)."""
+        return read_array(self.null["null_done"], region)
 
     def done_in(self, region: tuple[slice | int, ...]) -> np.ndarray:
         """``done`` over ``region`` (one read per chunk it covers)."""

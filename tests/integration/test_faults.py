@@ -60,7 +60,7 @@ def test_a_failed_done_write_is_one_line_and_the_rerun_recomputes_those_tasks(re
     from rmtsweep.spec import load_sweep
     prepare_store(load_sweep(sweep_path), store)                        # an empty store: every task to compute
 
-    def full(self, regions):
+    def full(self, regions, *null):
         raise OSError(28, "No space left on device", str(store / "done" / "0.0.0.0.0"))
 
     with monkeypatch.context() as patch:

@@ -93,6 +93,30 @@ def test_the_dry_run_counts_them_and_their_cost():
     assert with_null.core_seconds > without.core_seconds
 
 
+@pytest.mark.parametrize("target", [1.0, 5.0])
+def test_the_null_replicates_of_attention_d1600_are_tasks_of_about_the_target(target):
+    """The shipped sweep whose first tasks each held 99 null replicates (about 130 s by the cost model): its null
+    tasks now take about ``rmtsweep.batching.target-task-seconds`` each (one null replicate where one is longer),
+    and the dry run counts them."""
+    import dask
+
+    from rmtsweep.run.cost import choose_blocking, null_sweep, point_cost
+    from rmtsweep.run.grid import n_tasks, tasks
+    from rmtsweep.shipped import resolve_sweep
+
+    sweep = load_sweep(resolve_sweep("attention/d1600")).sweep
+    with dask.config.set({"rmtsweep.batching.target-task-seconds": target}):
+        b = choose_blocking(sweep)
+        the_plan = plan(sweep)
+    one = point_cost(null_sweep(sweep)).max()                 # one null replicate of its one point
+    assert 99 * one > 100                                       # all of them in one task: over 100 s
+    assert b.null * one <= max(target, one) and (b.null + 1) * one > target
+    null = [t for t in tasks(sweep, b) if t.null]
+    assert len(null) == the_plan.null_tasks == math.ceil(99 / b.null) == n_tasks(sweep, b) - 4
+    assert sorted(n for t in null for n in range(t.start[3], t.stop[3])) == list(range(99))
+    assert the_plan.longest_task_seconds == pytest.approx(max(point_cost(sweep).max() * 4, b.null * one))
+
+
 @pytest.mark.parametrize("alpha", [0.05, 0.1])
 def test_the_scheduled_threshold_keeps_the_exact_order_statistic_level(tmp_path, alpha):
     """Regular snr = 0 replicates are exchangeable with the scheduled null draws of their cell: they exceed the
@@ -138,10 +162,12 @@ def test_too_few_scheduled_falls_back_to_the_snr_0_replicates(tmp_path):
 
 
 OLD = "ea3828d"      # the last commit before null replicates were scheduled
+WHOLE = "1987005"    # the last commit where a point block's first task computed all its null replicates
 
 
-def _with_old_code(tmp_path, code: str, data: dict) -> None:
-    """Run ``code`` (with ``DATA`` the sweep ``data``) in a subprocess on the package as of :data:`OLD`."""
+def _with_old_code(tmp_path, code: str, data: dict, commit: str = OLD, folder: str = "old") -> None:
+    """Run ``code`` (with ``DATA`` the sweep ``data``) in a subprocess on the package as of ``commit``, unpacked in
+    ``tmp_path / folder``."""
     import json
     import os
     import subprocess
@@ -149,11 +175,11 @@ def _with_old_code(tmp_path, code: str, data: dict) -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    old = tmp_path / "old"
+    old = tmp_path / folder
     old.mkdir(exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(root), "archive", OLD, "pipeline"], capture_output=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", commit, "pipeline"], capture_output=True)
     if archive.returncode:
-        pytest.skip(f"commit {OLD} is not in this checkout")
+        pytest.skip(f"commit {commit} is not in this checkout")
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
     if not (old / ".pyroot").exists():
         (old / ".pyroot").mkdir()
@@ -208,37 +234,97 @@ def test_the_dry_run_prints_them(tmp_path, capsys):
     assert code == 0 and "null replicates: 24 per point at snr = 0 for 2 points" in out and "48 in all" in out
     code, out, _ = run_main(["run", str(tmp_path / "s.yaml"), "--store", str(tmp_path / "s.zarr"), "--dry-run",
                              "--json"], capsys)
-    assert code == 0 and (json.loads(out)["null_replicates"], json.loads(out)["null_points"]) == (24, 2)
+    got = json.loads(out)
+    assert code == 0 and (got["null_replicates"], got["null_points"]) == (24, 2)
+    assert 1 <= got["null_tasks"] < got["tasks"]
+
+
+def _store_in_blocks(path, data: dict, chunking: tuple[int, ...]):
+    """An empty store of the sweep ``data`` chunked as ``chunking`` (``(delta, gamma, T, replicate, null)``)."""
+    from rmtsweep.run.runner import make_template
+    from rmtsweep.spec import SweepFile
+    from rmtsweep.store import Store
+
+    sweep_file = SweepFile(parse_sweep(data), str(path.with_suffix(".yaml")), yaml.safe_dump(data))
+    Store(path).create_if_missing(lambda b: make_template(sweep_file, b), chunking)
+    return path
+
+
+def _fill(path, data: dict, run: int = 0) -> None:
+    """Every task left in the store at ``path``, computed and written as a run does."""
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import tasks
+    from rmtsweep.run.work import compute_task
+    from rmtsweep.store import Writer, blocking_of
+    from tests.helpers import write_and_mark
+
+    writer = Writer(path)
+    for task in tasks(parse_sweep(data), Blocking(*blocking_of(path)), writer.done_mask(),
+                      null_done=writer.null_done_mask()):
+        write_and_mark(writer, task, compute_task(task), run)
+
+
+def test_null_replicates_are_tasks_of_their_own_with_the_values_of_any_blocking(tmp_path):
+    """Null blocks of 5 of 24 (the last one short), or all 24 in one, give the null_eigenvalue (and null_done) of
+    the code that computed them all in the first replicate block's task."""
+    import xarray as xr
+
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import n_tasks, tasks
+    from rmtsweep.store import blocking_of
+
+    data = _sweep(T=[1, 2, 3], replicates_per_task=10, points_per_task=1)
+    blocked = _store_in_blocks(tmp_path / "blocked.zarr", data, (1, 1, 1, 10, 5))
+    whole = _store_in_blocks(tmp_path / "whole.zarr", data, (1, 1, 1, 10, 24))
+    sweep = parse_sweep(data)
+    mine = list(tasks(sweep, Blocking(*blocking_of(blocked))))
+    null = [t for t in mine if t.null]
+    assert len(null) == 2 * 2 * 5 == n_tasks(sweep, Blocking(*blocking_of(blocked))) - 2 * 3 * 2   # T = 2, 3 only
+    assert {(t.start[3], t.stop[3]) for t in null} == {(0, 5), (5, 10), (10, 15), (15, 20), (20, 24)}
+    assert all(not t.null for t in mine[:2 * 3]) and mine[2 * 3].null     # the first null wave after the first
+    for path in (blocked, whole):
+        _fill(path, data)
+    _with_old_code(tmp_path, f"build_store(pathlib.Path({str(tmp_path / 'ref' / 's.zarr')!r}), DATA)", data,
+                   WHOLE, "ref")
+    a, b = xr.open_zarr(blocked), xr.open_zarr(whole)
+    ref = xr.open_zarr(tmp_path / "ref" / "s.zarr")
+    assert a["null_eigenvalue"].chunks[-1] == (5, 5, 5, 5, 4) and ref["null_eigenvalue"].chunks[-1] == (24,)
+    x = ref["null_eigenvalue"].values
+    assert np.isfinite(x).sum() == 2 * 2 * 24                        # attention at T = 2, 3 (two delta values)
+    for store in (a, b):
+        assert np.array_equal(store["null_eigenvalue"].values, x, equal_nan=True)
+        assert np.array_equal(store["null_done"].values, np.isfinite(x))
+    assert_stores_equal(blocked, whole)
 
 
 def test_a_run_stopped_between_tasks_resumes_to_the_same_store(tmp_path):
-    """The first tasks written (one without its done flags, as a kill leaves it), then the rest from the done mask:
-    the store equals one made in a single pass."""
+    """The first tasks written (a null task and a regular one without their done flags, as a kill leaves them), then
+    the rest from the done masks: the store equals one made in a single pass, null blocks included."""
     from rmtsweep.run.cost import Blocking
     from rmtsweep.run.grid import tasks
-    from rmtsweep.run.runner import prepare_store
     from rmtsweep.run.work import compute_task
-    from rmtsweep.spec import SweepFile
     from rmtsweep.store import Writer, blocking_of
+    from tests.helpers import write_and_mark
 
     data = _sweep(T=[2, 3], points_per_task=1)
-    whole = build_store(tmp_path / "whole.zarr", data)
-    path = tmp_path / "cut.zarr"
+    whole = _store_in_blocks(tmp_path / "whole.zarr", data, (1, 1, 1, 10, 7))
+    _fill(whole, data)
+    path = _store_in_blocks(tmp_path / "cut.zarr", data, (1, 1, 1, 10, 7))
     sweep = parse_sweep(data)
-    prepare_store(SweepFile(sweep, str(tmp_path / "cut.yaml"), yaml.safe_dump(data)), path)
     writer = Writer(path)
     blocking = Blocking(*blocking_of(path))
-    for i, task in enumerate(tasks(sweep, blocking)):
-        if i == 3:
-            break
-        writer.write_block(task.region, compute_task(task), task.todo, run=0)
-        if i < 2:
-            writer.mark_done(task.region)
-    assert open_store(path)["null_eigenvalue"].notnull().any()
-    for task in tasks(sweep, blocking, writer.done_mask()):
-        writer.write_block(task.region, compute_task(task), task.todo, run=1)
-        writer.mark_done(task.region)
+    everything = list(tasks(sweep, blocking))
+    first = [t for t in everything if not t.null][:3] + [t for t in everything if t.null][:3]
+    for i, task in enumerate(first):
+        write_and_mark(writer, task, compute_task(task), run=0, mark=i not in (2, 5))
+    null_done = writer.null_done_mask()
+    assert null_done.any() and not null_done[..., 7:14].any()          # the second null block of every point is left
+    left = list(tasks(sweep, blocking, writer.done_mask(), null_done=null_done))
+    assert len(left) == len(everything) - 4 and first[5] in left and first[2] in left
+    for task in left:
+        write_and_mark(writer, task, compute_task(task), run=1)
     assert_stores_equal(path, whole)
+    assert not list(tasks(sweep, blocking, writer.done_mask(), null_done=writer.null_done_mask()))
 
 
 def test_a_store_made_before_resumes_without_null_replicates(tmp_path, monkeypatch):
@@ -274,3 +360,107 @@ writer.mark_done(task.region)
         run_sweep(load_sweep(tmp_path / "s.yaml"), cut, client, progress=False)
     assert "null_eigenvalue" not in open_store(cut)
     assert_stores_equal(cut, whole)
+
+
+def test_verify_names_a_done_null_block_without_its_chunk_and_repair_has_it_recomputed(tmp_path):
+    """A null_eigenvalue chunk removed after its null_done was set: verify names that null task alone, repair clears
+    its null_done, and the next fill gives the store back."""
+    import shutil
+
+    from rmtsweep.store import repair, verify
+
+    data = _sweep(T=[2], delta=[1.0])
+    path = _store_in_blocks(tmp_path / "v.zarr", data, (1, 1, 1, 10, 10))
+    _fill(path, data)
+    whole = tmp_path / "whole.zarr"
+    shutil.copytree(path, whole)
+    assert verify(path) == []
+    (path / "null_eigenvalue" / "0.0.0.0.1").unlink()           # null replicates 10-19
+    bad = verify(path)
+    assert [(c.variable, c.null, str(c)) for c in bad] == [
+        ("null_eigenvalue", True, "delta=1 gamma=1 T=2 null replicates 10-19: marked done but its null_eigenvalue "
+                                  "chunk is absent (done without data)")]
+    assert repair(path, bad) == 1
+    assert not open_store(path)["null_done"].isel(null_replicate=slice(10, 20)).any()
+    assert open_store(path)["done"].all()                        # the regular replicates stay done
+    _fill(path, data, run=1)
+    assert verify(path) == []
+    assert_stores_equal(path, whole)
+
+
+def test_a_store_whose_first_tasks_computed_the_null_replicates_resumes_to_a_fresh_store(tmp_path):
+    """A store of the code where a point block's first task computed all its null replicates, stopped with one such
+    task done and one written without its done flags: a run gives it null_done flags and finishes it as a fresh
+    run of this code does."""
+    data = _sweep(T=[2], points_per_task=1)
+    cut = tmp_path / "ref" / "cut.zarr"
+    _with_old_code(tmp_path, f"""from rmtsweep.run.cost import Blocking
+from rmtsweep.run.grid import tasks
+from rmtsweep.run.runner import prepare_store
+from rmtsweep.run.work import compute_task
+from rmtsweep.spec import SweepFile, parse_sweep
+from rmtsweep.store import Writer, blocking_of
+cut = pathlib.Path({str(cut)!r})
+sweep = parse_sweep(DATA)
+prepare_store(SweepFile(sweep, str(cut.with_suffix(".yaml")), yaml.safe_dump(DATA)), cut)
+writer = Writer(cut)
+first = [t for t in tasks(sweep, Blocking(*blocking_of(cut))) if t.start[3] == 0]
+assert len(first) == 2 and all(t.computes_null for t in first)
+for i, task in enumerate(first):
+    writer.write_block(task.region, compute_task(task), task.todo, run=0)
+    if i == 0:
+        writer.mark_done(task.region)
+""", data, WHOLE, "ref")
+    assert "null_done" not in open_store(cut)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as c, \
+            Client(c) as client:
+        run_sweep(load_sweep(tmp_path / "s.yaml"), cut, client, progress=False)
+        run_sweep(load_sweep(tmp_path / "s.yaml"), tmp_path / "fresh.zarr", client, progress=False)
+    assert_stores_equal(cut, tmp_path / "fresh.zarr")
+    assert open_store(cut)["null_done"].sel(weights="attention(tau=1)").all()
+
+
+def test_status_counts_the_null_tasks_as_the_run_does(tmp_path):
+    """A store whose regular tasks are done but whose null tasks are not is not complete."""
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import n_tasks, tasks, tasks_left
+    from rmtsweep.run.work import compute_task
+    from rmtsweep.store import Writer, blocking_of, status, tasks_done
+    from tests.helpers import write_and_mark
+
+    data = _sweep(T=[1, 2, 3], points_per_task=1)
+    path = _store_in_blocks(tmp_path / "s.zarr", data, (1, 1, 1, 10, 10))
+    sweep = parse_sweep(data)
+    blocking = Blocking(*blocking_of(path))
+    writer = Writer(path)
+    every = list(tasks(sweep, blocking))
+    for task in every:
+        if not task.null or task.start[3] == 0:
+            write_and_mark(writer, task, compute_task(task), run=0)
+    total = n_tasks(sweep, blocking)
+    left = tasks_left(sweep, blocking, writer.done_mask(), null_done=writer.null_done_mask())
+    assert total == len(every) == 2 * 3 * 2 + 2 * 2 * 3 and left == 2 * 2 * 2          # null blocks 10-19, 20-23 left
+    st = status(path)
+    assert (st.tasks_done, st.tasks_total) == tasks_done(path) == (total - left, total) and not st.complete
+    _fill(path, data)
+    assert status(path).complete and tasks_done(path) == (total, total)
+
+
+@pytest.mark.parametrize("order", ["progressive", "grid"])
+def test_the_shares_of_an_array_partition_the_null_tasks_too(order):
+    """Over a d axis and T values with and without null replicates: the shares of 3 hold every task once, as many as
+    tasks_left counts for each, in either order."""
+    from rmtsweep.run.cost import Blocking
+    from rmtsweep.run.grid import n_tasks, share_tasks, tasks, tasks_left
+
+    data = _sweep(T=[1, 2, 3])
+    del data["d"]
+    data["grid"]["d"] = [16, 24]
+    sweep = parse_sweep(data)
+    blocking = Blocking(1, 1, 2, 10, 10)                          # T blocks (1, 2) and (3,); null blocks 0-9 ...
+    every = [(t.null, t.key) for t in tasks(sweep, blocking, order=order)]
+    assert len(every) == len(set(every)) == n_tasks(sweep, blocking) == 2 * 2 * 2 * 2 + 2 * 2 * 2 * 3
+    shares = [[(t.null, t.key) for t in share_tasks(sweep, blocking, None, (i, 3), order)] for i in range(3)]
+    assert sorted(sum(shares, [])) == sorted(every)
+    assert [len(s) for s in shares] == [tasks_left(sweep, blocking, None, (i, 3)) for i in range(3)]

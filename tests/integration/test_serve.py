@@ -455,7 +455,7 @@ live.compare = counted("compare", live.compare)
 store.open_store = counted("open", store.open_store)
 try:
     from rmtsweep.analysis import live_feed
-    live_feed.open_dataset = store.open_store
+    live_feed.open_store = store.open_store
 except ImportError:
     pass
 atexit.register(lambda: print("COUNTS " + json.dumps(counts), file=sys.stderr, flush=True))

@@ -1,11 +1,11 @@
 """Heat maps of any store or comparison variable over two grid axes, with the theory's transitions.
 
 The map is drawn through hvplot (``quadmesh``) into an interactive HTML page with every resource
-inline (it renders offline, no CDN; :mod:`rmtsweep.analysis.maps.interactive`), and through matplotlib into static PNG / SVG /
-PDF files (no browser needed; :mod:`rmtsweep.analysis.maps.static`), every panel of them, on pages of at most
-``max_panels``. Per-replicate variables are averaged over the replicates whose ``done`` flag is
-set (:func:`rmtsweep.analysis.mask.only_done`; ``notes`` is told how many are not); ``k`` defaults
-to 1 (the top eigenpair); the title says which ``k`` and statistic is shown.
+inline (it renders offline, no CDN; :mod:`.interactive`), and through matplotlib into static PNG / SVG / PDF
+files (no browser needed; :mod:`.static`), every panel of them, on pages of at most ``max_panels``.
+Per-replicate variables are averaged over the replicates whose ``done`` flag is set
+(:func:`rmtsweep.analysis.mask.only_done`; ``notes`` is told how many are not); ``k`` defaults to 1 (the top
+eigenpair); the title says which ``k`` and statistic is shown.
 The colour scale is chosen per quantity (:mod:`rmtsweep.analysis.maps.style`: exactly 0-1 for rates
 and alignments, symmetric for errors, a discrete legend for categorical variables such as
 ``theory_phase``, robust limits otherwise; ``clim`` overrides). The remaining grid axes become
