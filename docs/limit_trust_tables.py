@@ -11,7 +11,7 @@ harmonic weights (``T_eff`` = 4, 1.7, 8, 2.7), and T = 1. Per line:
    (``theory_snr_sample``: the cubic, or the exact law at T = 1), its ``chi^2`` per dof, edge exponent and
    ``transition_snr_limit_trust``;
 2. for T >= 2 and ``T_eff < 8``, the ``d -> infinity`` threshold of the finite-T law over the token-count law
-   sampled as the store's ``theory_spectrum`` is (``rmtsweep.theory.on_grid.SAMPLE``), at two sampling seeds:
+   sampled as the store's ``theory_spectrum`` is (``rmtsweep.theory.spectrum.SAMPLE``), at two sampling seeds:
    how far it moves with the sample says whether the law has an edge to extrapolate to.
 """
 
@@ -26,7 +26,8 @@ import numpy as np
 from rmtsweep import compare, load_sweep, open_store, run_sweep
 from rmtsweep.analysis.limits import TRUST
 from rmtsweep.theory import finite_t
-from rmtsweep.theory.on_grid import SAMPLE
+from rmtsweep.shipped import default
+from rmtsweep.theory.spectrum import SAMPLE
 
 COMMON = ["grid.d=100,200,400,800", "grid.delta=0.25", "grid.gamma=1.0", "correlation.model=decay",
           "correlation.r=0.5", "~correlation.L", "replicates=64"]
@@ -36,7 +37,7 @@ SWEEPS = {
                   "grid.snr.stop=4.0", "grid.snr.num=16"],
 }
 SEEDS = (0, 1)
-FINITE_T_BELOW = 8.0
+FINITE_T_BELOW = float(default("theory.finite-t-below"))   # where the store has a finite-T law
 
 
 def _why(flag: float) -> str:
