@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -18,9 +19,15 @@ from rmtsweep.testing import assert_stores_equal
 from rmtsweep.theory.null_law import POOLED_DRAWS
 
 def _run(sweep_path, store_path, workers: int):
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
-            Client(c) as client:
-        return run_sweep(load_sweep(sweep_path), store_path, client, progress=False)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
+    try:
+        with Client(cluster) as client:
+            return run_sweep(load_sweep(sweep_path), store_path, client, progress=False)
+    finally:
+        # the store is complete by now; on a starved machine the worker processes may outlast distributed's close
+        # timeout, which says nothing of the run
+        with contextlib.suppress(TimeoutError):
+            cluster.close()
 
 
 @pytest.fixture(scope="module")
