@@ -283,17 +283,22 @@ def test_the_websocket_is_accepted_only_from_the_address_served():
     assert url_host("::1") == "[::1]" and url_host("127.0.0.1") == "127.0.0.1"
 
 
-def test_rate_and_time_left_come_from_the_tasks_seen_landing(monkeypatch):
+def _scripted_watch(monkeypatch):
+    """A page's watch of a store of 12 tasks whose done count and clock the test sets: ``(watch, script, now)``."""
     import numpy as np
 
     from rmtsweep.analysis import live
-    script = {"done": 2}
     from rmtsweep.store import StoreStatus
+    script = {"done": 2}
     monkeypatch.setattr(live, "status", lambda path: StoreStatus(script["done"], 12, 2 * script["done"], 24, {},
                                                                  {"sweep_name": "s"}, None))
     monkeypatch.setattr(live, "open_group", lambda path: {"done": np.arange(12) < script["done"]})
     now = [0.0]
-    watch = live.Watch("store", clock=lambda: now[0])
+    return live.Watch("store", clock=lambda: now[0]), script, now
+
+
+def test_rate_and_time_left_come_from_the_tasks_seen_landing(monkeypatch):
+    watch, script, now = _scripted_watch(monkeypatch)
     first = watch.poll()
     assert (first.count(), first.rate, first.eta) == ("2 / 12 tasks", None, None)
     assert first.speed() == "rate: measuring (from the tasks that land while the page watches)"
@@ -316,16 +321,8 @@ def test_the_stall_the_page_waits_for_is_a_setting(monkeypatch, stall, expected)
     """``rmtsweep.serve.stall``: 80 s without a task after one landed every 10 s is a stall past 60 s; past 120 s it is
     not, and the rate over the 100 s watched (2 tasks) gives the time left for the other 8."""
     import dask
-    import numpy as np
 
-    from rmtsweep.analysis import live
-    from rmtsweep.store import StoreStatus
-    script = {"done": 2}
-    monkeypatch.setattr(live, "status", lambda path: StoreStatus(script["done"], 12, 2 * script["done"], 24, {},
-                                                                 {"sweep_name": "s"}, None))
-    monkeypatch.setattr(live, "open_group", lambda path: {"done": np.arange(12) < script["done"]})
-    now = [0.0]
-    watch = live.Watch("store", clock=lambda: now[0])
+    watch, script, now = _scripted_watch(monkeypatch)
     with dask.config.set({"rmtsweep.serve.stall": stall}):
         watch.poll()
         now[0], script["done"] = 20.0, 4                     # 2 tasks in 20 s
