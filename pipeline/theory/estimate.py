@@ -22,7 +22,9 @@ __all__ = ["FINITE_SIZE_POINT_SECONDS", "LIMIT_SECONDS", "ONE_TOKEN_POINT_SECOND
 
 LIMIT_SECONDS = 0.3                # the limit formulas on any grid: closed forms and small root finds
 ONE_TOKEN_POINT_SECONDS = 0.03     # the exact one-token law's edge and threshold, per (delta, gamma)
-FINITE_SIZE_POINT_SECONDS = 0.5    # the finite-size laws over token counts, per (d, delta, gamma)
+# the finite-size laws over token counts, per (d, delta, gamma): 0.23-0.27 CPU-s measured at d = 100-3200
+# (finite-t-alignment's grid, one BLAS thread), whatever d is
+FINITE_SIZE_POINT_SECONDS = 0.3
 
 
 def theory_seconds(sweep: Sweep, budgets: TheoryBudgets | None = None) -> float:
