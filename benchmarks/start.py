@@ -9,7 +9,8 @@ Each sweep runs once into a new store in a temporary directory (``rmtsweep run S
 process. A thread timestamps its stderr lines ("dask LocalCluster: ..." is the cluster up) while this process
 polls, every 5 ms, for the store's ``.zattrs`` (the store exists) and the first ``submit`` line of its journal
 (the first Monte Carlo task handed to the scheduler). Before it, ``rmtsweep run SWEEP --dry-run --json`` gives
-the estimate. Times are seconds from the command's start.
+the estimate: on an idle machine, and at the one-minute load it saw (``busy_factor``). Times are seconds from the
+command's start.
 
 ``--vs-numpy`` runs one point at d = 1000 (delta = gamma = 0.5, T = 16, prefix(4), mean weights, 32 SNR values
 in [0, 8], 4 replicates) with ``rmtsweep run --workers 1`` and as the plain numpy loop a researcher would write
@@ -92,8 +93,8 @@ def start_table(names: list[str], workers: int) -> None:
     engine = ["--workers", str(workers)]
     print(f"command: python benchmarks/start.py {' '.join(sys.argv[1:])}  ({workers} worker processes)")
     print("| sweep | store exists s | cluster up s | first task s | first task after cluster up s | "
-          "last task written s | done s | estimate s | done / estimate |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "last task written s | done s | estimate s | done / estimate | load | estimate at load s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     ratios = []
     for name in names:
         sweep = name.split()                          # a sweep's name, then its KEY=VALUE overrides
@@ -101,12 +102,14 @@ def start_table(names: list[str], workers: int) -> None:
             store = Path(tmp) / "s.zarr"
             dry = subprocess.run([*CLI, "run", *sweep, "--store", str(store), "--dry-run", "--json", *engine],
                                  capture_output=True, text=True, check=True)
-            estimate = json.loads(dry.stdout)["estimated_wall_seconds"]
+            dry_json = json.loads(dry.stdout)
+            estimate, at_load = dry_json["estimated_wall_seconds"], dry_json["estimated_wall_seconds_at_load"]
             t = timed_run([*sweep, *engine], store)
         ratios.append(t["done"] / estimate)
         print(f"| {name} | {t.get('store', float('nan')):.2f} | {t.get('cluster', float('nan')):.2f} | "
               f"{t.get('submit', float('nan')):.2f} | {t.get('submit', float('nan')) - t.get('cluster', 0):.2f} | "
-              f"{t.get('written', float('nan')):.1f} | {t['done']:.1f} | {estimate:.1f} | {t['done'] / estimate:.2f} |", flush=True)
+              f"{t.get('written', float('nan')):.1f} | {t['done']:.1f} | {estimate:.1f} | {t['done'] / estimate:.2f} | "
+              f"{dry_json['load']:.1f} | {at_load:.1f} |", flush=True)
     if ratios:
         for band in (0.3, 0.5):
             within = sum(1 for r in ratios if abs(r - 1) <= band)
