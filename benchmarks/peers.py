@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/peers.py            # theory-check at d = 300, 48 replicates: 1,296 units (about 15 minutes)
-    python benchmarks/peers.py --quick    # d = 40, 4 replicates: the same code paths (run by the tests)
+    python benchmarks/peers.py --quick    # d = 16, 4 replicates, rmtsweep's workers as threads (run by the tests)
     pip install -e '.[bench]'             # the peers; one not installed is skipped with a line saying so
 
 The work is the shipped sweep ``theory-check`` with ``d`` and ``replicates`` overridden: 9 points x 3 weights
@@ -19,6 +19,9 @@ element files, Hydra's result files. Columns: seconds to the first result and to
 the process and every worker it reaped (``wait4``); files and bytes in the folder. Then each tool runs again
 into a new folder, gets SIGKILL on its process group at half of its results, and runs once more with the same
 command: the rerun's CPU against the full run's, and the units still wrong or missing after it.
+
+``--quick`` shows that the script runs and prints its tables: the same tools, runs, kills and checks on
+less work, with rmtsweep's workers as threads (``--in-process``), which spares each run the start of two processes.
 
 The profile (not with ``--quick``) says where rmtsweep's CPU goes: the units alone as one loop in this
 process (the floor of any tool), the store's theory alone (cold and warm cache), and ``rmtsweep run`` with a
@@ -435,13 +438,14 @@ def print_table(tools: list[Tool], rows: dict[str, dict], total: int, n_snr: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="d = 40, 4 replicates, no profile")
+    parser.add_argument("--quick", action="store_true",
+                        help="d = 16, 4 replicates, rmtsweep's workers as threads, no profile")
     parser.add_argument("--d", type=int, default=None)
     parser.add_argument("--replicates", type=int, default=None)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--no-kill", action="store_true", help="skip the kill-and-rerun runs")
     args = parser.parse_args()
-    d = args.d or (40 if args.quick else 300)
+    d = args.d or (16 if args.quick else 300)
     replicates = args.replicates or (4 if args.quick else 48)
     over = overrides(d, replicates)
     sweep = sweep_of(over)
@@ -449,9 +453,9 @@ def main() -> None:
     total = len(g.delta) * len(g.gamma) * len(g.T) * len(g.weights) * replicates
     print(f"command: `python benchmarks/peers.py{''.join(' ' + a for a in sys.argv[1:])}`")
     print(f"work: theory-check {' '.join(over)}: {total:,} units (point x weights x replicate), "
-          f"{args.workers} worker processes per tool")
+          f"{args.workers} workers per tool ({'threads for rmtsweep, processes for the peers' if args.quick else 'processes'})")
     print(f"load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min)")
-    tools = [rmtsweep_tool(over, args.workers)]
+    tools = [rmtsweep_tool(over, args.workers, ("--in-process",) if args.quick else ())]
     for make, name in ((pipefunc_tool, "pipefunc"), (hydra_tool, "Hydra (hydra-core, hydra-joblib-launcher)")):
         peer = make(over, args.workers)
         if peer is None:

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/run.py            # full sizes (several minutes on 2 cores)
-    python benchmarks/run.py --quick    # tiny sizes, same code paths (< 60 s; run by the tests)
+    python benchmarks/run.py --quick    # tiny sizes, the pipeline's workers as threads (< 60 s; run by the tests)
     python benchmarks/run.py --ideas    # also time the alternatives we tried (solvers, pooling, float32)
 
 Every timing is a median over repeats run A B A B ... in one process, so load from other jobs on
@@ -236,7 +236,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="tiny sizes, same code paths (CI)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes, the pipeline's workers as threads (CI)")
     p.add_argument("--ideas", action="store_true", help="also time the alternatives tried for each stage")
     p.add_argument("--skip-pipeline", action="store_true", help="skip cases c and d (no dask cluster)")
     p.add_argument("--memory-probe", nargs=3, metavar=("WHICH", "D", "MODE"), help=argparse.SUPPRESS)

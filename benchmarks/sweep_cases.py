@@ -112,8 +112,9 @@ def pipeline_cases(quick: bool, repeats: int) -> tuple[list[dict], dict]:
     r["note"] = f"efficiency {100 * hw['alone'] / hw['pair']:.0f}% (100% on 2 independent cores)"
     rows.append(r)
     info["machine_efficiency"] = hw["alone"] / hw["pair"]
+    # quick mode's workers are threads: it shows the cases run and print their rows, and spares two processes' start
     with tempfile.TemporaryDirectory() as tmp, \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=not quick, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         tmp = Path(tmp)
         parallel_sweep(c_sweep, client, tmp, [])                                       # warm the workers

@@ -25,8 +25,10 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory) -> Path:
     where = tmp_path_factory.mktemp("readme")
+    # the store the pages read, not a test of worker processes: its worker is a thread (--in-process)
     proc = subprocess.run([sys.executable, "-m", "rmtsweep.cli", "run", "demo", "--store", "store/demo.zarr",
-                           "--workers", "1", "--no-progress"], cwd=where, capture_output=True, text=True, timeout=600)
+                           "--workers", "1", "--in-process", "--no-progress"], cwd=where, capture_output=True,
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return where
 
