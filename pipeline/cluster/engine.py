@@ -89,7 +89,7 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
         No worker can come: the batch system refused the worker jobs, or they left its queue before any
         worker joined (a pending job is waited for).
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from ..config import get as setting
     if engine.scheduler:
@@ -120,7 +120,7 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
         # multiprocessing's resource tracker unblocks SIGINT and SIGTERM in the thread that first starts it;
         # started here, it is no thread of the cluster's
         resource_tracker.ensure_running()
-        with _owned(lambda: LocalCluster(**_local_options(engine, n)), block=True) as cluster, \
+        with _owned(lambda: _local_cluster(engine, n), block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             # the memory check needs every worker's limit
             client.wait_for_workers(n, timeout=setting("scheduler.workers-timeout"))
@@ -161,6 +161,15 @@ def _local_options(engine: Engine, n: int) -> dict[str, Any]:
         # event loop long enough to miss heartbeats
         options.update(host=LOOPBACK, security=Security.temporary(), preload=[_TASK_CODE], env=WORKER_ENV)
     return options
+
+
+def _local_cluster(engine: Engine, n: int) -> Any:
+    """The embedded LocalCluster of ``engine``, its worker processes spawned as :func:`spawning_workers` says."""
+    from distributed import LocalCluster
+
+    from ..run.work import spawning_workers
+    with spawning_workers():
+        return LocalCluster(**_local_options(engine, n))
 
 
 def _loopback_worker() -> type:
