@@ -255,8 +255,10 @@ def _local_cluster() -> Iterator[Client]:
     """A client of a LocalCluster of one single-threaded worker process per core, made (and closed) here."""
     from distributed import LocalCluster
     with spawning_workers():
+        # no dashboard (as `rmtsweep run`): its HTTP server for health and metrics on loopback
         cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                               dashboard_address="127.0.0.1:0", preload=["rmtsweep.run.work"], env=WORKER_ENV)
+                               dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+                               preload=["rmtsweep.run.work"], env=WORKER_ENV)
     with cluster, Client(cluster) as made:
         yield made
 
