@@ -15,13 +15,17 @@ command's start.
 ``--vs-numpy`` runs one point at d = 1000 (delta = gamma = 0.5, T = 16, prefix(4), mean weights, 32 SNR values
 in [0, 8], 4 replicates) with ``rmtsweep run --workers 1`` and as the plain numpy loop a researcher would write
 (``baseline.naive_cell``: one full ``eigh`` per SNR value and replicate), each as a process, alternately,
-three times; it prints the medians and their ratio.
+three times; it prints the medians and their ratio. Each round runs rmtsweep twice: with an empty theory cache
+(a folder of its own, ``DASK_RMTSWEEP__THEORY__CACHE``), then into a new store with the cache that run filled.
+Beside each wall time it prints the CPU-seconds of the process and the workers it reaped.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -57,11 +61,18 @@ def shipped() -> list[str]:
     return list(sweeps())
 
 
-def timed_run(args: list[str], store: Path) -> dict[str, float]:
-    """Run ``rmtsweep run ARGS --store STORE`` as a process; seconds to each milestone."""
+def children_cpu() -> float:
+    """CPU-seconds of every process this one has reaped so far, and of the processes they reaped."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_run(args: list[str], store: Path, env: dict[str, str] | None = None) -> dict[str, float]:
+    """Run ``rmtsweep run ARGS --store STORE`` as a process; seconds to each milestone, and its ``cpu``."""
+    cpu = children_cpu()
     start = time.perf_counter()
     proc = subprocess.Popen([*CLI, "run", *args, "--store", str(store), "--no-progress"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=env)
     seen: dict[str, float] = {}
 
     def read_stderr() -> None:
@@ -84,6 +95,7 @@ def timed_run(args: list[str], store: Path) -> dict[str, float]:
         time.sleep(0.005)
     seen["done"] = time.perf_counter() - start
     reader.join()
+    seen["cpu"] = children_cpu() - cpu
     if proc.returncode:
         raise SystemExit(f"rmtsweep run {' '.join(args)} failed:\n{proc.stdout.read()}")   # type: ignore[union-attr]
     return seen
@@ -118,23 +130,32 @@ def start_table(names: list[str], workers: int) -> None:
 
 
 def vs_numpy(repeats: int = 3) -> None:
-    print("command: python benchmarks/start.py --vs-numpy")
-    ours, simulated, loop = [], [], []
+    print(f"command: python benchmarks/start.py --vs-numpy --repeats {repeats}")
+    runs: dict[str, list[dict[str, float]]] = {"empty": [], "warm": []}
+    loop: list[float] = []
+    loop_cpu: list[float] = []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
-            t = timed_run(["demo", *ONE_POINT, "--workers", "1"], Path(tmp) / "s.zarr")
-            ours.append(t["done"])
-            simulated.append(t["written"])
-        t0 = time.perf_counter()
+            env = {**os.environ, "DASK_RMTSWEEP__THEORY__CACHE": str(Path(tmp) / "cache")}
+            for cache in runs:                        # the first run fills the cache the second reads
+                runs[cache].append(timed_run(["demo", *ONE_POINT, "--workers", "1"], Path(tmp) / f"{cache}.zarr", env))
+        cpu, t0 = children_cpu(), time.perf_counter()
         subprocess.run([sys.executable, "-c", NUMPY_LOOP.format(here=str(HERE))], check=True)
         loop.append(time.perf_counter() - t0)
-    a, b = statistics.median(ours), statistics.median(loop)
-    c = statistics.median(simulated)
-    print("| case | rmtsweep run, 1 worker | numpy loop | ratio |\n|---|---|---|---|")
-    print(f"| one point, d=1000, 32 snr, 4 replicates, end to end | {a:.1f} s | {b:.1f} s | {b / a:.1f}x |")
-    print(f"| the same, to the last Monte Carlo task written | {c:.1f} s | {b:.1f} s | {b / c:.1f}x |")
-    print(f"runs: rmtsweep {', '.join(f'{x:.1f}' for x in ours)} s (last task written "
-          f"{', '.join(f'{x:.1f}' for x in simulated)} s); numpy {', '.join(f'{x:.1f}' for x in loop)} s")
+        loop_cpu.append(children_cpu() - cpu)
+    b, b_cpu = statistics.median(loop), statistics.median(loop_cpu)
+    print("| case | rmtsweep run, 1 worker | CPU-s | numpy loop | CPU-s | ratio |\n|---|---|---|---|---|---|")
+    for cache, timed in runs.items():
+        a, a_cpu = statistics.median(t["done"] for t in timed), statistics.median(t["cpu"] for t in timed)
+        c = statistics.median(t["written"] for t in timed)
+        what = f"one point, d=1000, 32 snr, 4 replicates, {cache} theory cache"
+        print(f"| {what}, end to end | {a:.1f} s | {a_cpu:.1f} | {b:.1f} s | {b_cpu:.1f} | {b / a:.1f}x |")
+        print(f"| {what}, to the last Monte Carlo task written | {c:.1f} s | | {b:.1f} s | | {b / c:.1f}x |")
+    for cache, timed in runs.items():
+        each = ", ".join(f"{t['done']:.1f} s ({t['cpu']:.1f} CPU-s)" for t in timed)
+        written = ", ".join(f"{t['written']:.1f}" for t in timed)
+        print(f"runs, {cache} cache: {each} (last task written {written} s)")
+    print(f"numpy: {', '.join(f'{x:.1f} s ({y:.1f} CPU-s)' for x, y in zip(loop, loop_cpu, strict=True))}")
 
 
 def main() -> None:
@@ -142,10 +163,11 @@ def main() -> None:
     parser.add_argument("sweeps", nargs="*")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--vs-numpy", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3, help="with --vs-numpy: rounds of runs (default 3)")
     parser.add_argument("--unseen", action="store_true")
     args = parser.parse_args()
     if args.vs_numpy:
-        vs_numpy()
+        vs_numpy(args.repeats)
         return
     start_table(args.sweeps or (UNSEEN if args.unseen else shipped()), args.workers)
 

@@ -85,8 +85,9 @@ _insecure = click.option("--insecure", is_flag=True, help="No TLS for the --clus
                          "with this run's own credentials): anyone who can reach it could run code as you.")
 _dashboard = click.option("--dashboard-address", default=None, metavar="HOST:PORT|none",
                           envvar="RMTSWEEP_DASHBOARD_ADDRESS", show_envvar=True,
-                          help="Where the dashboard listens (default: loopback; reach it through ssh -L); none: no "
-                               "dashboard (a run then starts about half a CPU-second sooner).")
+                          help="Where the dask dashboard listens, e.g. 127.0.0.1:0 (loopback, any free port; reach "
+                               "it through ssh -L). Default: none on this machine (a run starts about a second "
+                               "sooner), loopback for --cluster slurm|pbs; none: no dashboard.")
 _in_process = click.option("--in-process", is_flag=True, envvar="RMTSWEEP_IN_PROCESS", show_envvar=True,
                            help="The LocalCluster's workers as threads of this process, not worker processes: a run "
                                 "starts about 1.5 s sooner (small sweeps, tests); a crash in a task ends "

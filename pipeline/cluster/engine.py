@@ -40,7 +40,7 @@ class Engine:
     overrides: tuple[tuple[str, Any], ...] = ()
     insecure: bool = False                  # --cluster slurm|pbs without TLS
     security: Path | None = None            # --security FILE: credentials for a --scheduler tls://...
-    dashboard_address: str | None = None    # None: loopback (a random port locally, 8787 on a batch system);
+    dashboard_address: str | None = None    # None: none locally, loopback:8787 on a batch system;
                                             # "none": no dashboard
     in_process: bool = False                # the LocalCluster's workers as threads of this process
 
@@ -48,6 +48,11 @@ class Engine:
         """The validated dask-jobqueue settings (``--cluster slurm|pbs``)."""
         from .batch import load_cluster_config
         return load_cluster_config(cast(ClusterKind, self.cluster), self.cluster_config, dict(self.overrides))
+
+
+def _local_dashboard_off(engine: Engine) -> bool:
+    """Whether the embedded LocalCluster serves no dashboard: unless one is asked for (``--dashboard-address``)."""
+    return engine.dashboard_address in (None, NO_DASHBOARD)
 
 
 def _dashboard(client: Any, engine: Engine) -> str:
@@ -71,9 +76,10 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
 
     Every scheduler started here serves only clients and workers that hold this run's TLS credentials:
     a batch-system cluster's (:mod:`rmtsweep.cluster.security`, unless ``insecure``) and the LocalCluster's
-    (:func:`_local_options`), since every user of a shared node reaches loopback. Every dashboard binds to
-    loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard, which spares the driver
-    importing bokeh and serving it: about half a CPU-second a run).
+    (:func:`_local_options`), since every user of a shared node reaches loopback. A batch-system cluster's
+    dashboard binds to loopback unless ``dashboard_address`` says otherwise (``"none"``: no dashboard). The
+    embedded LocalCluster serves one only where ``dashboard_address`` names it: without one, the driver
+    neither imports bokeh nor serves it (about half a CPU-second and a second of the cluster's start).
 
     A cluster started here is started and shut down with SIGINT and SIGTERM held: one that arrives meanwhile
     takes effect as soon as the cluster is up, or once it has shut down, so neither is left half-built. Its
@@ -89,7 +95,7 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
         No worker can come: the batch system refused the worker jobs, or they left its queue before any
         worker joined (a pending job is waited for).
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from ..config import get as setting
     if engine.scheduler:
@@ -120,7 +126,7 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
         # multiprocessing's resource tracker unblocks SIGINT and SIGTERM in the thread that first starts it;
         # started here, it is no thread of the cluster's
         resource_tracker.ensure_running()
-        with _owned(lambda: LocalCluster(**_local_options(engine, n)), block=True) as cluster, \
+        with _owned(lambda: _local_cluster(engine, n), block=True) as cluster, \
                 _owned(lambda: Client(cluster)) as client:
             # the memory check needs every worker's limit
             client.wait_for_workers(n, timeout=setting("scheduler.workers-timeout"))
@@ -139,13 +145,14 @@ def _local_options(engine: Engine, n: int) -> dict[str, Any]:
     (``Security.temporary``): any local user can reach loopback, and dask runs what a connected client sends.
     Worker threads (``in_process``) talk over ``inproc://``, which no other process can reach. Every port,
     the HTTP servers' included, listens on loopback unless ``--dashboard-address`` names another interface.
+    The scheduler serves a dashboard only where ``--dashboard-address`` names one.
     """
-    off = engine.dashboard_address == NO_DASHBOARD
+    off = _local_dashboard_off(engine)
     options: dict[str, Any] = {
         "n_workers": n, "threads_per_worker": 1, "processes": not engine.in_process,
         # with no dashboard the scheduler's HTTP server (health, metrics) still runs: dask's
         # dashboard_address=None would put it on every interface
-        "dashboard_address": f"{LOOPBACK}:0" if off or not engine.dashboard_address else engine.dashboard_address,
+        "dashboard_address": f"{LOOPBACK}:0" if off else engine.dashboard_address,
         "scheduler_kwargs": {"dashboard": False} if off else None,
         # a stop cancels what is in flight and each worker would log it; every task's failure reaches the
         # driver, which reports it in one line
@@ -163,6 +170,15 @@ def _local_options(engine: Engine, n: int) -> dict[str, Any]:
     return options
 
 
+def _local_cluster(engine: Engine, n: int) -> Any:
+    """The embedded LocalCluster of ``engine``, its worker processes spawned as :func:`spawning_workers` says."""
+    from distributed import LocalCluster
+
+    from ..run.work import spawning_workers
+    with spawning_workers():
+        return LocalCluster(**_local_options(engine, n))
+
+
 def _loopback_worker() -> type:
     """A ``distributed.Worker`` whose HTTP server listens on loopback (dask's default is every interface)."""
     from distributed import Worker
@@ -177,7 +193,7 @@ def _loopback_worker() -> type:
 def _local_dashboard(cluster: Any, engine: Engine) -> str:
     """``dashboard <link>`` at the address the scheduler's HTTP server is bound to, or ``no dashboard``."""
     from distributed.utils import format_dashboard_link
-    if engine.dashboard_address == NO_DASHBOARD:
+    if _local_dashboard_off(engine):
         return "no dashboard"
     server = cluster.scheduler.http_server
     host = socket.gethostname() if server.address in ("", "0.0.0.0", "::") else server.address

@@ -4,6 +4,9 @@ with no cluster set up, the readers at the top level."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import xarray as xr
@@ -86,6 +89,38 @@ def test_the_workers_rmtsweep_starts_import_the_task_code_and_nothing_of_the_dri
                               "rmtsweep.run.runner", "rmtsweep.cli"))]
     assert heavy == []
 
+
+def _faults_of_fresh_arrays(count: int = 100, size: int = 1 << 17) -> int:
+    """Minor page faults of ``count`` arrays of ``size`` float64 (1 MiB) made and freed in turn, in this process."""
+    import resource
+
+    import numpy as np
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(count):
+        np.ones(size).sum()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def test_the_workers_rmtsweep_starts_reuse_freed_memory_as_the_driver_does(monkeypatch):
+    """dask spawns workers with ``MALLOC_TRIM_THRESHOLD_`` set, which makes glibc serve every array over 128 KiB
+    from fresh pages: 256 page faults per MiB, on each allocation. rmtsweep's workers start without it."""
+    import dask
+    import distributed  # noqa: F401 - dask's settings for it load as it is imported
+
+    from rmtsweep.cluster.engine import connect, make_engine
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)   # a fresh command's environment
+    assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")    # dask's default
+    with connect(make_engine("local", workers=1)) as (client, _):
+        env = next(iter(client.run(eval, "__import__('os').environ.get('MALLOC_TRIM_THRESHOLD_')").values()))
+        faults = client.submit(_faults_of_fresh_arrays, pure=False).result()
+    assert env is None
+    assert faults < 100 * 256 / 4, faults         # fresh pages every time: 256 faults per array
+    # the same arrays in a process started as dask's default starts a worker: fresh pages every time
+    script = f"import sys; sys.path.insert(0, {os.getcwd()!r}); " \
+             "from tests.integration.test_api import _faults_of_fresh_arrays as f; print(f())"
+    trimmed = subprocess.run([sys.executable, "-c", script], env={**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"},
+                             capture_output=True, text=True, check=True)
+    assert int(trimmed.stdout) > 100 * 256 / 2, trimmed.stdout
 
 def test_theory_dataset_takes_what_run_sweep_takes_and_equals_the_stores_theory(reference):
     sweep_path, ref_store = reference

@@ -54,8 +54,9 @@ def test_dry_run_says_what_a_run_would_do_and_writes_nothing(half, tmp_path, cap
     assert re.search(r"estimate: about .* end to end on 2 worker threads "
                      r"\(start-up .*, tasks .*; the store.s theory .* of one core beside them\)", out)
     assert f"store: {store} (new)" in out and out.rstrip().endswith("dry run: nothing was started or written")
-    monkeypatch.delenv("RMTSWEEP_DASHBOARD_ADDRESS")          # the default, a dashboard on loopback (conftest.py)
-    main(["run", str(half), "grid.T=[4, 8]", "--store", str(store), "--workers", "1", "--no-progress"])
+    monkeypatch.delenv("RMTSWEEP_DASHBOARD_ADDRESS")          # conftest.py's
+    main(["run", str(half), "grid.T=[4, 8]", "--store", str(store), "--workers", "1", "--no-progress",
+          "--dashboard-address", "127.0.0.1:0"])
     out, err = capsys.readouterr()
     assert f"/{tasks} tasks done" in out                                # the run made the tasks it announced
     assert re.search(r"^dask LocalCluster: 1 worker\(s\), dashboard http://127\.0\.0\.1:\d+/status$", err, re.M), err
@@ -165,3 +166,18 @@ def test_two_worker_threads_compute_what_one_process_does_bit_for_bit(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "2 thread(s) of this process" in proc.stderr
     assert_stores_equal(tmp_path / "t.zarr", build_store(tmp_path / "serial.zarr", MEDIUM))
+
+
+@pytest.mark.parametrize("in_process", [False, True])
+def test_a_local_run_serves_no_dashboard_unless_asked_and_never_imports_bokeh(half, tmp_path, in_process):
+    """The embedded LocalCluster's dashboard costs the run bokeh's import and its serving: only on request."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RMTSWEEP_DASHBOARD_ADDRESS", "RMTSWEEP_IN_PROCESS")}
+    args = ["run", str(half), "--store", str(tmp_path / "s.zarr"), "--workers", "1", "--no-progress",
+            *(["--in-process"] if in_process else [])]
+    script = ("import sys; from rmtsweep.cli import main; main(sys.argv[1:]); "
+              "print(sorted({m.split('.')[0] for m in sys.modules} & {'bokeh', 'panel', 'hvplot', 'holoviews'}))")
+    done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout
+    assert re.search(r"^dask LocalCluster: 1 (worker\(s\)|thread\(s\) of this process), no dashboard$", done.stderr,
+                     re.M), done.stderr

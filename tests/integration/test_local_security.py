@@ -134,7 +134,7 @@ MODES = {
     "demo": lambda sweep, store: ["demo", "--workers", "1"],
 }
 
-WITH_DASHBOARD = ("default", "in-process")     # the others run without one, as the tests' environment says
+WITH_DASHBOARD = ("default", "in-process")     # asked for one on loopback; the others run with none, the default
 
 
 def _started(proc: subprocess.Popen, lines: list[str]) -> None:
@@ -158,9 +158,10 @@ def test_another_user_cannot_run_code_through_a_runs_cluster(mode, long_sweep, t
     if mode == "work":
         _prepared_store(long_sweep, store)
     env = {k: v for k, v in os.environ.items() if k != "RMTSWEEP_IN_PROCESS"}
-    if mode in WITH_DASHBOARD:
-        env.pop("RMTSWEEP_DASHBOARD_ADDRESS", None)
-    proc = subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", *MODES[mode](long_sweep, store), "--no-progress"],
+    env.pop("RMTSWEEP_DASHBOARD_ADDRESS", None)
+    dashboard = ["--dashboard-address", "127.0.0.1:0"] if mode in WITH_DASHBOARD else []
+    proc = subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", *MODES[mode](long_sweep, store), "--no-progress",
+                             *dashboard],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     lines: list[str] = []
