@@ -14,7 +14,8 @@ command's start.
 
 ``--vs-numpy`` runs one point at d = 1000 (delta = gamma = 0.5, T = 16, prefix(4), mean weights, 32 SNR values
 in [0, 8], 4 replicates) with ``rmtsweep run --workers 1`` and as the plain numpy loop a researcher would write
-(``baseline.naive_cell``: one full ``eigh`` per SNR value and replicate), each as a process, alternately,
+(``baseline.naive_cell``: one full ``eigh`` per SNR value and replicate), each as a process with one BLAS thread,
+alternately,
 three times; it prints the medians and their ratio. Each round runs rmtsweep twice: with an empty theory cache
 (a folder of its own, ``DASK_RMTSWEEP__THEORY__CACHE``), then into a new store with the cache that run filled.
 Beside each wall time it prints the CPU-seconds of the process and the workers it reaped.
@@ -140,7 +141,9 @@ def vs_numpy(repeats: int = 3) -> None:
             for cache in runs:                        # the first run fills the cache the second reads
                 runs[cache].append(timed_run(["demo", *ONE_POINT, "--workers", "1"], Path(tmp) / f"{cache}.zarr", env))
         cpu, t0 = children_cpu(), time.perf_counter()
-        subprocess.run([sys.executable, "-c", NUMPY_LOOP.format(here=str(HERE))], check=True)
+        # one BLAS thread, as the run's worker has: a second thread beside a busy core spins and can take 10x longer
+        one_thread = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        subprocess.run([sys.executable, "-c", NUMPY_LOOP.format(here=str(HERE))], check=True, env=one_thread)
         loop.append(time.perf_counter() - t0)
         loop_cpu.append(children_cpu() - cpu)
     b, b_cpu = statistics.median(loop), statistics.median(loop_cpu)
