@@ -4,6 +4,12 @@ Provenance: n = 10000000, truncated at 2585 rows, 6000 replicates, SeedSequence(
 Read through :mod:`rmtsweep.theory.window_law`, which documents the columns.
 """
 
+__all__ = [
+    "GRID", "LEAN", "LEAN_RIGHT", "LEAN_RIGHT_SE", "LEAN_SE", "LIFT", "LIFT_RIGHT", "LIFT_RIGHT_SE",
+    "LIFT_SE", "MEAN", "MEAN_SE", "N", "OVERLAP", "OVERLAP_SE", "REPLICATES", "ROWS", "SD", "SEED",
+    "X0_MEAN", "X0_SD",
+]
+
 # fmt: off
 N = 10000000
 ROWS = 2585
@@ -17,6 +23,10 @@ GRID = (
 )
 X0_MEAN = -1.224281
 X0_SD = 1.265055
+LIFT_RIGHT = -0.0935218
+LIFT_RIGHT_SE = 0.0186194
+LEAN_RIGHT = 0.719045
+LEAN_RIGHT_SE = 0.0109048
 MEAN = (
     -1.1032, -1.09921, -1.09497, -1.09044, -1.0856, -1.08041, -1.07485, -1.06885, -1.06238, -1.05538,
     -1.04779, -1.03951, -1.03045, -1.02053, -1.00959, -0.9975, -0.984064, -0.969038, -0.952167,

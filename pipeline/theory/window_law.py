@@ -26,7 +26,11 @@ top and the bulk's lean ``K / (w^2 + 1.2065)`` when not. Its GOE image at the sa
 window law draw by draw (:func:`lift`, :func:`lean`), so each correction is what the maximum misses and vanishes
 at both ends; the model keeps its own exact outlier and alignment. Beyond ``w = -8`` the lift follows its
 asymptote ``1 / |w|`` (the subcritical spike's first-order shift, ``E n v_1[0]^2 = 1`` over ``1 - theta``),
-matched at the table's end; the lean, within its Monte Carlo error of 0 there, is 0. Above ``w = 8`` both are 0.
+matched at the table's end; the lean, within its Monte Carlo error of 0 there, is 0. Above the threshold both fade
+linearly from ``w = 1`` to 0 at :data:`W_SEPARATED` = 2. There the outlier is on top and what is left of the
+GOE's difference (0.17 scales at ``w = 3``) is its outlier's second-order bias. That bias is not universal at
+these sizes: given the pooling matrix, :mod:`.pooled_spikes`' outlier alone is exact to 0.1 % at ``w`` of 2.5-3
+(d = 160), and adding the GOE's bias broke that (tests/unit/test_pooled_spikes.py).
 """
 
 from __future__ import annotations
@@ -38,12 +42,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _window_table as table
 
-__all__ = ["W_MAX", "W_MIN", "lean", "lift", "overlap_unit", "window_coordinate", "window_mean", "window_overlap",
-           "window_sd"]
+__all__ = ["W_MAX", "W_MIN", "W_SEPARATED", "lean", "lift", "overlap_unit", "window_coordinate", "window_mean",
+           "window_overlap", "window_sd"]
 
 Float = NDArray[np.float64]
 
 W_MIN, W_MAX = float(table.GRID[0]), float(table.GRID[-1])
+
+W_SEPARATED = 2.0
+"""Above this ``w`` the corrections are 0: the outlier is on top (``F_1(4) > 0.999``) and the window law's remaining
+difference, its second-order bias, is not universal at the store's sizes (module docstring)."""
 
 
 @functools.cache
@@ -56,6 +64,22 @@ def _interp(w: ArrayLike, name: str) -> Float:
     """The column ``name`` at ``w`` (linear between the grid's points, NaN outside it)."""
     col = _columns()
     return np.asarray(np.interp(np.asarray(w, float), col["GRID"], col[name], left=np.nan, right=np.nan))
+
+
+def _separated(w: Float) -> Float:
+    """1 up to ``w = W_SEPARATED - 1``, falling linearly to 0 at :data:`W_SEPARATED` (module docstring)."""
+    return np.asarray(np.clip(W_SEPARATED - w, 0.0, 1.0))
+
+
+def _two_sided(w: Float, name: str) -> Float:
+    """A correction column at ``w``, linear between grid points on each side of ``w = 0``, where the maximum of two
+    candidates jumps (the outlier appears at the edge): ``w <= 0`` meets the value at ``0``, ``w > 0`` the ``*_RIGHT``
+    one."""
+    col = _columns()
+    grid, values = col["GRID"], col[name]
+    left = np.interp(w, grid[grid <= 0], values[grid <= 0])
+    right = np.interp(w, np.append(0.0, grid[grid > 0]), np.append(getattr(table, f"{name}_RIGHT"), values[grid > 0]))
+    return np.asarray(np.where(w > 0, right, left))
 
 
 def window_mean(w: ArrayLike) -> Float:
@@ -77,7 +101,7 @@ def window_overlap(w: ArrayLike) -> Float:
 def lift(w: ArrayLike) -> Float:
     """``E X(w) - E max(x_out(w), TW_1)``: what the maximum of two candidates misses of the top eigenvalue (edge units).
 
-    0 above :data:`W_MAX` and at ``w = -inf``; below :data:`W_MIN` the asymptote ``1 / |w|`` scaled to meet the table.
+    0 above :data:`W_SEPARATED` and at ``w = -inf``; below :data:`W_MIN` the asymptote ``1 / |w|`` met at the table.
 
     Examples
     --------
@@ -88,16 +112,14 @@ def lift(w: ArrayLike) -> Float:
     col = _columns()
     with np.errstate(divide="ignore"):
         tail = col["LIFT"][0] * W_MIN / w
-    inside = np.interp(w, col["GRID"], col["LIFT"])
-    return np.asarray(np.where(w < W_MIN, tail, np.where(w > W_MAX, 0.0, inside)))
+    return np.asarray(np.where(w < W_MIN, tail, _two_sided(w, "LIFT") * _separated(w)))
 
 
 def lean(w: ArrayLike) -> Float:
-    """``E Y(w)`` minus the maximum-of-two model's overlap, in units of ``n^(-1/3)``; 0 off the table."""
+    """``E Y(w)`` minus the maximum-of-two model's overlap, in units of ``n^(-1/3)``; 0 below :data:`W_MIN` and above
+    :data:`W_SEPARATED`."""
     w = np.asarray(w, float)
-    col = _columns()
-    inside = np.interp(w, col["GRID"], col["LEAN"])
-    return np.asarray(np.where((w < W_MIN) | (w > W_MAX), 0.0, inside))
+    return np.asarray(np.where(w < W_MIN, 0.0, _two_sided(w, "LEAN") * _separated(w)))
 
 
 def window_coordinate(phi: ArrayLike, slope: ArrayLike, sigma: ArrayLike, d: ArrayLike) -> Float:

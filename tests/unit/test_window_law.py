@@ -12,7 +12,7 @@ from rmtsweep.theory import spikes
 from rmtsweep.theory._common import critical_a
 from rmtsweep.theory.finite_d import TW1_MEAN, TW1_SD, subcritical_overlap, tw1_cdf, tw_scale
 from rmtsweep.theory.null_law import _johnstone
-from rmtsweep.theory.window_law import (W_MAX, W_MIN, lean, lift, overlap_unit, window_coordinate, window_mean,
+from rmtsweep.theory.window_law import (W_MAX, W_MIN, W_SEPARATED, lean, lift, overlap_unit, window_coordinate, window_mean,
                                         window_overlap, window_sd)
 
 THETA = 1.0 + np.asarray(table.GRID) * table.N ** (-1 / 3)      # the table's spikes
@@ -51,6 +51,10 @@ def test_inside_the_window_the_maximum_of_two_candidates_misses_the_lift():
     scale above the maximum of the edge and the outlier, many standard errors out."""
     i = int(np.argmin(np.abs(np.asarray(table.GRID))))
     assert table.LIFT[i] > 1.0 and table.LIFT[i] > 10 * table.LIFT_SE[i]
+    # the maximum jumps at w = 0 (the outlier appears at the edge), so each side keeps its own limit
+    assert float(lift(0.0)) == table.LIFT[i] and float(lift(1e-9)) == pytest.approx(table.LIFT_RIGHT, abs=1e-6)
+    assert float(lean(1e-9)) == pytest.approx(table.LEAN_RIGHT, abs=1e-6)
+    assert float(lift(W_SEPARATED)) == 0.0 and float(lean(W_SEPARATED)) == 0.0
 
 
 def test_the_map_is_the_classical_window_coordinate_and_alignment_slope():
