@@ -32,7 +32,9 @@ is no outlier; the alignment is the outlier's where it is on top, weighed by the
 top, and else the top bulk eigenvector's. That one is not independent of ``u`` below the threshold: the
 same 2 x 2 reduction gives ``u^T (l - S)^(-1) u = G / (1 - Phi(G))``, ``Phi = c G E_{nu_s}[beta]``, so its
 alignment is ``1/d`` times :func:`.finite_d.bulk_overlap_factor` at the bulk's edge (``1/d`` at ``snr = 0``;
-order ``d^(-1/3)`` at the threshold).
+order ``d^(-1/3)`` at the threshold). In the critical window both take the spiked window law's corrections
+(:mod:`.window_law`): its coordinate is ``(Phi_e - 1) sigma d / Phi'_e`` below the threshold and the outlier's exit
+from the edge, ``sqrt((l - l_e) / sigma)``, above it (the two agree at the threshold).
 """
 
 from __future__ import annotations
