@@ -9,9 +9,10 @@ alpha``, the cubic's, and at ``T = 1`` the exact finite-T law's): the simulated 
 ``lambda_1 / kappa`` and of the top alignment over ``REPLICATES`` replicates (the model's own code, seed
 ``SEED + d + T``), and the z against the store's finite-size prediction
 (:func:`rmtsweep.theory.pooled_spikes.pooled_spikes`, at ``T = 1``
-:func:`rmtsweep.theory.token_counts.realised_count_spikes`; its own s.e. included) and against the same
-construction with a flat ``1/d`` for a draw without an outlier on top (what it gave before). Then, per band
-of ``rho / rho_c`` (0, (0, 0.8], (0.8, 1.25], (1.25, 2], > 2), the cells within 3 standard errors.
+:func:`rmtsweep.theory.token_counts.realised_count_spikes`; its own s.e. included), against the same
+construction without the critical window's correction (:mod:`rmtsweep.theory.window_law`; the same at ``T = 1``)
+and, for the alignment, with a flat ``1/d`` for a draw without an outlier on top. Then, per band of
+``rho / rho_c`` (0, (0, 0.8], (0.8, 1.25], (1.25, 2], > 2), the cells within 3 standard errors.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ def _flat_counts(rho, nu, delta, g_top, d) -> float:
     return 1.0 / d
 
 
+def _none(w):
+    return np.zeros(np.shape(w))
+
+
 def _predict(snr: np.ndarray, w: np.ndarray, corr, delta: float, gamma: float, d: int):
     """The store's finite-size prediction of the cell (realised counts at ``T = 1``, the pooling matrix beyond)."""
     if w.size == 1:
@@ -59,12 +64,18 @@ def cell(d: int, T: int, delta: float, gamma: float, kind: str, reps: int, seed:
     rc = float(threshold(poisson_law(delta, gamma), delta)) if T == 1 else float(spikes.sample_threshold(delta, gamma))
     snr = rc * kappa / alpha * np.asarray(MULTIPLES)
     ours = _predict(snr, w, corr, delta, gamma, d)
-    factor, ps.bulk_overlap_factor = ps.bulk_overlap_factor, _flat
-    lean, tc.bulk_overlap = tc.bulk_overlap, _flat_counts
+    lift, lean = ps.lift, ps.lean
+    ps.lift, ps.lean = _none, _none
     try:
-        flat = _predict(snr, w, corr, delta, gamma, d)
+        old = _predict(snr, w, corr, delta, gamma, d)
+        factor, ps.bulk_overlap_factor = ps.bulk_overlap_factor, _flat
+        counts, tc.bulk_overlap = tc.bulk_overlap, _flat_counts
+        try:
+            flat = _predict(snr, w, corr, delta, gamma, d)
+        finally:
+            ps.bulk_overlap_factor, tc.bulk_overlap = factor, counts
     finally:
-        ps.bulk_overlap_factor, tc.bulk_overlap = factor, lean
+        ps.lift, ps.lean = lift, lean
     model = CellModel(d=d, V=round(d / delta), N=round(d / gamma), T=T, w=w, correlation=corr, centering="class",
                       top_k=1)
     rng = np.random.default_rng(seed + d + T)
@@ -75,21 +86,20 @@ def cell(d: int, T: int, delta: float, gamma: float, kind: str, reps: int, seed:
     rows = []
     for i, mult in enumerate(MULTIPLES):
         row = {"d": d, "T": T, "delta": delta, "gamma": gamma, "weights": kind, "multiple": mult}
-        for name, sim, pred, pred_se, old in (("lambda1", lam[:, i], ours.lambda1[i], ours.lambda1_se[i], None),
-                                              ("overlap", ov[:, i], ours.overlap[i], ours.overlap_se[i],
-                                               flat.overlap[i])):
+        for name, sim in (("lambda1", lam[:, i]), ("overlap", ov[:, i])):
             se = sim.std(ddof=1) / np.sqrt(reps)
-            row.update({f"{name}_sim": sim.mean(), f"{name}_pred": pred,
-                        f"{name}_z": (sim.mean() - pred) / np.hypot(se, pred_se)})
-            if old is not None:
-                row[f"{name}_flat_z"] = (sim.mean() - old) / np.hypot(se, flat.overlap_se[i])
+            row[f"{name}_sim"] = sim.mean()
+            for tag, pred in (("", ours), ("_old", old), ("_flat", flat)):
+                mean, mean_se = getattr(pred, name)[i], getattr(pred, f"{name}_se")[i]
+                row.update({f"{name}{tag}_pred": mean, f"{name}{tag}_z": (sim.mean() - mean) / np.hypot(se, mean_se)})
         rows.append(row)
     return rows
 
 
 def bands(rows: list[dict]) -> None:
-    print("\n| rho / rho_c | cells | lambda_1 within 3 s.e. | alignment within 3 s.e. | alignment, flat 1/d |")
-    print("|---|---|---|---|---|")
+    print("\n| rho / rho_c | cells | lambda_1 within 3 s.e. | without the window law | alignment within 3 s.e. "
+          "| without the window law | alignment, flat 1/d |")
+    print("|---|---|---|---|---|---|---|")
     for label, lo, hi in BANDS:
         sel = [r for r in rows if lo <= r["multiple"] <= hi]
         if not sel:
@@ -100,11 +110,12 @@ def bands(rows: list[dict]) -> None:
             k = sum(abs(r[key]) <= 3 for r in sel)
             return f"{k}/{n} ({100 * k / n:.0f} %)"
 
-        print(f"| {label} | {n} | {frac('lambda1_z')} | {frac('overlap_z')} | {frac('overlap_flat_z')} |")
+        print(f"| {label} | {n} | {frac('lambda1_z')} | {frac('lambda1_old_z')} | {frac('overlap_z')} | "
+              f"{frac('overlap_old_z')} | {frac('overlap_flat_z')} |")
 
 
 def main(ds: list[int], reps: int, seed: int, Ts: list[int]) -> None:
-    print("d T delta gamma weights x | lambda1: sim pred z | overlap: sim pred z flat_z")
+    print("d T delta gamma weights x | lambda1: sim pred z old_pred old_z | overlap: sim pred z old_pred old_z flat_z")
     rows = []
     t0 = time.process_time()
     for d in ds:
@@ -114,9 +125,11 @@ def main(ds: list[int], reps: int, seed: int, Ts: list[int]) -> None:
                     for r in cell(d, T, delta, gamma, kind, reps, seed):
                         rows.append(r)
                         print(f"{d:4d} {T:2d} {delta:.2f} {gamma:.2f} {kind:4s} {r['multiple']:.2f} | "
-                              f"{r['lambda1_sim']:.4f} {r['lambda1_pred']:.4f} {r['lambda1_z']:+.1f} | "
+                              f"{r['lambda1_sim']:.4f} {r['lambda1_pred']:.4f} {r['lambda1_z']:+.1f} "
+                              f"{r['lambda1_old_pred']:.4f} {r['lambda1_old_z']:+.1f} | "
                               f"{r['overlap_sim']:.4f} {r['overlap_pred']:.4f} {r['overlap_z']:+.1f} "
-                              f"{r['overlap_flat_z']:+.1f}", flush=True)
+                              f"{r['overlap_old_pred']:.4f} {r['overlap_old_z']:+.1f} {r['overlap_flat_z']:+.1f}",
+                              flush=True)
     bands(rows)
     print(f"\n{len(rows)} cells, {time.process_time() - t0:.0f} CPU-s")
 

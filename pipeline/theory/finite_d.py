@@ -48,8 +48,9 @@ gives ``P = 0.05, 0.10, 0.20, 0.32`` at ``w = -3, -1, 0, 0.5`` where this interp
 ``0.035, 0.035, 0.035, 0.27`` (window coordinate ``w = (rho - rho_c) / sqrt(2 sigma_d / psi_rr)``,
 ``psi_rr = d^2 psi / d rho^2`` at ``rho_c``, so the outlier exits the edge by ``w^2 sigma_d``): a
 subcritical spike already pushes the top eigenvalue up, which the maximum ignores; from ``w ≈ 1`` they
-agree within 0.02. The transition shift ``rho_{1/2} - rho_c`` is ``∝ d^(-1/3)`` (fixed ``w``) only
-asymptotically; its local exponent here is -0.39 at d = 100 and -0.36 at d = 1000.
+agree within 0.02. :mod:`.pooled_spikes` corrects its mean top eigenvalue and alignment with that window law
+(:mod:`.window_law`); this probability does not. The transition shift ``rho_{1/2} - rho_c`` is ``∝ d^(-1/3)``
+(fixed ``w``) only asymptotically; its local exponent here is -0.39 at d = 100 and -0.36 at d = 1000.
 """
 
 from __future__ import annotations

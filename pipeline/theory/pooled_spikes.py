@@ -32,7 +32,9 @@ is no outlier; the alignment is the outlier's where it is on top, weighed by the
 top, and else the top bulk eigenvector's. That one is not independent of ``u`` below the threshold: the
 same 2 x 2 reduction gives ``u^T (l - S)^(-1) u = G / (1 - Phi(G))``, ``Phi = c G E_{nu_s}[beta]``, so its
 alignment is ``1/d`` times :func:`.finite_d.bulk_overlap_factor` at the bulk's edge (``1/d`` at ``snr = 0``;
-order ``d^(-1/3)`` at the threshold).
+order ``d^(-1/3)`` at the threshold). In the critical window both take the spiked window law's corrections
+(:mod:`.window_law`): its coordinate is ``(Phi_e - 1) sigma d / Phi'_e`` below the threshold and the outlier's exit
+from the edge, ``sqrt((l - l_e) / sigma)``, above it (the two agree at the threshold).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from .finite_t import moments_g
 from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed, pooled_seed_words
 from .pooling import DrawCache, PoolingDraw, cached_draws, entry_key, save_records
 from .tracy_widom import tw_cdf
+from .window_law import lean, lift, overlap_unit, window_coordinate
 
 __all__ = ["ALPHA_NODES", "LANCZOS_STEPS", "PooledSpikes", "gauss_quadrature", "pooled_spikes", "pooled_stream",
            "spike_record"]
@@ -170,8 +173,15 @@ def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: 
     on_top = np.where(exists, np.interp(l_out, x, F, left=0.0, right=1.0), 0.0)
     # else the top eigenvector is the bulk's, still tilted toward u by the spike: Phi = c G E beta at the edge
     eb, eb2 = e_beta(np.array(hi)), e_beta(np.array(hi), 2)
-    bulk = bulk_overlap_factor(c * hi * eb, c * (eb + hi * delta * eb2), 1.0 + c * delta * hi**2 * eb2, scale[0], d)
+    phi, slope, numerator = c * hi * eb, c * (eb + hi * delta * eb2), 1.0 + c * delta * hi**2 * eb2
+    bulk = bulk_overlap_factor(phi, slope, numerator, scale[0], d)
     ov = on_top * align + (1.0 - on_top) * bulk / d
+    # in the critical window, what the maximum of two candidates misses (the spiked window law, .window_law); above
+    # the threshold the coordinate is the outlier's exit from the bulk's edge, w^2 scales, which grows without bound
+    exit_w = np.sqrt(np.clip(l_out - moments_g(np.array(g_edge), nu, delta)["l"], 0.0, None) / scale[0])
+    w_c = np.where(exists, exit_w, window_coordinate(phi, slope, scale[0], d))
+    lam = lam + scale[0] * lift(w_c)
+    ov = ov + overlap_unit(slope, numerator, scale[0], d) * lean(w_c)
     hw = hw / hw.sum()
     return lam @ hw, ov @ hw, loc, scale
 
