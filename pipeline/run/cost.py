@@ -38,7 +38,9 @@ _SUBSET = 7.0e-11              # LAPACK's top-k (syevr, below LANCZOS_MIN_N), pe
 _BISECT = 5.3e-9 * 80          # rank-2 bisection, per scheme, SNR value and n
 # measured at d = 400-1600 on one core, then scaled by 1.3: a worker beside a busy neighbour runs that much slower
 # (benchmarks/start.py measures a run's tasks against this model)
-_DIRECT = 2.0e-11              # a Gram and its Lanczos top-k (attention, ridge), per N * d * n
+# a Gram and its Lanczos top-k (attention, ridge), per N * d * n: refit at d = 800-1600 from attention's
+# replicates and null replicates, whose thread CPU ran 1.4-1.5x the earlier 2.0e-11's figure
+_DIRECT = 3.6e-11
 _SCORES = 1.5e-10              # attention scores of the gathered rows, per N T^2 d
 
 

@@ -16,9 +16,10 @@ from ..theory.grid import TheoryBudgets
 from .cost import Blocking, choose_blocking, null_sweep, point_cost, task_target
 from .grid import n_tasks, task_memory_bytes
 
-__all__ = ["LONG_SECONDS", "TEMPLATE_SECONDS", "Plan", "impossible", "plan", "too_long"]
+__all__ = ["CLOSE_SECONDS", "LONG_SECONDS", "TEMPLATE_SECONDS", "Plan", "impossible", "plan", "too_long"]
 
 TEMPLATE_SECONDS = 0.5      # writing a new store's template and provenance, beside its theory
+CLOSE_SECONDS = 0.5         # after the last write: the summary, closing the client and the cluster (0.3-0.5 s measured)
 LONG_SECONDS = 365 * 86400  # a run estimated to take longer is named as such by the dry run and the run
 
 
@@ -61,12 +62,12 @@ class Plan:
     def wall_seconds(self, threads: int, startup: float, new_store: bool = True, left: float = 1.0) -> float:
         """Estimated wall seconds of a run: ``startup`` (imports, the cluster), a new store's template, then the
         tasks left and a new store's theory, which runs beside them on the same ``threads`` worker threads; its
-        one-task part can outlast them."""
+        one-task part can outlast them. Then the run closes (:data:`CLOSE_SECONDS`)."""
         work = self.compute_seconds(threads, left)
         if not new_store:
-            return startup + work
+            return startup + work + CLOSE_SECONDS
         shared = work + self.theory_seconds / max(threads, 1)
-        return startup + TEMPLATE_SECONDS + max(shared, self.theory_serial_seconds)
+        return startup + TEMPLATE_SECONDS + max(shared, self.theory_serial_seconds) + CLOSE_SECONDS
 
 
 def plan(sweep: Sweep | SweepFile | str | Path, blocking: Blocking | None = None, threads: int = 0) -> Plan:

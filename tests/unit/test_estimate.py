@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rmtsweep.run.plan import TEMPLATE_SECONDS, plan
+from rmtsweep.run.plan import CLOSE_SECONDS, TEMPLATE_SECONDS, plan
 from rmtsweep.spec import parse_sweep
 from rmtsweep.theory.estimate import LIMIT_SECONDS, theory_seconds
 from rmtsweep.theory.grid import TheoryBudgets
@@ -22,8 +22,8 @@ def test_the_wall_estimate_adds_start_up_theory_and_waves_of_tasks():
     waves = -(-p.tasks // 2) * per_task
     assert 0 < p.theory_serial_seconds <= p.theory_seconds
     assert p.wall_seconds(2, 3.0) == pytest.approx(3.0 + TEMPLATE_SECONDS + max(p.theory_seconds / 2 + waves,
-                                                                                p.theory_serial_seconds))
-    assert p.wall_seconds(2, 3.0, new_store=False) == pytest.approx(3.0 + -(-p.tasks // 2) * per_task)
+                                                                                p.theory_serial_seconds) + CLOSE_SECONDS)
+    assert p.wall_seconds(2, 3.0, new_store=False) == pytest.approx(3.0 + -(-p.tasks // 2) * per_task + CLOSE_SECONDS)
     assert p.compute_seconds(1000) == pytest.approx(per_task)        # one wave
     assert p.compute_seconds(2, left=0.0) == 0
 
@@ -53,7 +53,7 @@ def test_the_dry_run_prints_the_estimate_and_its_json(tmp_path, capsys):
                                "--json"], capsys)
     got = json.loads(out)
     parts = got["startup_seconds"] + TEMPLATE_SECONDS + max(got["theory_seconds"] / 2 + got["compute_seconds"],
-                                                            got["theory_serial_seconds"])
+                                                            got["theory_serial_seconds"]) + CLOSE_SECONDS
     assert code == 0 and got["estimated_wall_seconds"] == pytest.approx(parts)
     assert got["tasks"] >= 1 and got["worker_threads"] == 2 and not (tmp_path / "s.zarr").exists()
     code, out, err = run_main(["run", str(sweep), "--store", str(tmp_path / "s.zarr"), "--json"], capsys)
