@@ -52,7 +52,7 @@ from ..model.correlation import Correlation
 from ..model.replicate import CellModel
 from ._common import bisect
 from .finite_d import bulk_overlap_factor
-from .finite_t import moments_g
+from .finite_t import edge_point, moments_g
 from .null_law import POOLED_DRAWS, POOLED_TAIL, null_parts, pooled_model, pooled_seed, pooled_seed_words
 from .pooling import DrawCache, PoolingDraw, cached_draws, entry_key, save_records
 from .tracy_widom import tw_cdf
@@ -178,7 +178,7 @@ def _draw_prediction(snr: Float, p: Float, nodes: Float, weights: Float, alpha: 
     ov = on_top * align + (1.0 - on_top) * bulk / d
     # in the critical window, what the maximum of two candidates misses (the spiked window law, .window_law); above
     # the threshold the coordinate is the outlier's exit from the bulk's edge, w^2 scales, which grows without bound
-    exit_w = np.sqrt(np.clip(l_out - moments_g(np.array(g_edge), nu, delta)["l"], 0.0, None) / scale[0])
+    exit_w = np.sqrt(np.clip(l_out - edge_point(nu, delta, tail=tail)[1], 0.0, None) / scale[0])
     w_c = np.where(exists, exit_w, window_coordinate(phi, slope, scale[0], d))
     lam = lam + scale[0] * lift(w_c)
     ov = ov + overlap_unit(slope, numerator, scale[0], d) * lean(w_c)
