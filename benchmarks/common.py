@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import time
 
 import numpy as np
@@ -10,6 +11,19 @@ from rmtsweep.model import CellModel, correlation_matrix, make_correlation, make
 
 REL_TOL, OVERLAP_FLOOR, ABS_TOL = 1e-8, 1e-6, 1e-14
 SNR_A = 3.0
+
+
+ONE_POINT = ["d=1000", "grid.delta=0.5", "grid.gamma=0.5", "grid.T=16", "grid.weights=mean", "replicates=4",
+             "grid.snr={start: 0, stop: 8, num: 32}"]
+"""Overrides of the demo sweep: the one point at d = 1000 that start.py and theory_spread.py run."""
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""The environment entries that hold a child process's BLAS to one thread, as a run's worker has."""
+
+
+def children_cpu() -> float:
+    """CPU-seconds of every process this one has reaped so far, and of the processes they reaped."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def make_model(d: int, delta: float = 0.5, gamma: float = 0.5, T: int = 16, k: int = 3) -> CellModel:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -35,12 +34,11 @@ import threading
 import time
 from pathlib import Path
 
+from common import ONE_POINT, ONE_THREAD, children_cpu
 from rmtsweep.store import journal_file
 
 HERE = Path(__file__).resolve().parent
 CLI = [sys.executable, "-m", "rmtsweep.cli"]
-ONE_POINT = ["d=1000", "grid.delta=0.5", "grid.gamma=0.5", "grid.T=16", "grid.weights=mean", "replicates=4",
-             "grid.snr={start: 0, stop: 8, num: 32}"]
 UNSEEN = ["demo d=500 grid.T=4,8", "theory-check d=250 grid.weights=mean,harmonic replicates=16",
           "paper-alignment d=300 replicates=8", "paper-phase d=200 grid.T=8", "attention/d400 replicates=8 d=600",
           "paper-finite-t d=200 replicates=8", "finite-t-one-token d=800 replicates=8"]
@@ -60,12 +58,6 @@ for replicate in range(4):
 def shipped() -> list[str]:
     from rmtsweep.shipped import sweeps
     return list(sweeps())
-
-
-def children_cpu() -> float:
-    """CPU-seconds of every process this one has reaped so far, and of the processes they reaped."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def timed_run(args: list[str], store: Path, env: dict[str, str] | None = None) -> dict[str, float]:
@@ -142,8 +134,8 @@ def vs_numpy(repeats: int = 3) -> None:
                 runs[cache].append(timed_run(["demo", *ONE_POINT, "--workers", "1"], Path(tmp) / f"{cache}.zarr", env))
         cpu, t0 = children_cpu(), time.perf_counter()
         # one BLAS thread, as the run's worker has: a second thread beside a busy core spins and can take 10x longer
-        one_thread = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        subprocess.run([sys.executable, "-c", NUMPY_LOOP.format(here=str(HERE))], check=True, env=one_thread)
+        subprocess.run([sys.executable, "-c", NUMPY_LOOP.format(here=str(HERE))], check=True,
+                       env={**os.environ, **ONE_THREAD})
         loop.append(time.perf_counter() - t0)
         loop_cpu.append(children_cpu() - cpu)
     b, b_cpu = statistics.median(loop), statistics.median(loop_cpu)

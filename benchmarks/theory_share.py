@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from common import ONE_THREAD, children_cpu
 
 CLI = [sys.executable, "-m", "rmtsweep.cli"]
 THEORY_ALONE = """
@@ -39,15 +40,7 @@ print(time.process_time() - start)
 
 
 def environment() -> dict[str, str]:
-    env = dict(os.environ, DASK_RMTSWEEP__THEORY__CACHE="none")
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[name] = "1"
-    return env
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return {**os.environ, **ONE_THREAD, "DASK_RMTSWEEP__THEORY__CACHE": "none"}
 
 
 def run_cpu(sweep: list[str], workers: int) -> tuple[float, dict]:

@@ -20,22 +20,20 @@ from __future__ import annotations
 import argparse
 import heapq
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
-ONE_POINT = ["d=1000", "grid.delta=0.5", "grid.gamma=0.5", "grid.T=16", "grid.weights=mean", "replicates=4",
-             "grid.snr={start: 0, stop: 8, num: 32}"]
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+from common import ONE_POINT, ONE_THREAD, children_cpu
+
 
 
 def one_run(workers: int) -> tuple[float, float, float, float]:
     """``(theory wall s, run wall s, CPU-s, load average)`` of one run."""
     env = {**os.environ, **ONE_THREAD, "DASK_RMTSWEEP__THEORY__CACHE": "none"}
     with tempfile.TemporaryDirectory() as tmp:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before = children_cpu()
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", "run", "demo", *ONE_POINT, "--store",
                                  f"{tmp}/s.zarr", "--workers", str(workers), "--no-progress"], env=env,
@@ -43,10 +41,9 @@ def one_run(workers: int) -> tuple[float, float, float, float]:
         lines = [(time.perf_counter() - start, line) for line in proc.stderr]     # type: ignore[union-attr]
         proc.wait()
         wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = children_cpu() - before
     if proc.returncode:
         raise SystemExit("rmtsweep run failed:\n" + "".join(line for _, line in lines[-20:]))
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     began = next(t for t, line in lines if "computing the theory at the store's size" in line)
     written = next(t for t, line in lines if "the theory at the store's size is written" in line)
     return written - began, wall, cpu, os.getloadavg()[0]
