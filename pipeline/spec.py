@@ -54,6 +54,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 MAX_SWEEP_FILE = 4 * 2**20      # bytes: a sweep file's text is kept in every store's attributes
 DEFAULT_NULL_REPLICATES = 99    # the fewest whose order statistic gives the level 0.01 exactly: 1/0.01 - 1
 MAX_DESCRIPTION = 10_000        # characters: stored twice, in the attributes and their consolidated copy
+MAX_T = 4096                    # a draw's sign law factors a T x T matrix: 128 MiB and seconds at this length
 PositiveAxis = tuple[Annotated[float, Field(gt=0.0, allow_inf_nan=False)], ...]
 
 
@@ -93,7 +94,7 @@ class Grid(BaseModel):
     delta: PositiveAxis
     gamma: PositiveAxis
     snr: tuple[Annotated[float, Field(ge=0.0, allow_inf_nan=False)], ...]
-    T: tuple[Annotated[int, Field(ge=1, strict=False)], ...]
+    T: tuple[Annotated[int, Field(ge=1, le=MAX_T, strict=False)], ...]
     weights: tuple[WeightsSpec, ...]
 
     @field_validator("d", "delta", "gamma", "snr", "T", mode="before")

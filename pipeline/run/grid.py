@@ -469,7 +469,9 @@ def task_memory_bytes(sweep: Sweep, blocking: Blocking | None = None) -> int:
     d, g = max(sweep.d_values), sweep.grid
     V, N = sizes(d, min(g.delta), min(g.gamma))
     n = min(d, N)
-    working = 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * max(g.T))
+    T = max(g.T)
+    # the sign law's R, sin(pi R / 2) and its eigenvectors are T x T
+    working = 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * T + 3 * T * T)
     blocking = blocking or choose_blocking(sweep)
     results = sum(math.prod(v.chunks) * np.dtype(v.dtype).itemsize
                   for v in data_variables(sweep, blocking.chunking()))

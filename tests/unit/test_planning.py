@@ -67,6 +67,33 @@ def test_the_memory_estimate_holds_what_a_task_returns_and_grows_with_the_snr_ax
     assert grown >= 2 * returned * (4000 - 2) / 4000 * 0.99
 
 
+def test_the_memory_estimate_holds_a_long_sequences_task(sweep_data):
+    from rmtsweep.spec import MAX_T
+    data = {**_sweep(sweep_data, T=[512], snr=[0.0], weights=["optimal"]), "d": 8, "replicates": 1, "replicates_per_task": 1,
+            "correlation": {"model": "markov", "r": 0.5}}
+    sweep = parse_sweep(data)
+    task = next(tasks(sweep, Blocking(1, 1, 1, 1)))
+    tracemalloc.start()
+    try:
+        compute_task(task)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak > 8 * 512 * 512                         # the reference: at least R, a T x T float64 array
+    assert task_memory_bytes(sweep, Blocking(1, 1, 1, 1)) >= peak
+    assert MAX_T >= 1024
+
+
+def test_a_sequence_too_long_to_factor_is_refused_in_one_line(sweep_data):
+    from rmtsweep.errors import SweepDefinitionError
+    from rmtsweep.spec import MAX_T
+    parse_sweep(_sweep(sweep_data, T=[MAX_T]))
+    with pytest.raises(SweepDefinitionError, match=rf"grid\.T\[1\]: .*less than or equal to {MAX_T} "
+                                                   rf"\(got {MAX_T + 1}\)") as err:
+        parse_sweep(_sweep(sweep_data, T=[1, MAX_T + 1]))
+    assert "\n" not in str(err.value)
+
+
 def test_a_sweep_file_over_the_limit_is_refused_in_one_line(tmp_path, sweep_data):
     from rmtsweep.errors import SweepDefinitionError
     from rmtsweep.spec import MAX_SWEEP_FILE, load_sweep
