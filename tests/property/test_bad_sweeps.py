@@ -2,7 +2,8 @@
 
 Each example damages a valid sweep (tests.property.strategies) at one or two of its fields: a value of another
 type, a number out of any range, an empty list, a key with its colon's space lost, an unknown key. The run is
-stopped where a cluster would start: anything that gets that far was judged runnable.
+stopped where a cluster would start: anything that gets that far was judged runnable. The examples are
+derandomized (Hypothesis draws them from the test itself): the same on every run and machine.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _put(data: dict, field: str, value) -> None:
         node[last] = value
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sweep=sweeps(), damage=st.lists(st.tuples(st.sampled_from(FIELDS), JUNK), min_size=1, max_size=2))
 def test_a_damaged_sweep_is_one_line_or_a_plan_and_never_leaves_a_store(sweep, damage, tmp_path, capsys,
                                                                        monkeypatch):
