@@ -25,7 +25,7 @@ less work, with rmtsweep's workers as threads (``--in-process``), which spares e
 
 The profile (not with ``--quick``) says where rmtsweep's CPU goes: the units alone as one loop in this
 process (the floor of any tool), the store's theory alone (cold and warm cache), and ``rmtsweep run`` with a
-warm cache, with ``--in-process`` workers and without the dashboard.
+warm cache, on worker processes and with ``--in-process`` workers.
 """
 
 from __future__ import annotations
@@ -404,7 +404,7 @@ def profile(over: list[str], workers: int, base: Path, total: int, reference: di
         t = time.process_time()
         sized_theory(sweep, theory_budgets(), lambda fn, items: list(map(fn, items)), FolderCache(cache))
         rows.append((f"the store's theory at its size alone, in one process, {label}", time.process_time() - t, ""))
-    for extra in ((), ("--in-process",), ("--in-process", "--dashboard-address", "none")):
+    for extra in ((), ("--in-process",)):
         tool = rmtsweep_tool(over, workers, extra, cache=cache)
         got = launch(tool, base / ("warm" + "".join(extra).replace("-", "")), total)
         missing, wrong = compare(tool.read(base / ("warm" + "".join(extra).replace("-", ""))), reference)
