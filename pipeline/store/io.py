@@ -186,7 +186,7 @@ def open_zarr(path: str | Path | Location, **kwargs) -> xr.Dataset:
 
 def stored_sweep(path: str | Path | Location, attrs: dict) -> Sweep:
     """The sweep a store was created from (re-validated from its canonical form)."""
-    return parse_sweep(json.loads(attrs["sweep_canonical"]), f"{path} (stored sweep)")
+    return parse_sweep(json.loads(attrs["sweep_canonical"]), f"{path} (stored sweep)", stored=True)
 
 
 def write_template(path: Location, tpl: Template) -> None:
@@ -342,7 +342,7 @@ def _with_null(group: zarr.Group, counts: tuple[int, int]) -> tuple[int, int]:
     if "null_done" not in group:
         return counts
     flags = array_of(group, "null_done")
-    sweep = parse_sweep(json.loads(cast(str, group.attrs["sweep_canonical"])))
+    sweep = parse_sweep(json.loads(cast(str, group.attrs["sweep_canonical"])), stored=True)
     many_T = read_array(array_of(group, "T")) >= 2
     schemes = np.isin(np.arange(flags.shape[-2]), sweep.null_schemes)
     need = np.broadcast_to((many_T[:, None] & schemes[None, :])[..., None], flags.shape)

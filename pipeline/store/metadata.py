@@ -90,7 +90,8 @@ def _declared(attrs: dict | None) -> tuple[set[str], set[str]] | None:
     from ..spec import parse_sweep
     from .layout import declared_arrays
     try:
-        return declared_arrays(parse_sweep(json.loads((attrs or {})["sweep_canonical"]), "the stored sweep"))
+        stored = json.loads((attrs or {})["sweep_canonical"])
+        return declared_arrays(parse_sweep(stored, "the stored sweep", stored=True))
     except Exception:  # noqa: BLE001 - no readable sweep: nothing is declared
         return None
 

@@ -84,14 +84,16 @@ def test_the_memory_estimate_holds_a_long_sequences_task(sweep_data):
     assert MAX_T >= 1024
 
 
-def test_a_sequence_too_long_to_factor_is_refused_in_one_line(sweep_data):
+def test_a_sequence_too_long_to_factor_is_refused_in_one_line_unless_a_store_holds_it(sweep_data):
     from rmtsweep.errors import SweepDefinitionError
     from rmtsweep.spec import MAX_T
     parse_sweep(_sweep(sweep_data, T=[MAX_T]))
-    with pytest.raises(SweepDefinitionError, match=rf"grid\.T\[1\]: .*less than or equal to {MAX_T} "
-                                                   rf"\(got {MAX_T + 1}\)") as err:
-        parse_sweep(_sweep(sweep_data, T=[1, MAX_T + 1]))
+    with pytest.raises(SweepDefinitionError, match=rf"grid\.T: {MAX_T + 1} is longer than {MAX_T:,}, the longest "
+                                                   r"sequence a run draws") as err:
+        parse_sweep(_sweep(sweep_data, T=[4, MAX_T + 1]))
     assert "\n" not in str(err.value)
+    stored = parse_sweep(_sweep(sweep_data, T=[4, MAX_T + 1]), stored=True)    # a store made before the limit
+    assert stored.grid.T == (4, MAX_T + 1)
 
 
 def test_a_sweep_file_over_the_limit_is_refused_in_one_line(tmp_path, sweep_data):
