@@ -470,7 +470,7 @@ def task_memory_bytes(sweep: Sweep, blocking: Blocking | None = None) -> int:
     V, N = sizes(d, min(g.delta), min(g.gamma))
     n = min(d, N)
     T = max(g.T)
-    # the sign law's R, sin(pi R / 2) and its eigenvectors are T x T
+    # R and what is factored from it (the sign law's sin(pi R / 2) and its eigenvectors, the weights' solves)
     working = 8 * (d * V + 2 * N * d + 3 * n * n + 6 * N * T + 3 * T * T)
     blocking = blocking or choose_blocking(sweep)
     results = sum(math.prod(v.chunks) * np.dtype(v.dtype).itemsize
