@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
 import sys
 import threading
@@ -130,24 +131,37 @@ def _answers_at_once(argv: list[str]) -> bool:
     return not argv or bool({"-h", "--help", "--version"} & set(argv))
 
 
-def _imported(names: tuple[str, ...]) -> None:
+def _imported(names: tuple[str, ...], workers: bool = False) -> None:
     import importlib
 
     from ..signals import Held
-    with Held(block=True) as held:            # blocked too: the threads the imports start never receive them
+    with Held(block=True) as held:            # blocked too: the threads and processes started never receive them
+        if workers:
+            from ..run import forkserver
+            forkserver.start()                # its imports overlap the ones below, on another core
         for name in names:
             importlib.import_module(name)
     held.deliver()                            # a Ctrl-C held meanwhile is raised here
 
 
+def _forks_local_workers(argv: list[str]) -> bool:
+    """Whether the command line, as far as it says, runs a sweep on a LocalCluster of worker processes."""
+    remote = {"--dry-run", "--in-process", "--scheduler", "--cluster=slurm", "--cluster=pbs"}
+    return argv[0] in ("run", "demo") and not remote & set(argv) and "--cluster" not in argv \
+        and not os.environ.get("RMTSWEEP_IN_PROCESS")
+
+
 def _import_heavy(argv: list[str]) -> None:
-    """Import what the command needs, having checked every setting first (:func:`rmtsweep.config.check`)."""
+    """Import what the command needs, having checked every setting first (:func:`rmtsweep.config.check`).
+
+    A command that will fork local workers starts their fork server first (:mod:`rmtsweep.run.forkserver`).
+    """
     if _answers_at_once(argv):
         return
     _imported(("rmtsweep.config",))
     from .. import config
     config.check()                            # before anything else is imported or started: refused at once
-    _imported(_HEAVY[argv[0] in _STARTS_WORK and "--dry-run" not in argv])
+    _imported(_HEAVY[argv[0] in _STARTS_WORK and "--dry-run" not in argv], _forks_local_workers(argv))
 
 
 def _failing(process_ends: bool) -> None:
@@ -218,6 +232,8 @@ def script() -> NoReturn:
         code = 0
     except SystemExit as exc:
         code = _status(exc.code)
+    if "rmtsweep.run.forkserver" in sys.modules:
+        sys.modules["rmtsweep.run.forkserver"].stop()
     gc.freeze()
     sys.exit(code)
 

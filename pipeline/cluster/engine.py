@@ -163,18 +163,18 @@ def _local_options(engine: Engine, n: int) -> dict[str, Any]:
     else:
         from distributed.security import Security
 
-        from ..run.work import WORKER_ENV
-        # the workers import the task code as they start: a worker's first task would otherwise hold its
-        # event loop long enough to miss heartbeats
-        options.update(host=LOOPBACK, security=Security.temporary(), preload=[_TASK_CODE], env=WORKER_ENV)
+        from ..run.forkserver import TASK_CODE, worker_env
+        # the workers run the task code's setup as they start (the fork server imported it): a worker's first
+        # task would otherwise import it, holding its event loop long enough to miss heartbeats
+        options.update(host=LOOPBACK, security=Security.temporary(), preload=[TASK_CODE], env=worker_env())
     return options
 
 
 def _local_cluster(engine: Engine, n: int) -> Any:
-    """The embedded LocalCluster of ``engine``, its worker processes spawned as :func:`spawning_workers` says."""
+    """The embedded LocalCluster of ``engine``, its worker processes forked as :func:`spawning_workers` says."""
     from distributed import LocalCluster
 
-    from ..run.work import spawning_workers
+    from ..run.forkserver import spawning_workers
     with spawning_workers():
         return LocalCluster(**_local_options(engine, n))
 
@@ -211,9 +211,6 @@ def _credentials(engine: Engine, config: Any, notes: Callable[[str], None]) -> I
         return
     with temporary_credentials(credentials_parent(engine.cluster, config.credentials_directory)) as creds:
         yield creds.security()
-
-
-_TASK_CODE = "rmtsweep.run.work"     # what a LocalCluster worker imports as it starts (and no more: WORKER_ENV)
 
 
 @contextmanager

@@ -54,7 +54,7 @@ from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
 from .grid import Order, Task, n_tasks, share_done, share_tasks, task_memory_bytes, tasks, tasks_left
-from .work import WORKER_ENV, spawning_workers
+from .forkserver import TASK_CODE, spawning_workers, worker_env
 from .plan import theory_budgets
 from .recorded import recorded_budgets, resume_check
 from .theory_cache import FolderCache, theory_cache
@@ -258,7 +258,7 @@ def _local_cluster() -> Iterator[Client]:
         # no dashboard (as `rmtsweep run`): its HTTP server for health and metrics on loopback
         cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
                                dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
-                               preload=["rmtsweep.run.work"], env=WORKER_ENV)
+                               preload=[TASK_CODE], env=worker_env())
     with cluster, Client(cluster) as made:
         yield made
 

@@ -8,8 +8,6 @@ sparse and dense linear algebra, pydantic (the model's types) and zarr, and noth
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -21,36 +19,17 @@ from ..store.location import locate
 from ..store.lock import Share, holds, lock_file
 from ..store.writer import Writer
 from .block import compute_block
+from .forkserver import apply_unset
 from .grid import Task
 
-__all__ = ["WORKER_ENV", "compute_task", "dask_setup", "spawning_workers", "write_task"]
-
-# The environment of the worker processes of the LocalClusters rmtsweep starts (with this module as their
-# preload): it marks them as task workers, for whoever inspects the processes.
-WORKER_ENV = {"RMTSWEEP_TASK_WORKER": "1"}
-
-SPAWN_SETTINGS = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-"""dask's settings while rmtsweep makes a LocalCluster of worker processes.
-
-dask starts each worker with ``MALLOC_TRIM_THRESHOLD_=65536``, which also freezes glibc's threshold for
-serving an allocation from fresh pages. Every array of a task over 128 KiB then costs page faults on
-each allocation: about half a task's CPU in system time at d = 300. Without it, the worker allocates as
-the run's own process does; a value in the user's environment still reaches the workers.
-"""
-
-
-@contextmanager
-def spawning_workers() -> Iterator[None]:
-    """Make a LocalCluster's worker processes inside this (:data:`SPAWN_SETTINGS`): each nanny reads them
-    once, as it is made, and uses them for every worker it starts or restarts."""
-    import dask.config
-    with dask.config.set(SPAWN_SETTINGS):
-        yield
+__all__ = ["compute_task", "dask_setup", "write_task"]
 
 
 def dask_setup(worker: object) -> None:
-    """What dask runs as a worker process loads this module as its preload: the process ends with its
-    cluster, and a client its tasks made is then collected after its event loop closed (quietly)."""
+    """What dask runs as a worker process loads this module as its preload: its environment made the one
+    its cluster's maker has (:func:`rmtsweep.run.forkserver.worker_env`); the process ends with its cluster,
+    and a client its tasks made is then collected after its event loop closed (quietly)."""
+    apply_unset()
     quiet_finalizers()
 
 

@@ -393,8 +393,8 @@ def stray_document(bench: Bench) -> Row:
 
 
 def sigint_while_starting(bench: Bench) -> Row:
-    """Ctrl-C to the process group 2 s after the start, while the workers still import."""
-    return _signal(bench, "starting.zarr", signal.SIGINT, True, "Ctrl-C 2 s after the start (workers importing)",
+    """Ctrl-C to the process group 2 s after the start, while the cluster starts."""
+    return _signal(bench, "starting.zarr", signal.SIGINT, True, "Ctrl-C 2 s after the start (the cluster starting)",
                    after=0, delay=2.0)
 
 

@@ -90,6 +90,30 @@ def test_the_workers_rmtsweep_starts_import_the_task_code_and_nothing_of_the_dri
     assert heavy == []
 
 
+_ENV_PROBE = ("{k: __import__('os').environ.get(k) for k in ('RMTSWEEP_PROBE_OLD', 'RMTSWEEP_PROBE_NEW')}, "
+              "__import__('os').getppid(), open(f'/proc/{__import__(\"os\").getppid()}/cmdline', 'rb').read()")
+
+
+def test_the_workers_are_forked_from_one_server_with_the_environment_their_maker_has_now(monkeypatch):
+    """A local run's workers are forks of one server a process starts once; each has the environment of the
+    process that makes its cluster as it is then, not as it was when the server started."""
+    from rmtsweep.cluster.engine import connect, make_engine
+    from rmtsweep.run import forkserver
+    forkserver.stop()                                   # one another test started: this one starts it afresh
+    monkeypatch.setenv("RMTSWEEP_PROBE_OLD", "as the server started")
+    forkserver.start()
+    monkeypatch.delenv("RMTSWEEP_PROBE_OLD")
+    monkeypatch.setenv("RMTSWEEP_PROBE_NEW", "set since")
+    parents = set()
+    for _ in range(2):                                  # the second cluster's workers come from the same server
+        with connect(make_engine("local", workers=1)) as (client, _):
+            ((env, parent, command),) = client.run(eval, _ENV_PROBE).values()
+        assert env == {"RMTSWEEP_PROBE_OLD": None, "RMTSWEEP_PROBE_NEW": "set since"}
+        assert b"multiprocessing.forkserver" in command, command
+        parents.add(parent)
+    assert len(parents) == 1
+
+
 def _faults_of_fresh_arrays(count: int = 100, size: int = 1 << 17) -> int:
     """Minor page faults of ``count`` arrays of ``size`` float64 (1 MiB) made and freed in turn, in this process."""
     import resource

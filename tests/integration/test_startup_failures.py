@@ -69,15 +69,21 @@ def one_line(err: str, allowed: tuple[str, ...] = ()) -> list[str]:
 
 # --- Ctrl-C and SIGTERM at any moment of the start -----------------------------------------------------------
 
-def _children(pid: int) -> list[str]:
-    found = []
+def _children(pid: int) -> dict[int, str]:
+    """The command lines of the processes whose parent is ``pid``, by their pid."""
+    found = {}
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and int((entry / "stat").read_text().rpartition(")")[2].split()[1]) == pid:
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except (OSError, IndexError):
             continue
     return found
+
+
+def _server(pid: int) -> int | None:
+    """The pid of the fork server the command ``pid`` started, if it runs."""
+    return next((child for child, line in _children(pid).items() if "multiprocessing.forkserver" in line), None)
 
 
 def _journal_lines(store: Path, word: str) -> int:
@@ -95,15 +101,23 @@ def _until(proc: subprocess.Popen, reached, what: str, timeout: float = 120) -> 
         time.sleep(0.01)
 
 
-def _workers_importing(proc: subprocess.Popen, store: Path) -> None:
-    _until(proc, lambda: any("spawn_main" in c for c in _children(proc.pid)), "a worker process")
-    time.sleep(0.5)                       # it takes seconds to import what a worker needs
+def _server_importing(proc: subprocess.Popen, store: Path) -> None:
+    _until(proc, lambda: _server(proc.pid) is not None, "the workers' fork server")
+    time.sleep(0.3)                       # it takes a second or more to import what a worker needs
+
+
+def _worker_forked(proc: subprocess.Popen, store: Path) -> None:
+    def forked() -> bool:
+        server = _server(proc.pid)
+        return server is not None and bool(_children(server))
+    _until(proc, forked, "a worker process")
 
 
 MOMENTS = {
     "0.5 s (the driver imports)": lambda proc, store: time.sleep(0.5),
     "2 s": lambda proc, store: time.sleep(2),
-    "workers importing": _workers_importing,
+    "the workers' server importing": _server_importing,
+    "a worker forked": _worker_forked,
     "tasks in flight": lambda proc, store: _until(proc, lambda: _journal_lines(store, "submit") > 0, "a submit"),
     "a task written": lambda proc, store: _until(proc, lambda: _journal_lines(store, "write") > 0, "a write"),
 }
@@ -121,7 +135,8 @@ def _signal_at(moment: str, sig: signal.Signals, tmp_path: Path) -> tuple[int, s
     return code, err, took, at
 
 
-@pytest.mark.parametrize("moment", ["0.5 s (the driver imports)", "2 s", "workers importing", "tasks in flight"])
+@pytest.mark.parametrize("moment", ["0.5 s (the driver imports)", "2 s", "the workers' server importing",
+                                    "a worker forked", "tasks in flight"])
 def test_ctrl_c_to_the_process_group(moment, tmp_path):
     """Exit 130 with nothing (still importing) or the one line; no traceback from driver, nanny or worker."""
     code, err, took, at = _signal_at(moment, signal.SIGINT, tmp_path)

@@ -1,0 +1,127 @@
+"""How the LocalClusters rmtsweep makes start their worker processes: forked from a server that imported the task code.
+
+dask spawns each worker as a fresh interpreter, which imports numpy, scipy, zarr, distributed and the task
+code before it can join: about 1.3 CPU-s a worker, on the critical path of every local run. rmtsweep asks
+dask to fork its workers from multiprocessing's fork server instead. The server starts once a process,
+imports the task code once, and each worker is a copy of it, up in a few hundredths of a second. The
+command line starts the server as it begins, so the server's imports overlap the command's own.
+
+A fork server's environment is the one it started in. A worker is given the environment of the process
+that makes its cluster, as that is now: every variable is set again, and those set since removed are removed.
+The variables dask sets before it spawns a worker (``distributed.nanny.pre-spawn-environ``: one BLAS thread,
+a fixed hash seed) are in the server's environment, since a library reads them as it is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["SETTINGS", "TASK_CODE", "apply_unset", "spawning_workers", "start", "stop", "worker_env"]
+
+TASK_CODE = "rmtsweep.run.work"
+"""What the fork server imports, and what a worker then runs as its preload."""
+
+SETTINGS = {"distributed.worker.multiprocessing-method": "forkserver",
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+"""dask's settings while rmtsweep makes a LocalCluster of worker processes.
+
+Workers are forked from the fork server. dask would also start each worker with
+``MALLOC_TRIM_THRESHOLD_=65536``, which freezes glibc's threshold for serving an allocation from fresh pages:
+every array of a task over 128 KiB then costs page faults on each allocation, about half a task's CPU at
+d = 300. Without it, a worker allocates as the run's own process does; a value in the user's environment
+still reaches the workers.
+"""
+
+MARKS = {"RMTSWEEP_TASK_WORKER": "1"}
+"""What marks a worker process as a task worker, for whoever inspects the processes."""
+
+UNSET = "RMTSWEEP_WORKER_UNSET"
+"""A worker's variable naming (as JSON) the fork server's variables its environment must not have."""
+
+_SERVED: set[str] = set()
+"""The variables of every environment this process's fork server may have started in."""
+
+
+def _pre_spawn() -> dict[str, str]:
+    """The variables dask sets before it starts a worker, as it computes them (the user's environment first)."""
+    import dask.config
+    with dask.config.set(SETTINGS):             # a copy: leaving restores the settings' own dict in place
+        wanted = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
+    env = {k: os.environ.get(k, str(v)) for k, v in wanted.items() if v is not None}
+    if env.get("PYTHONHASHSEED") in (None, "0"):
+        env["PYTHONHASHSEED"] = "6640"      # dask's fixed seed: workers hash alike
+    return env
+
+
+@contextmanager
+def _environment(extra: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``extra`` while the body runs, as it was afterwards (this process's libraries are loaded)."""
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def start() -> None:
+    """Start this process's fork server, importing :data:`TASK_CODE`, unless it runs already.
+
+    Call it with SIGINT and SIGTERM blocked (:class:`rmtsweep.signals.Held`): the server, and so every
+    worker, keeps the mask, and a stop reaches the workers through the command alone.
+    """
+    import multiprocessing
+    import signal
+    from multiprocessing import forkserver, resource_tracker
+    multiprocessing.get_context("forkserver").set_forkserver_preload([TASK_CODE])
+    pre = _pre_spawn()
+    _SERVED.update(os.environ, pre)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    resource_tracker.ensure_running()           # the server's first step; it unblocks SIGINT and SIGTERM here
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    with _environment(pre):
+        forkserver.ensure_running()
+
+
+@contextmanager
+def spawning_workers() -> Iterator[None]:
+    """Make a LocalCluster's worker processes inside this: each nanny reads :data:`SETTINGS` once, as it is
+    made, and uses them for every worker it starts or restarts. The fork server is started here if need be."""
+    import dask.config
+    start()
+    with dask.config.set(SETTINGS):
+        yield
+
+
+def stop() -> None:
+    """Stop this process's fork server, if it runs, and wait for it to end.
+
+    For a process about to exit: the server's workers have ended with their cluster, and the process's
+    children's CPU time then counts theirs (a server left running is reaped by no one).
+    """
+    import sys
+    module = sys.modules.get("multiprocessing.forkserver")
+    server = getattr(module, "_forkserver", None)
+    if server is not None and getattr(server, "_forkserver_pid", None) is not None and hasattr(server, "_stop"):
+        server._stop()                    # CPython's own way to stop it (its tests use it), since 3.8
+
+
+def worker_env() -> dict[str, str]:
+    """The environment of a worker forked now (a nanny's ``env``): this process's, with :data:`MARKS`, and the
+    names of the variables to remove."""
+    env = {**os.environ, **MARKS}
+    gone = sorted(_SERVED - set(env) - set(_pre_spawn()))
+    return {**env, UNSET: json.dumps(gone)}
+
+
+def apply_unset() -> None:
+    """In a worker: remove the variables :func:`worker_env` named."""
+    for name in json.loads(os.environ.pop(UNSET, "[]")):
+        os.environ.pop(name, None)
