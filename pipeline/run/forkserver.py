@@ -48,6 +48,7 @@ _SERVED: set[str] = set()
 def _pre_spawn() -> dict[str, str]:
     """The variables dask sets before it starts a worker, as it computes them (the user's environment first)."""
     import dask.config
+    import distributed  # noqa: F401 - dask has distributed's settings once it is imported
     with dask.config.set(SETTINGS):             # a copy: leaving restores the settings' own dict in place
         wanted = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
     env = {k: os.environ.get(k, str(v)) for k, v in wanted.items() if v is not None}

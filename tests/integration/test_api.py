@@ -114,6 +114,30 @@ def test_the_workers_are_forked_from_one_server_with_the_environment_their_maker
     assert len(parents) == 1
 
 
+_FRESH_COMMAND = """
+from rmtsweep.run import forkserver
+forkserver.start()                 # first, as the command line starts it: nothing of dask imported yet
+from rmtsweep.cluster.engine import connect, make_engine
+probe = ("__import__('threadpoolctl').threadpool_info(), "
+         "len(__import__('os').listdir(f'/proc/{__import__(\\"os\\").getppid()}/task'))")
+with connect(make_engine("local", workers=1)) as (client, _):
+    (pools, server_threads), = client.run(eval, probe).values()
+print(__import__("json").dumps([[pool["num_threads"] for pool in pools], server_threads]))
+"""
+
+
+def test_a_fork_server_started_first_gives_its_workers_one_blas_thread_and_forks_with_one_thread():
+    """dask's pre-spawn variables (one BLAS thread) are in the server's environment before it imports numpy,
+    even when the process had not imported dask's distributed settings; the server then forks with no other
+    thread than its own (a thread's lock held at a fork can stay held in the child)."""
+    proc = subprocess.run([sys.executable, "-c", _FRESH_COMMAND], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if "NUM_THREADS" not in k})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    threads, server = json.loads(proc.stdout)
+    assert threads and set(threads) == {1}, threads
+    assert server == 1
+
+
 def _faults_of_fresh_arrays(count: int = 100, size: int = 1 << 17) -> int:
     """Minor page faults of ``count`` arrays of ``size`` float64 (1 MiB) made and freed in turn, in this process."""
     import resource
