@@ -146,9 +146,18 @@ def _imported(names: tuple[str, ...], workers: bool = False) -> None:
 
 def _forks_local_workers(argv: list[str]) -> bool:
     """Whether the command line, as far as it says, runs a sweep on a LocalCluster of worker processes."""
-    remote = {"--dry-run", "--in-process", "--scheduler", "--cluster=slurm", "--cluster=pbs"}
-    return argv[0] in ("run", "demo") and not remote & set(argv) and "--cluster" not in argv \
-        and not os.environ.get("RMTSWEEP_IN_PROCESS")
+    if argv[0] not in ("run", "demo") or os.environ.get("RMTSWEEP_IN_PROCESS", "").lower() not in FALSE_WORDS:
+        return False
+    for word, value in zip(argv, [*argv[1:], ""], strict=True):
+        option, _, given = word.partition("=")
+        if option in ("--dry-run", "--in-process", "--scheduler", "--scheduler-file") \
+                or option == "--cluster" and (given or value) != "local":
+            return False
+    return True
+
+
+FALSE_WORDS = ("", "0", "false", "no", "off", "n", "f")
+"""What click reads as false in a flag's environment variable (``RMTSWEEP_IN_PROCESS``)."""
 
 
 def _import_heavy(argv: list[str]) -> None:

@@ -451,3 +451,20 @@ def test_a_wrong_scheduler_address_is_one_line(case, tcp_scheduler, client_certi
     assert len(lines) == 1 and lines[0].startswith(f"rmtsweep: error: --scheduler {address}: {message}"), err
     assert took < 25, f"{took:.1f} s"
     assert not (tmp_path / "s.zarr").exists()
+
+
+@pytest.mark.parametrize(("argv", "forks"), [
+    (["run", "demo"], True), (["demo", "--workers", "1"], True), (["run", "s.yaml", "--cluster", "local"], True),
+    (["run", "s.yaml", "--cluster=local"], True), (["run", "s.yaml", "--cluster", "slurm"], False),
+    (["run", "s.yaml", "--cluster=pbs"], False), (["run", "s.yaml", "--scheduler", "tcp://h:8786"], False),
+    (["run", "s.yaml", "--scheduler-file=f.json"], False), (["run", "s.yaml", "--dry-run"], False),
+    (["run", "s.yaml", "--in-process"], False), (["status", "s.zarr"], False), (["submit", "s.yaml"], False)])
+def test_the_command_starts_the_workers_fork_server_only_for_a_local_cluster_of_processes(argv, forks, monkeypatch):
+    """The fork server starts as the command begins where the command line asks for local worker processes."""
+    from rmtsweep.cli import _group
+    monkeypatch.delenv("RMTSWEEP_IN_PROCESS", raising=False)
+    assert _group._forks_local_workers(argv) is forks
+    monkeypatch.setenv("RMTSWEEP_IN_PROCESS", "1")
+    assert _group._forks_local_workers(argv) is False
+    monkeypatch.setenv("RMTSWEEP_IN_PROCESS", "false")
+    assert _group._forks_local_workers(argv) is forks
