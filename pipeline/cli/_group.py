@@ -241,7 +241,7 @@ def script() -> NoReturn:
         code = 0
     except SystemExit as exc:
         code = _status(exc.code)
-    if "rmtsweep.run.forkserver" in sys.modules:
+    if "rmtsweep.run.forkserver" in sys.modules:      # reaped: the command's CPU time then counts its workers'
         sys.modules["rmtsweep.run.forkserver"].stop()
     gc.freeze()
     sys.exit(code)

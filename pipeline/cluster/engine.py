@@ -171,11 +171,11 @@ def _local_options(engine: Engine, n: int) -> dict[str, Any]:
 
 
 def _local_cluster(engine: Engine, n: int) -> Any:
-    """The embedded LocalCluster of ``engine``, its worker processes forked as :func:`spawning_workers` says."""
+    """The embedded LocalCluster of ``engine``, its worker processes forked as :func:`forking_workers` says."""
     from distributed import LocalCluster
 
-    from ..run.forkserver import spawning_workers
-    with spawning_workers():
+    from ..run.forkserver import forking_workers
+    with forking_workers():
         return LocalCluster(**_local_options(engine, n))
 
 

@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["SETTINGS", "TASK_CODE", "apply_unset", "spawning_workers", "start", "stop", "worker_env"]
+__all__ = ["SETTINGS", "TASK_CODE", "apply_unset", "forking_workers", "start", "stop", "worker_env"]
 
 TASK_CODE = "rmtsweep.run.work"
 """What the fork server imports, and what a worker then runs as its preload."""
@@ -59,7 +59,8 @@ def _pre_spawn() -> dict[str, str]:
 
 @contextmanager
 def _environment(extra: dict[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``extra`` while the body runs, as it was afterwards (this process's libraries are loaded)."""
+    """``os.environ`` holds ``extra`` while the body runs and is put back after (this process's libraries read
+    their variables as they were imported)."""
     saved = {k: os.environ.get(k) for k in extra}
     os.environ.update(extra)
     try:
@@ -92,7 +93,7 @@ def start() -> None:
 
 
 @contextmanager
-def spawning_workers() -> Iterator[None]:
+def forking_workers() -> Iterator[None]:
     """Make a LocalCluster's worker processes inside this: each nanny reads :data:`SETTINGS` once, as it is
     made, and uses them for every worker it starts or restarts. The fork server is started here if need be."""
     import dask.config
