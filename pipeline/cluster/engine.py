@@ -160,6 +160,10 @@ def _local_options(engine: Engine, n: int) -> dict[str, Any]:
     }
     if engine.in_process:
         options["worker_class"] = _loopback_worker()
+        # a worker thread's comm closed as the cluster closes is logged at INFO with a traceback, in this
+        # process, after the cluster put dask's log level back: shutdown chatter, never a finding
+        batched = logging.getLogger("distributed.batched")
+        batched.setLevel(max(batched.level, logging.WARNING))
     else:
         from distributed.security import Security
 

@@ -156,7 +156,10 @@ def test_the_workers_rmtsweep_starts_reuse_freed_memory_as_the_driver_does(monke
     import distributed  # noqa: F401 - dask's settings for it load as it is imported
 
     from rmtsweep.cluster.engine import connect, make_engine
+    from rmtsweep.run import forkserver
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)   # a fresh command's environment
+    # glibc reads it as a process starts: a server started while another test's cluster had set it keeps it
+    forkserver.stop()
     assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")    # dask's default
     with connect(make_engine("local", workers=1)) as (client, _):
         env = next(iter(client.run(eval, "__import__('os').environ.get('MALLOC_TRIM_THRESHOLD_')").values()))
