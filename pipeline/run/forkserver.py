@@ -44,6 +44,9 @@ UNSET = "RMTSWEEP_WORKER_UNSET"
 _SERVED: set[str] = set()
 """The variables of every environment this process's fork server may have started in."""
 
+_FORKED: list[bool] = [False]
+"""Whether a LocalCluster of this process has forked its workers from the server."""
+
 
 def _pre_spawn() -> dict[str, str]:
     """The variables dask sets before it starts a worker, as it computes them (the user's environment first)."""
@@ -98,6 +101,7 @@ def forking_workers() -> Iterator[None]:
     made, and uses them for every worker it starts or restarts. The fork server is started here if need be."""
     import dask.config
     start()
+    _FORKED[0] = True
     with dask.config.set(SETTINGS):
         yield
 
@@ -106,13 +110,19 @@ def stop() -> None:
     """Stop this process's fork server, if it runs, and wait for it to end.
 
     For a process about to exit: the server's workers have ended with their cluster, and the process's
-    children's CPU time then counts theirs (a server left running is reaped by no one).
+    children's CPU time then counts theirs (a server left running is reaped by no one). A server no cluster
+    used is killed: a command refused before its cluster does not wait for the server's imports.
     """
+    import signal
     import sys
     module = sys.modules.get("multiprocessing.forkserver")
     server = getattr(module, "_forkserver", None)
-    if server is not None and getattr(server, "_forkserver_pid", None) is not None and hasattr(server, "_stop"):
-        server._stop()                    # CPython's own way to stop it (its tests use it), since 3.8
+    pid = getattr(server, "_forkserver_pid", None)
+    if server is None or pid is None or not hasattr(server, "_stop"):
+        return
+    if not _FORKED[0]:
+        os.kill(pid, signal.SIGKILL)      # it keeps SIGTERM blocked, as the command did when it started it
+    server._stop()                        # CPython's own way to stop it (its tests use it), since 3.8
 
 
 def worker_env() -> dict[str, str]:

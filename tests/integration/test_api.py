@@ -138,6 +138,22 @@ def test_a_fork_server_started_first_gives_its_workers_one_blas_thread_and_forks
     assert server == 1
 
 
+def test_a_fork_server_no_cluster_used_is_killed_not_waited_for(monkeypatch):
+    """A command refused before its cluster (a bad sweep) ends at once: stopping a server that forked nothing
+    does not wait for its imports, which here never end."""
+    import threading
+
+    from rmtsweep.run import forkserver
+    forkserver.stop()
+    monkeypatch.setattr(forkserver, "TASK_CODE", "tests.integration.endless_import")
+    monkeypatch.setattr(forkserver, "_FORKED", [False])
+    forkserver.start()
+    stopping = threading.Thread(target=forkserver.stop, daemon=True)
+    stopping.start()
+    stopping.join(timeout=120)
+    assert not stopping.is_alive(), "stop() waited for the server's imports"
+
+
 def _faults_of_fresh_arrays(count: int = 100, size: int = 1 << 17) -> int:
     """Minor page faults of ``count`` arrays of ``size`` float64 (1 MiB) made and freed in turn, in this process."""
     import resource

@@ -1,0 +1,5 @@
+"""A module whose import never ends: a fork server told to preload it can only be killed."""
+
+import threading
+
+threading.Event().wait()
