@@ -4,6 +4,7 @@
     python benchmarks/start.py demo theory-check    # some sweeps
     python benchmarks/start.py --unseen             # sweeps the cost model was not tuned on (shipped ones, changed)
     python benchmarks/start.py --vs-numpy           # only the one-point d = 1000 sweep against the numpy loop
+    python benchmarks/start.py --vs-numpy --other PYROOT   # ... and another checkout's rmtsweep, in turn
 
 Each sweep runs once into a new store in a temporary directory (``rmtsweep run SWEEP --no-progress``) as a
 process. A thread timestamps its stderr lines ("dask LocalCluster: ..." is the cluster up) while this process
@@ -18,7 +19,9 @@ in [0, 8], 4 replicates) with ``rmtsweep run --workers 1`` and as the plain nump
 alternately,
 three times; it prints the medians and their ratio. Each round runs rmtsweep twice: with an empty theory cache
 (a folder of its own, ``DASK_RMTSWEEP__THEORY__CACHE``), then into a new store with the cache that run filled.
-Beside each wall time it prints the CPU-seconds of the process and the workers it reaped.
+Beside each wall time it prints the CPU-seconds of the process and the workers it reaped. ``--other PYROOT`` runs
+another checkout's rmtsweep too (a folder holding its package as ``rmtsweep``, first on ``PYTHONPATH``), in turn
+with this one, and prints its rows beside.
 """
 
 from __future__ import annotations
@@ -122,16 +125,21 @@ def start_table(names: list[str], workers: int) -> None:
         print(f"done / estimate {min(ratios):.2f}-{max(ratios):.2f}")
 
 
-def vs_numpy(repeats: int = 3) -> None:
-    print(f"command: python benchmarks/start.py --vs-numpy --repeats {repeats}")
-    runs: dict[str, list[dict[str, float]]] = {"empty": [], "warm": []}
+def vs_numpy(repeats: int = 3, other: str | None = None) -> None:
+    print(f"command: python benchmarks/start.py {' '.join(sys.argv[1:])}")
+    codes = {"": None} | ({f" ({other})": other} if other else {})
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {(c, k): [] for c in codes for k in ("empty", "warm")}
     loop: list[float] = []
     loop_cpu: list[float] = []
     for _ in range(repeats):
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {**os.environ, "DASK_RMTSWEEP__THEORY__CACHE": str(Path(tmp) / "cache")}
-            for cache in runs:                        # the first run fills the cache the second reads
-                runs[cache].append(timed_run(["demo", *ONE_POINT, "--workers", "1"], Path(tmp) / f"{cache}.zarr", env))
+        for code, root in codes.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                env = {**os.environ, "DASK_RMTSWEEP__THEORY__CACHE": str(Path(tmp) / "cache")}
+                if root:
+                    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+                for cache in ("empty", "warm"):        # the first run fills the cache the second reads
+                    runs[code, cache].append(timed_run(["demo", *ONE_POINT, "--workers", "1"],
+                                                       Path(tmp) / f"{cache}.zarr", env))
         cpu, t0 = children_cpu(), time.perf_counter()
         # one BLAS thread, as the run's worker has: a second thread beside a busy core spins and can take 10x longer
         subprocess.run([sys.executable, "-c", NUMPY_LOOP.format(here=str(HERE))], check=True,
@@ -140,16 +148,17 @@ def vs_numpy(repeats: int = 3) -> None:
         loop_cpu.append(children_cpu() - cpu)
     b, b_cpu = statistics.median(loop), statistics.median(loop_cpu)
     print("| case | rmtsweep run, 1 worker | CPU-s | numpy loop | CPU-s | ratio |\n|---|---|---|---|---|---|")
-    for cache, timed in runs.items():
+    for (code, cache), timed in runs.items():
         a, a_cpu = statistics.median(t["done"] for t in timed), statistics.median(t["cpu"] for t in timed)
         c = statistics.median(t["written"] for t in timed)
-        what = f"one point, d=1000, 32 snr, 4 replicates, {cache} theory cache"
+        what = f"one point, d=1000, 32 snr, 4 replicates, {cache} theory cache{code}"
         print(f"| {what}, end to end | {a:.1f} s | {a_cpu:.1f} | {b:.1f} s | {b_cpu:.1f} | {b / a:.1f}x |")
         print(f"| {what}, to the last Monte Carlo task written | {c:.1f} s | | {b:.1f} s | | {b / c:.1f}x |")
-    for cache, timed in runs.items():
+    for (code, cache), timed in runs.items():
         each = ", ".join(f"{t['done']:.1f} s ({t['cpu']:.1f} CPU-s)" for t in timed)
         written = ", ".join(f"{t['written']:.1f}" for t in timed)
-        print(f"runs, {cache} cache: {each} (last task written {written} s)")
+        cluster = ", ".join(f"{t.get('cluster', float('nan')):.2f}" for t in timed)
+        print(f"runs, {cache} cache{code}: {each} (cluster up {cluster} s; last task written {written} s)")
     print(f"numpy: {', '.join(f'{x:.1f} s ({y:.1f} CPU-s)' for x, y in zip(loop, loop_cpu, strict=True))}")
 
 
@@ -160,9 +169,12 @@ def main() -> None:
     parser.add_argument("--vs-numpy", action="store_true")
     parser.add_argument("--repeats", type=int, default=3, help="with --vs-numpy: rounds of runs (default 3)")
     parser.add_argument("--unseen", action="store_true")
+    parser.add_argument("--other", help="with --vs-numpy: a folder holding another checkout's package as rmtsweep")
     args = parser.parse_args()
+    if args.other and not args.vs_numpy:
+        parser.error("--other goes with --vs-numpy")
     if args.vs_numpy:
-        vs_numpy(args.repeats)
+        vs_numpy(args.repeats, args.other)
         return
     start_table(args.sweeps or (UNSEEN if args.unseen else shipped()), args.workers)
 

@@ -1,8 +1,9 @@
 """What a worker runs: one task computed, and its data chunks written into the store (not ``done``).
 
-The only code a worker process needs, kept apart from the driver's (dask's client side, the store's
-template and theory, xarray), so that a LocalCluster's workers start by importing numpy, scipy's
-sparse and dense linear algebra, pydantic (the model's types) and zarr, and nothing else of ours.
+The only code a worker process needs for its Monte Carlo tasks, kept apart from the driver's (dask's client
+side, the store's template and theory, xarray), so that a worker a batch system starts imports numpy, scipy's
+sparse and dense linear algebra, pydantic (the model's types) and zarr, and nothing else of ours. A local
+cluster's workers are forked from a server that imported more (:data:`rmtsweep.run.forkserver.SERVED`).
 """
 
 from __future__ import annotations

@@ -69,9 +69,26 @@ def test_the_api_names_resolve_and_modules_stay_modules():
         rmtsweep.nope  # noqa: B018
 
 
-def test_the_workers_rmtsweep_starts_import_the_task_code_and_nothing_of_the_drivers():
-    """A LocalCluster worker of a run imports what a task needs (numpy, scipy's linear algebra, the model, zarr),
-    not the driver's side: no xarray or pandas, theory, analysis or scipy.stats."""
+_HEAVY = ("xarray", "pandas", "hvplot", "holoviews", "matplotlib")
+_DRIVERS = ("scipy.stats", "rmtsweep.theory", "rmtsweep.analysis", "rmtsweep.store.io", "rmtsweep.run.runner",
+            "rmtsweep.cli")
+
+
+def test_the_task_code_imports_nothing_of_the_drivers():
+    """A worker a batch system starts imports the task code alone (``--preload rmtsweep.run.work``): what a task
+    needs (numpy, scipy's linear algebra, the model, zarr), not the driver's side: no xarray or pandas, theory,
+    analysis or scipy.stats."""
+    from rmtsweep.run.forkserver import TASK_CODE
+    proc = subprocess.run([sys.executable, "-c", f"import json, sys, {TASK_CODE}; print(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, timeout=300, check=True)
+    modules = json.loads(proc.stdout)
+    assert {"rmtsweep.run.work", "rmtsweep.model", "zarr", "scipy.sparse"} <= set(modules)
+    assert [m for m in modules if m.split(".")[0] in _HEAVY or m.startswith(_DRIVERS)] == []
+
+
+def test_a_local_worker_starts_with_the_task_and_theory_code_imported():
+    """A LocalCluster worker is forked from a server that imported the task code, dask's worker and the theory's
+    task: none of them is imported after the worker starts, before its first task or theory task."""
     from rmtsweep.cluster.engine import connect, make_engine
     from rmtsweep.run.cost import Blocking
     from rmtsweep.run.grid import tasks
@@ -80,14 +97,10 @@ def test_the_workers_rmtsweep_starts_import_the_task_code_and_nothing_of_the_dri
 
     task = next(tasks(rmtsweep.parse_sweep(BASE), Blocking(1, 1, 1, 2)))
     with connect(make_engine("local", workers=1)) as (client, _):
-        values = client.submit(compute_task, task, pure=False).result()
         modules = next(iter(client.run(eval, "sorted(__import__('sys').modules)").values()))
+        values = client.submit(compute_task, task, pure=False).result()
+    assert {"rmtsweep.run.work", "distributed.worker", "rmtsweep.run.runner", "xarray"} <= set(modules)
     assert values["eigenvalues"].shape == compute_task(task)["eigenvalues"].shape
-    assert {"rmtsweep.run.work", "rmtsweep.model", "zarr", "scipy.sparse"} <= set(modules)
-    heavy = [m for m in modules if m.split(".")[0] in ("xarray", "pandas", "hvplot", "holoviews", "matplotlib")
-             or m.startswith(("scipy.stats", "rmtsweep.theory", "rmtsweep.analysis", "rmtsweep.store.io",
-                              "rmtsweep.run.runner", "rmtsweep.cli"))]
-    assert heavy == []
 
 
 _ENV_PROBE = ("{k: __import__('os').environ.get(k) for k in ('RMTSWEEP_PROBE_OLD', 'RMTSWEEP_PROBE_NEW')}, "
@@ -145,13 +158,40 @@ def test_a_fork_server_no_cluster_used_is_killed_not_waited_for(monkeypatch):
 
     from rmtsweep.run import forkserver
     forkserver.stop()
-    monkeypatch.setattr(forkserver, "TASK_CODE", "tests.integration.endless_import")
+    monkeypatch.setattr(forkserver, "SERVED", ("tests.integration.endless_import",))
     monkeypatch.setattr(forkserver, "_FORKED", [False])
     forkserver.start()
     stopping = threading.Thread(target=forkserver.stop, daemon=True)
     stopping.start()
     stopping.join(timeout=120)
     assert not stopping.is_alive(), "stop() waited for the server's imports"
+
+
+_WORKER_CPU_COMMAND = """
+import json, resource, time
+from rmtsweep.cluster.engine import connect, make_engine
+from rmtsweep.run import forkserver
+def burn(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+    return time.process_time()
+with connect(make_engine("local", workers=1)) as (client, _):
+    spent = client.submit(burn, 1.0, pure=False).result()
+forkserver.stop()
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps([spent, usage.ru_utime + usage.ru_stime]))
+"""
+
+
+def test_a_stopped_fork_server_leaves_its_workers_cpu_time_counted_by_the_command():
+    """The command's children's CPU time counts its workers' once it stopped the server (which is killed, not
+    left to tear its modules down): a benchmark's CPU-seconds miss no worker."""
+    proc = subprocess.run([sys.executable, "-c", _WORKER_CPU_COMMAND], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    worker, children = json.loads(proc.stdout)
+    assert worker >= 1.0
+    assert children >= worker, (children, worker)
 
 
 def _faults_of_fresh_arrays(count: int = 100, size: int = 1 << 17) -> int:
