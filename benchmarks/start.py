@@ -7,7 +7,7 @@
     python benchmarks/start.py --vs-numpy --other PYROOT   # ... and another checkout's rmtsweep, in turn
 
 Each sweep runs once into a new store in a temporary directory (``rmtsweep run SWEEP --no-progress``) as a
-process. A thread timestamps its stderr lines ("dask LocalCluster: ..." is the cluster up) while this process
+process, with an empty theory cache of its own: the dry run estimates a new store's theory from scratch. A thread timestamps its stderr lines ("dask LocalCluster: ..." is the cluster up) while this process
 polls, every 5 ms, for the store's ``.zattrs`` (the store exists) and the first ``submit`` line of its journal
 (the first Monte Carlo task handed to the scheduler). Before it, ``rmtsweep run SWEEP --dry-run --json`` gives
 the estimate: on an idle machine, and at the one-minute load it saw (``busy_factor``). Times are seconds from the
@@ -108,11 +108,12 @@ def start_table(names: list[str], workers: int) -> None:
         sweep = name.split()                          # a sweep's name, then its KEY=VALUE overrides
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(tmp) / "s.zarr"
+            env = {**os.environ, "DASK_RMTSWEEP__THEORY__CACHE": str(Path(tmp) / "cache")}
             dry = subprocess.run([*CLI, "run", *sweep, "--store", str(store), "--dry-run", "--json", *engine],
-                                 capture_output=True, text=True, check=True)
+                                 capture_output=True, text=True, check=True, env=env)
             dry_json = json.loads(dry.stdout)
             estimate, at_load = dry_json["estimated_wall_seconds"], dry_json["estimated_wall_seconds_at_load"]
-            t = timed_run([*sweep, *engine], store)
+            t = timed_run([*sweep, *engine], store, env)
         ratios.append(t["done"] / estimate)
         print(f"| {name} | {t.get('store', float('nan')):.2f} | {t.get('cluster', float('nan')):.2f} | "
               f"{t.get('submit', float('nan')):.2f} | {t.get('submit', float('nan')) - t.get('cluster', 0):.2f} | "
