@@ -21,6 +21,7 @@ from typing import Any, cast
 from ..errors import ClusterError
 from ..signals import Held
 from ..types import ClusterKind
+from ..run.forkserver import LOOPBACK, cluster_options
 from .probe import scheduler_client
 
 __all__ = ["NO_DASHBOARD", "Capacity", "Engine", "connect", "make_engine"]
@@ -135,9 +136,6 @@ def connect(engine: Engine, notes: Callable[[str], None] = lambda line: None) ->
             yield client, Capacity()
 
 
-LOOPBACK = "127.0.0.1"
-
-
 def _local_options(engine: Engine, n: int) -> dict[str, Any]:
     """The keywords of the embedded LocalCluster: closed to every other user of the machine.
 
@@ -165,12 +163,7 @@ def _local_options(engine: Engine, n: int) -> dict[str, Any]:
         batched = logging.getLogger("distributed.batched")
         batched.setLevel(max(batched.level, logging.WARNING))
     else:
-        from distributed.security import Security
-
-        from ..run.forkserver import TASK_CODE, worker_env
-        # the workers run the task code's setup as they start (the fork server imported it): a worker's first
-        # task would otherwise import it, holding its event loop long enough to miss heartbeats
-        options.update(host=LOOPBACK, security=Security.temporary(), preload=[TASK_CODE], env=worker_env())
+        options.update(cluster_options())
     return options
 
 

@@ -18,8 +18,12 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["SETTINGS", "TASK_CODE", "apply_unset", "forking_workers", "start", "stop", "worker_env"]
+__all__ = ["LOOPBACK", "SETTINGS", "TASK_CODE", "apply_unset", "cluster_options", "forking_workers", "start", "stop",
+           "worker_env"]
+
+LOOPBACK = "127.0.0.1"
 
 TASK_CODE = "rmtsweep.run.work"
 """What a worker runs as its preload, and the first module the fork server imports."""
@@ -147,6 +151,18 @@ def _await_no_children(pid: int, timeout: float = 2.0) -> None:
         except OSError:
             return
         time.sleep(0.01)
+
+
+def cluster_options() -> dict[str, Any]:
+    """What every LocalCluster of worker processes that rmtsweep makes is given, besides its size.
+
+    It listens on loopback and serves only holders of TLS credentials made for it and held in memory
+    (``Security.temporary``): any local user reaches loopback, and dask runs what a connected client sends. Its
+    workers run the task code's setup as they start (the fork server imported it: a first task would otherwise
+    import it, holding the worker's event loop long enough to miss heartbeats), with :func:`worker_env`.
+    """
+    from distributed.security import Security
+    return {"host": LOOPBACK, "security": Security.temporary(), "preload": [TASK_CODE], "env": worker_env()}
 
 
 def worker_env() -> dict[str, str]:

@@ -54,7 +54,7 @@ from .cost import Blocking, choose_blocking, task_target
 from ..types import Writes
 from .execute import RunReport, Window, check_memory, run_tasks
 from .grid import Order, Task, n_tasks, share_done, share_tasks, task_memory_bytes, tasks, tasks_left
-from .forkserver import TASK_CODE, forking_workers, worker_env
+from .forkserver import LOOPBACK, cluster_options, forking_workers
 from .plan import theory_budgets
 from .recorded import recorded_budgets, resume_check
 from .theory_cache import FolderCache, theory_cache
@@ -252,13 +252,14 @@ def _current_client() -> Client | None:
 
 @contextmanager
 def _local_cluster() -> Iterator[Client]:
-    """A client of a LocalCluster of one single-threaded worker process per core, made (and closed) here."""
+    """A client of a LocalCluster of one single-threaded worker process per core, made (and closed) here: closed to
+    every other user of the machine, as `rmtsweep run`'s (:func:`rmtsweep.run.forkserver.cluster_options`)."""
     from distributed import LocalCluster
     with forking_workers():
         # no dashboard (as `rmtsweep run`): its HTTP server for health and metrics on loopback
         cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                               dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
-                               preload=[TASK_CODE], env=worker_env())
+                               dashboard_address=f"{LOOPBACK}:0", scheduler_kwargs={"dashboard": False},
+                               **cluster_options())
     with cluster, Client(cluster) as made:
         yield made
 

@@ -151,18 +151,11 @@ def _started(proc: subprocess.Popen, lines: list[str]) -> None:
     pytest.fail("the run's cluster did not come up:\n" + "".join(lines))
 
 
-@needs_nobody
-@pytest.mark.parametrize("mode", list(MODES))
-def test_another_user_cannot_run_code_through_a_runs_cluster(mode, long_sweep, tmp_path):
-    store = tmp_path / "s.zarr"
-    if mode == "work":
-        _prepared_store(long_sweep, store)
+def _assert_closed_to_others(argv: list[str], cwd: Path, dashboard: bool = False) -> None:
+    """Start ``argv``, wait for its cluster, probe every port of it and its children as nobody, then stop it."""
     env = {k: v for k, v in os.environ.items() if k != "RMTSWEEP_IN_PROCESS"}
     env.pop("RMTSWEEP_DASHBOARD_ADDRESS", None)
-    dashboard = ["--dashboard-address", "127.0.0.1:0"] if mode in WITH_DASHBOARD else []
-    proc = subprocess.Popen([sys.executable, "-m", "rmtsweep.cli", *MODES[mode](long_sweep, store), "--no-progress",
-                             *dashboard],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     lines: list[str] = []
     try:
@@ -178,9 +171,43 @@ def test_another_user_cannot_run_code_through_a_runs_cluster(mode, long_sweep, t
     assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in addresses), addresses
     assert "dask" not in verdicts.values(), verdicts
     assert set(verdicts.values()) <= {"http", "tls-refused", "closed"}, verdicts
-    if mode in WITH_DASHBOARD:                    # the link printed is where the dashboard listens: loopback
+    if dashboard:                                 # the link printed is where the dashboard listens: loopback
         line = next(text for text in lines if text.startswith("dask LocalCluster:"))
         assert "http://127.0.0.1:" in line, line
+
+
+@needs_nobody
+@pytest.mark.parametrize("mode", list(MODES))
+def test_another_user_cannot_run_code_through_a_runs_cluster(mode, long_sweep, tmp_path):
+    store = tmp_path / "s.zarr"
+    if mode == "work":
+        _prepared_store(long_sweep, store)
+    dashboard = ["--dashboard-address", "127.0.0.1:0"] if mode in WITH_DASHBOARD else []
+    _assert_closed_to_others([sys.executable, "-m", "rmtsweep.cli", *MODES[mode](long_sweep, store), "--no-progress",
+                              *dashboard], tmp_path, dashboard=mode in WITH_DASHBOARD)
+
+
+# run_sweep with no client makes its own LocalCluster; the line _started waits for is printed once a task is out
+_API_RUN = """
+import sys, threading, time
+from pathlib import Path
+import rmtsweep
+from rmtsweep.store import journal_file
+
+def announce(journal):
+    while not (journal.exists() and " submit " in journal.read_text()):
+        time.sleep(0.05)
+    print("dask LocalCluster: run_sweep's own", file=sys.stderr, flush=True)
+
+threading.Thread(target=announce, args=(journal_file(Path(sys.argv[2])),), daemon=True).start()
+rmtsweep.run_sweep(sys.argv[1], sys.argv[2], progress=False)
+"""
+
+
+@needs_nobody
+def test_another_user_cannot_run_code_through_the_cluster_run_sweep_makes(long_sweep, tmp_path):
+    """The Python API's own LocalCluster (``run_sweep`` with no client) is closed to others as the command's is."""
+    _assert_closed_to_others([sys.executable, "-c", _API_RUN, str(long_sweep), str(tmp_path / "s.zarr")], tmp_path)
 
 
 @needs_nobody
