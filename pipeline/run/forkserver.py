@@ -3,8 +3,9 @@
 dask spawns each worker as a fresh interpreter, which imports numpy, scipy, zarr, distributed and the task
 code before it can join: about 1.3 CPU-s a worker, on the critical path of every local run. rmtsweep asks
 dask to fork its workers from multiprocessing's fork server instead. The server starts once a process,
-imports the task code once, and each worker is a copy of it, up in a few hundredths of a second. The
-command line starts the server as it begins, so the server's imports overlap the command's own.
+imports the task code, dask's worker and the theory's task once (:data:`SERVED`), and each worker is a copy
+of it, up in a few hundredths of a second. The command line starts the server as it begins, so the server's
+imports overlap the command's own. Every such cluster is closed to other users (:func:`cluster_options`).
 
 A fork server's environment is the one it started in. A worker is given the environment of the process
 that makes its cluster, as that is now: every variable is set again, and those set since removed are removed.
@@ -20,8 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["LOOPBACK", "SETTINGS", "TASK_CODE", "apply_unset", "cluster_options", "forking_workers", "start", "stop",
-           "worker_env"]
+__all__ = ["LOOPBACK", "SERVED", "SETTINGS", "TASK_CODE", "apply_unset", "cluster_options", "forking_workers", "start",
+           "stop", "worker_env"]
 
 LOOPBACK = "127.0.0.1"
 
