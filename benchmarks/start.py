@@ -7,7 +7,8 @@
     python benchmarks/start.py --vs-numpy --other PYROOT   # ... and another checkout's rmtsweep, in turn
 
 Each sweep runs once into a new store in a temporary directory (``rmtsweep run SWEEP --no-progress``) as a
-process, with an empty theory cache of its own: the dry run estimates a new store's theory from scratch. A thread timestamps its stderr lines ("dask LocalCluster: ..." is the cluster up) while this process
+process, with an empty theory cache of its own: the dry run estimates a new store's theory from scratch. A
+thread timestamps its stderr lines ("dask LocalCluster: ..." is the cluster up) while this process
 polls, every 5 ms, for the store's ``.zattrs`` (the store exists) and the first ``submit`` line of its journal
 (the first Monte Carlo task handed to the scheduler). Before it, ``rmtsweep run SWEEP --dry-run --json`` gives
 the estimate: on an idle machine, and at the one-minute load it saw (``busy_factor``). Times are seconds from the
