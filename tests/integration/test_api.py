@@ -79,8 +79,8 @@ def test_the_task_code_imports_nothing_of_the_drivers():
     needs (numpy, scipy's linear algebra, the model, zarr), not the driver's side: no xarray or pandas, theory,
     analysis or scipy.stats."""
     from rmtsweep.run.forkserver import TASK_CODE
-    proc = subprocess.run([sys.executable, "-c", f"import json, sys, {TASK_CODE}; print(json.dumps(sorted(sys.modules)))"],
-                          capture_output=True, text=True, timeout=300, check=True)
+    listing = f"import json, sys, {TASK_CODE}; print(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True, timeout=300, check=True)
     modules = json.loads(proc.stdout)
     assert {"rmtsweep.run.work", "rmtsweep.model", "zarr", "scipy.sparse"} <= set(modules)
     assert [m for m in modules if m.split(".")[0] in _HEAVY or m.startswith(_DRIVERS)] == []
