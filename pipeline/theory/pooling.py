@@ -80,9 +80,21 @@ class PoolingDraw:
         """:func:`.null_law.gram` of the centred matrix (dense float64, ``min(N, V)`` square), from the sparse ``A``."""
         A, M = self.A, self.means
         if A.shape[0] <= A.shape[1]:
-            return (A @ A.T).toarray() - (M * self._sizes()) @ M.T
-        E, B = _classes(self.A.shape[1], self.n_pos), np.asarray(A.T @ M)
-        return (A.T @ A).toarray() - B @ E.T - E @ B.T + E @ (M.T @ M) @ E.T
+            K = (A @ A.T).toarray()
+            K -= (M * self._sizes()) @ M.T
+            return K
+        # K - B E^T - E B^T + E (M^T M) E^T with E the class indicators, by blocks in place: the same operations
+        # on every entry as the products with E, without three dense V x V temporaries
+        B, C, n = np.asarray(A.T @ M), M.T @ M, self.n_pos
+        K = (A.T @ A).toarray()
+        K[:, :n] -= B[:, :1]
+        K[:, n:] -= B[:, 1:]
+        K[:n] -= B[:, 0]
+        K[n:] -= B[:, 1]
+        for rows, r in ((slice(None, n), 0), (slice(n, None), 1)):
+            K[rows, :n] += C[r, 0]
+            K[rows, n:] += C[r, 1]
+        return K
 
     def matvec(self, v: Float) -> Float:
         """``(A - M E^T)(A - M E^T)^T v`` (``N``-vectors) through the sparse ``A``."""
