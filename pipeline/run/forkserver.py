@@ -54,9 +54,6 @@ UNSET = "RMTSWEEP_WORKER_UNSET"
 _SERVED: set[str] = set()
 """The variables of every environment this process's fork server may have started in."""
 
-_FORKED: list[bool] = [False]
-"""Whether a LocalCluster of this process has forked its workers from the server."""
-
 
 def _pre_spawn() -> dict[str, str]:
     """The variables dask sets before it starts a worker, as it computes them (the user's environment first)."""
@@ -111,7 +108,6 @@ def forking_workers() -> Iterator[None]:
     made, and uses them for every worker it starts or restarts. The fork server is started here if need be."""
     import dask.config
     start()
-    _FORKED[0] = True
     with dask.config.set(SETTINGS):
         yield
 
@@ -131,8 +127,7 @@ def stop() -> None:
     pid = getattr(server, "_forkserver_pid", None)
     if server is None or pid is None or not hasattr(server, "_stop"):
         return
-    if _FORKED[0]:
-        _await_no_children(pid)
+    _await_no_children(pid)               # at once for a server that forked nothing
     os.kill(pid, signal.SIGKILL)          # it keeps SIGTERM blocked, as the command did when it started it
     server._stop()                        # CPython's own way to stop it (its tests use it), since 3.8
 

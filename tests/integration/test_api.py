@@ -159,7 +159,6 @@ def test_a_fork_server_no_cluster_used_is_killed_not_waited_for(monkeypatch):
     from rmtsweep.run import forkserver
     forkserver.stop()
     monkeypatch.setattr(forkserver, "SERVED", ("tests.integration.endless_import",))
-    monkeypatch.setattr(forkserver, "_FORKED", [False])
     forkserver.start()
     stopping = threading.Thread(target=forkserver.stop, daemon=True)
     stopping.start()
