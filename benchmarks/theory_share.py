@@ -7,7 +7,8 @@ Per sweep, two processes with one BLAS thread and the theory cache off (``rmtswe
 
 - ``rmtsweep run SWEEP --workers W --no-progress`` into a new store: the CPU seconds of the command and every
   process it started (user and system, from the operating system's accounting of waited-for children);
-- the store's theory alone (:func:`rmtsweep.theory.on_grid.sized_theory`, serial): its process CPU seconds.
+- the store's theory alone (:func:`rmtsweep.theory.on_grid.sized_theory`, serial): its process CPU seconds, with
+  ``dask.array`` imported before the clock starts, as a run's workers have it (xarray imports it at a first array).
 
 It prints both, their ratio (the theory's share of the run) and the dry run's estimate of the theory's seconds
 beside its estimate of the Monte Carlo's. CPU seconds hardly move with the machine's load; wall times do.
@@ -28,6 +29,7 @@ from common import ONE_THREAD, children_cpu
 CLI = [sys.executable, "-m", "rmtsweep.cli"]
 THEORY_ALONE = """
 import sys, time
+import dask.array  # noqa: F401 - imported before the clock, as a run's workers have it (their fork server's)
 from threadpoolctl import threadpool_limits
 import rmtsweep
 from rmtsweep.theory.on_grid import sized_theory
