@@ -39,8 +39,10 @@ os.environ["RMTSWEEP_DASHBOARD_ADDRESS"] = "none"
 
 # The theory cache (rmtsweep.theory.cache) of every run the tests start, here or as commands: a folder of the session,
 # never the user's. The process that made it removes it; pytest-xdist's processes inherit it from the controller.
+# dask reads a DASK_ variable with ast.literal_eval first: a random name such as "cache-5jand" would make every
+# command print a SyntaxWarning ("5j" is a number), so the random part follows a letter, as one identifier.
 if "DASK_RMTSWEEP__THEORY__CACHE" not in os.environ:
-    os.environ["DASK_RMTSWEEP__THEORY__CACHE"] = THEORY_CACHE = tempfile.mkdtemp(prefix="rmtsweep-theory-cache-")
+    os.environ["DASK_RMTSWEEP__THEORY__CACHE"] = THEORY_CACHE = tempfile.mkdtemp(prefix="rmtsweep_theory_cache_")
     atexit.register(shutil.rmtree, THEORY_CACHE, ignore_errors=True)
     if "dask.config" in sys.modules:         # dask reads the environment when it is imported
         import dask.config
