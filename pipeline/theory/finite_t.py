@@ -245,11 +245,11 @@ def _may_dip(G: Float, wpos: Float, mass: NDArray, delta: float) -> NDArray[np.b
     Inside a bulk they exceed ``1 / G^2`` many times over at every grid point, and the full sum is not needed
     there. The margin of ``1e-9`` covers the sum's rounding; the top interval (``G`` down to 0) always may dip.
     """
-    k = np.arange(G.shape[0])
-    may = np.ones(G.shape[0], bool)
-    if k.size > 1:
+    n = G.shape[0]
+    may = np.ones(n, bool)
+    if n > 1:                                 # interval k >= 1 lies between the poles of atoms k - 1 and k
         two = sum(m[:, None] * (p[:, None] ** 2 * (1.0 / (1.0 - delta * p[:, None] * G[1:])) ** 2)
-                  for p, m in ((wpos[k[1:] - 1], mass[k[1:] - 1]), (wpos[k[1:]], mass[k[1:]])))
+                  for p, m in ((wpos[:n - 1], mass[:n - 1]), (wpos[1:n], mass[1:n])))
         may[1:] = (delta * two * (1.0 - 1e-9) <= 1.0 / G[1:] ** 2).any(axis=1)
     return may
 
