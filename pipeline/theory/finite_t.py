@@ -63,17 +63,23 @@ Float = NDArray[np.float64]
 
 
 # ----------------------------------------------------------------------------- bulk: complex plane
+def _over_t(m: NDArray, nu: DiscreteLaw, delta: float) -> tuple[Float, Float]:
+    """``(Re, -Im)`` of ``p / t``, ``t = 1 + delta m p``, for every ``m`` (rows) and atom ``p`` (columns).
+
+    In real arithmetic: numpy's complex division guards every element against overflow, which made it 4-5 times
+    slower here, and ``|t| >= Im t > 0`` needs no guard."""
+    dp = delta * nu.points
+    tr = 1.0 + np.multiply.outer(m.real, dp)
+    ti = np.multiply.outer(m.imag, dp)
+    q = nu.points / (tr * tr + ti * ti)
+    return q * tr, q * ti
+
+
 def _phi(m: NDArray, z: NDArray, nu: DiscreteLaw, delta: float) -> tuple[NDArray, NDArray]:
-    t = 1.0 + delta * m[:, None] * nu.points
-    e1 = (nu.points / t) @ nu.weights
-    e2 = (nu.points**2 / t**2) @ nu.weights
+    ur, ui = _over_t(m, nu, delta)
+    e1 = ur @ nu.weights - 1j * (ui @ nu.weights)
+    e2 = (ur * ur - ui * ui) @ nu.weights - 2j * ((ur * ui) @ nu.weights)
     return -1.0 / m + e1 - z, 1.0 / m**2 - delta * e2
-
-
-def _phi_value(m: NDArray, z: NDArray, nu: DiscreteLaw, delta: float) -> NDArray:
-    """:func:`_phi`'s first value alone (the same arithmetic): what the step-halving compares."""
-    t = 1.0 + delta * m[:, None] * nu.points
-    return -1.0 / m + (nu.points / t) @ nu.weights - z
 
 
 def stieltjes(z: ArrayLike, nu: DiscreteLaw, delta: float, *, tol: float = 1e-11, ratio: float = 0.3,
@@ -93,13 +99,18 @@ def stieltjes(z: ArrayLike, nu: DiscreteLaw, delta: float, *, tol: float = 1e-11
     zz = z.real + 1j * eta
     m = -1.0 / zz
     ok = np.ones(z.size, bool)
+    f_m, fp_m = np.empty(z.size, np.complex128), np.empty(z.size, np.complex128)   # phi and phi' at m
     while True:
         active = ok.copy()
+        known = np.zeros(z.size, bool)           # phi depends on z: evaluated afresh at each level
         for _ in range(max_newton):
             idx = np.flatnonzero(active)
             if idx.size == 0:
                 break
-            f, fp = _phi(m[idx], zz[idx], nu, delta)
+            if (stale := idx[~known[idx]]).size:
+                f_m[stale], fp_m[stale] = _phi(m[stale], zz[stale], nu, delta)
+                known[stale] = True
+            f, fp = f_m[idx], fp_m[idx]
             done = np.abs(f) <= tol * (np.abs(zz[idx]) + 1.0 / np.abs(m[idx]))
             active[idx[done]] = False
             idx, f, fp = idx[~done], f[~done], fp[~done]
@@ -108,12 +119,12 @@ def stieltjes(z: ArrayLike, nu: DiscreteLaw, delta: float, *, tol: float = 1e-11
             moved = np.zeros(idx.size, bool)
             for _ in range(40):  # halve until in C^+ and |phi| decreases
                 trial = m[idx] - s * step
-                good = trial.imag > 0
-                ft = np.full(idx.size, np.inf)
-                if np.any(good):
-                    ft[good] = np.abs(_phi_value(trial[good], zz[idx][good], nu, delta))
-                acc = ~moved & good & (ft < np.abs(f))
-                m[idx[acc]] = trial[acc]
+                test = ~moved & (trial.imag > 0)
+                ft, fpt = np.full(idx.size, np.inf + 0j), np.empty(idx.size, np.complex128)
+                if np.any(test):                 # phi' too: an accepted trial's next Newton step needs it
+                    ft[test], fpt[test] = _phi(trial[test], zz[idx[test]], nu, delta)
+                acc = test & (np.abs(ft) < np.abs(f))
+                m[idx[acc]], f_m[idx[acc]], fp_m[idx[acc]] = trial[acc], ft[acc], fpt[acc]
                 moved |= acc
                 if moved.all():
                     break

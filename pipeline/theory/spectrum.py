@@ -28,7 +28,7 @@ SAMPLE: SampleOptions = {"size": 1000, "replicates": 4, "seed": 0, "resolution":
 # Seconds of one sampled law (growing as replicates x size^3) and of one histogram (fixed, and per bin), fitted on
 # a 2-core machine: an estimate from the grid alone, so that the budget decides alike on every machine.
 SAMPLE_SECONDS = 0.25
-HISTOGRAM_SECONDS = (0.08, 2.2e-3)
+HISTOGRAM_SECONDS = (0.035, 0.8e-3)
 SPECTRUM_SAY = 3.0        # estimated seconds past which the finite-T spectrum law's computation is announced
 
 
