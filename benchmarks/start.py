@@ -9,8 +9,8 @@
 Each sweep runs once into a new store in a temporary directory (``rmtsweep run SWEEP --no-progress``) as a
 process, with an empty theory cache of its own: the dry run estimates a new store's theory from scratch. A
 thread timestamps its stderr lines ("dask LocalCluster: ..." is the cluster up) while this process
-polls, every 5 ms, for the store's ``.zattrs`` (the store exists) and the first ``submit`` line of its journal
-(the first Monte Carlo task handed to the scheduler). Before it, ``rmtsweep run SWEEP --dry-run --json`` gives
+polls, every 5 ms, for the store's ``.zattrs`` (the store exists), the first ``submit`` line of its journal
+(the first Monte Carlo task handed to the scheduler) and its ``write`` lines (a task's results written). Before it, ``rmtsweep run SWEEP --dry-run --json`` gives
 the estimate: on an idle machine, and at the one-minute load it saw (``busy_factor``). Times are seconds from the
 command's start.
 
@@ -87,8 +87,9 @@ def timed_run(args: list[str], store: Path, env: dict[str, str] | None = None) -
         text = journal.read_text() if journal.exists() else ""
         if "submit" not in seen and " submit " in text:
             seen["submit"] = now
-        if text.count(" write ") > writes:             # the last Monte Carlo task written so far
+        if text.count(" write ") > writes:             # the first and the last Monte Carlo task written so far
             writes, seen["written"] = text.count(" write "), now
+            seen.setdefault("first", now)
         time.sleep(0.005)
     seen["done"] = time.perf_counter() - start
     reader.join()
@@ -102,8 +103,9 @@ def start_table(names: list[str], workers: int) -> None:
     engine = ["--workers", str(workers)]
     print(f"command: python benchmarks/start.py {' '.join(sys.argv[1:])}  ({workers} worker processes)")
     print("| sweep | store exists s | cluster up s | first task s | first task after cluster up s | "
-          "last task written s | done s | estimate s | done / estimate | load | estimate at load s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "first task written s | last task written s | done s | estimate s | done / estimate | load | "
+          "estimate at load s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios = []
     for name in names:
         sweep = name.split()                          # a sweep's name, then its KEY=VALUE overrides
@@ -118,7 +120,7 @@ def start_table(names: list[str], workers: int) -> None:
         ratios.append(t["done"] / estimate)
         print(f"| {name} | {t.get('store', float('nan')):.2f} | {t.get('cluster', float('nan')):.2f} | "
               f"{t.get('submit', float('nan')):.2f} | {t.get('submit', float('nan')) - t.get('cluster', 0):.2f} | "
-              f"{t.get('written', float('nan')):.1f} | {t['done']:.1f} | {estimate:.1f} | {t['done'] / estimate:.2f} | "
+              f"{t.get('first', float('nan')):.2f} | {t.get('written', float('nan')):.1f} | {t['done']:.1f} | {estimate:.1f} | {t['done'] / estimate:.2f} | "
               f"{dry_json['load']:.1f} | {at_load:.1f} |", flush=True)
     if ratios:
         for band in (0.3, 0.5):
