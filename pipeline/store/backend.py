@@ -168,6 +168,23 @@ class Location(ABC):
         one step; ``False`` when it was not. Only where :attr:`conditional_writes` is true."""
         raise NotImplementedError(f"{self}: this storage has no conditional writes")
 
+    def update(self, change: Callable[[bytes | None], bytes]) -> bool:
+        """Replace the object with ``change(its bytes)`` (``None``: absent); ``change`` raises to write nothing.
+
+        With :attr:`conditional_writes`, only if the object is still the one read: ``False`` when another writer
+        replaced or removed it in between, however long this one was stopped there. Elsewhere the bytes are
+        written as they are; a file system's writers are fenced by their staging directories instead.
+        """
+        if not self.conditional_writes:
+            self.write(change(self.read()))
+            return True
+        version = self.version()
+        data = change(self.read())
+        try:
+            return self.write_if(data, version)
+        except FileNotFoundError:                   # removed since it was read
+            return False
+
     @abstractmethod
     def remove(self, recursive: bool = False) -> None:
         """Delete the object (``recursive``: everything under this prefix or directory); absent is no error."""

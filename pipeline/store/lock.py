@@ -26,10 +26,11 @@ The protocol, and why a crash anywhere is safe:
    (:func:`holds`): a worker still running for a run that no longer holds the store writes nothing.
 
 The file system's calls above are those of the store's :class:`~rmtsweep.store.backend.Location`: ``create``
-(1), ``write`` (2), ``remove_if`` (4), ``read``. **On object storage** (a store at ``s3://bucket/run.zarr``) the
+(1), ``update`` (2), ``remove_if`` (4), ``read``. **On object storage** (a store at ``s3://bucket/run.zarr``) the
 lock is the object ``s3://bucket/run.zarr.lock``, taken with a conditional write (create only if absent: S3's
 ``If-None-Match``, GCS's and Azure's equivalents) and read back as in 1; a heartbeat replaces the object whole
-(readers see the old or the new beat); a take-over reads the stale lock and deletes it if it is still the
+(readers see the old or the new beat), and only if it is still the object it read (S3's ``If-Match``), so an owner
+stopped between its read and its write cannot bring back a lock another run took over; a take-over reads the stale lock and deletes it if it is still the
 one judged (there is no rename: a run that took the store over in that instant sees its token gone at
 its next beat and stops, as in 4); fencing reads the object before each task's write, as in 5.
 
@@ -299,13 +300,18 @@ class StoreLock:
         self._thread.start()
 
     def _write_beat(self) -> None:
-        held = _read(self.path)
-        if held is None and self.path.exists():
-            raise OSError("cannot read the lock file")
-        if held is None or held.get("token") != self.token:
+        def beaten(raw: bytes | None) -> bytes:
+            held = _parse(raw)
+            if held is None and raw is not None:
+                raise OSError("cannot read the lock file")
+            if held is None or held.get("token") != self.token:
+                raise LookupError("taken over")
+            return json.dumps({**held, "beat": self.beat + 1}).encode()
+        # only the lock just read: a holder stopped between its read and its write (a suspended node) would
+        # otherwise bring back, with its own token, a lock another run took over, and pass its lock checks again
+        if not self.path.update(beaten):
             raise LookupError("taken over")
         self.beat += 1
-        self.path.write(json.dumps({**held, "beat": self.beat}).encode())
 
     def _beat(self) -> None:
         last_ok = time.monotonic()

@@ -292,3 +292,41 @@ def test_a_cli_run_into_a_store_named_like_a_pattern_leaves_a_live_run_beside_it
         live.check()
         assert staging_dir(live.path, live.token).is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a?.zarr", "a?.zarr.journal"]
+
+
+@pytest.mark.parametrize("left", ["released", "held by the new run"])
+def test_a_heartbeat_frozen_between_its_read_and_its_write_never_brings_back_a_lock_taken_over(request, monkeypatch,
+                                                                                           left):
+    """A bucket's lock: the old holder read its own token, froze, another run took the store over (its lease had
+    lapsed) and finished or still runs; the old holder's heartbeat then resumes. Its write must change nothing: a
+    lock brought back with the old token would let the old run's workers pass their lock check again."""
+    import uuid
+
+    import s3fs
+
+    from rmtsweep.store.location import locate
+    endpoint = request.getfixturevalue("s3_endpoint")
+    s3fs.S3FileSystem(endpoint_url=endpoint).makedirs("heartbeats", exist_ok=True)
+    store = locate(f"s3://heartbeats/{uuid.uuid4().hex}/s.zarr", {"endpoint_url": endpoint})
+    lock = StoreLock(store, heartbeat=3600.0)                  # no beat of its own: this test makes the one beat
+    lock.acquire()
+    new_run = json.dumps({"token": "new", "host": "elsewhere", "pid": 1, "started": "now", "beat": 0}).encode()
+    kind, read = type(lock.path), type(lock.path).read
+    frozen = []
+
+    def read_then_taken_over(path):
+        raw = read(path)
+        if str(path) == str(lock.path) and not frozen:          # the heartbeat's read: then the take-over
+            frozen.append(raw)
+            path.remove() if left == "released" else path.write(new_run)
+        return raw
+    monkeypatch.setattr(kind, "read", read_then_taken_over)
+    try:
+        with pytest.raises(LookupError):
+            lock._write_beat()
+        assert json.loads(frozen[0])["token"] == lock.token     # it had read its own lock
+        assert read(lock.path) == (None if left == "released" else new_run)
+        assert not holds(store, lock.token, strict=True)
+    finally:
+        monkeypatch.undo()
+        lock.release()
