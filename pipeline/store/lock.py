@@ -29,10 +29,11 @@ The file system's calls above are those of the store's :class:`~rmtsweep.store.b
 (1), ``update`` (2), ``remove_if`` (4), ``read``. **On object storage** (a store at ``s3://bucket/run.zarr``) the
 lock is the object ``s3://bucket/run.zarr.lock``, taken with a conditional write (create only if absent: S3's
 ``If-None-Match``, GCS's and Azure's equivalents) and read back as in 1; a heartbeat replaces the object whole
-(readers see the old or the new beat), and only if it is still the object it read (S3's ``If-Match``), so an owner
-stopped between its read and its write cannot bring back a lock another run took over; a take-over reads the stale lock and deletes it if it is still the
-one judged (there is no rename: a run that took the store over in that instant sees its token gone at
-its next beat and stops, as in 4); fencing reads the object before each task's write, as in 5.
+(readers see the old or the new beat), on S3 only if it is still the object it read (``If-Match``), so an owner
+stopped between its read and its write cannot bring back a lock another run took over; a take-over reads the
+stale lock and deletes it if it is still the one judged (there is no rename: a run that took the store over in
+that instant sees its token gone at its next beat and stops, as in 4); fencing reads the object before each
+task's write, as in 5.
 
 **Shares** (the elements of a job array, ``rmtsweep work STORE --share I/N``): element ``I`` of ``N``
 writes only its own tasks, so it takes the lock of its share, ``demo.zarr.share-I-of-N.lock``, by the same

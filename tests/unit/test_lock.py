@@ -318,7 +318,10 @@ def test_a_heartbeat_frozen_between_its_read_and_its_write_never_brings_back_a_l
         raw = read(path)
         if str(path) == str(lock.path) and not frozen:          # the heartbeat's read: then the take-over
             frozen.append(raw)
-            path.remove() if left == "released" else path.write(new_run)
+            if left == "released":
+                path.remove()
+            else:
+                path.write(new_run)
         return raw
     monkeypatch.setattr(kind, "read", read_then_taken_over)
     try:
