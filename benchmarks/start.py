@@ -10,9 +10,9 @@ Each sweep runs once into a new store in a temporary directory (``rmtsweep run S
 process, with an empty theory cache of its own: the dry run estimates a new store's theory from scratch. A
 thread timestamps its stderr lines ("dask LocalCluster: ..." is the cluster up) while this process
 polls, every 5 ms, for the store's ``.zattrs`` (the store exists), the first ``submit`` line of its journal
-(the first Monte Carlo task handed to the scheduler) and its ``write`` lines (a task's results written). Before it, ``rmtsweep run SWEEP --dry-run --json`` gives
-the estimate: on an idle machine, and at the one-minute load it saw (``busy_factor``). Times are seconds from the
-command's start.
+(the first Monte Carlo task handed to the scheduler) and its ``write`` lines (a task's results written). Before
+it, ``rmtsweep run SWEEP --dry-run --json`` gives the estimate: on an idle machine, and at the one-minute load it
+saw (``busy_factor``). Times are seconds from the command's start.
 
 ``--vs-numpy`` runs one point at d = 1000 (delta = gamma = 0.5, T = 16, prefix(4), mean weights, 32 SNR values
 in [0, 8], 4 replicates) with ``rmtsweep run --workers 1`` and as the plain numpy loop a researcher would write
@@ -120,7 +120,8 @@ def start_table(names: list[str], workers: int) -> None:
         ratios.append(t["done"] / estimate)
         print(f"| {name} | {t.get('store', float('nan')):.2f} | {t.get('cluster', float('nan')):.2f} | "
               f"{t.get('submit', float('nan')):.2f} | {t.get('submit', float('nan')) - t.get('cluster', 0):.2f} | "
-              f"{t.get('first', float('nan')):.2f} | {t.get('written', float('nan')):.1f} | {t['done']:.1f} | {estimate:.1f} | {t['done'] / estimate:.2f} | "
+              f"{t.get('first', float('nan')):.2f} | {t.get('written', float('nan')):.1f} | {t['done']:.1f} | "
+              f"{estimate:.1f} | {t['done'] / estimate:.2f} | "
               f"{dry_json['load']:.1f} | {at_load:.1f} |", flush=True)
     if ratios:
         for band in (0.3, 0.5):

@@ -66,8 +66,8 @@ Float = NDArray[np.float64]
 def _over_t(m: NDArray, nu: DiscreteLaw, delta: float) -> tuple[Float, Float]:
     """``(Re, -Im)`` of ``p / t``, ``t = 1 + delta m p``, for every ``m`` (rows) and atom ``p`` (columns).
 
-    In real arithmetic: numpy's complex division guards every element against overflow, which made it 4-5 times
-    slower here; ``t`` has no zero to guard against (``Im t > 0`` where ``p > 0``, ``t = 1`` where ``p = 0``)."""
+    In real arithmetic: numpy's complex division guards every element against overflow, at several times the
+    cost, and ``t`` has no zero to guard against here (``Im t > 0`` where ``p > 0``, ``t = 1`` where ``p = 0``)."""
     dp = delta * nu.points
     tr = 1.0 + np.multiply.outer(m.real, dp)
     ti = np.multiply.outer(m.imag, dp)

@@ -99,8 +99,7 @@ class PoolingDraw:
 
     @functools.cached_property
     def _transposed(self) -> scipy.sparse.csc_array:
-        """``A^T``, made once: made anew at each of a quadrature's matvecs, it took a tenth of a small store's
-        theory."""
+        """``A^T``, made once: scipy builds a new object at every ``.T``, and a quadrature makes dozens of matvecs."""
         return self.A.T
 
     def matvec(self, v: Float) -> Float:
